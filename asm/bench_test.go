@@ -1,0 +1,63 @@
+package asm
+
+import (
+	"testing"
+	"time"
+)
+
+var (
+	sinkU64 uint64
+	sinkI64 int64
+	sinkDur time.Duration
+	sinkT   time.Time
+)
+
+// BenchmarkClock compares one read of each clock. time.Now and
+// time.Since are the baselines NowMillis has to beat.
+func BenchmarkClock(b *testing.B) {
+	c := NewClock()
+	start := time.Now()
+	b.Run("clock=time.Now", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkT = time.Now()
+		}
+	})
+	b.Run("clock=time.Since", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkDur = time.Since(start)
+		}
+	})
+	b.Run("clock=nanotime", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkI64 = Nanotime()
+		}
+	})
+	b.Run("clock=Ticks", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkU64 = Ticks()
+		}
+	})
+	b.Run("clock=NowMillis", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkI64 = c.NowMillis()
+		}
+	})
+}
+
+func BenchmarkPause(b *testing.B) {
+	b.Run("impl=asm", func(b *testing.B) {
+		for b.Loop() {
+			Pause()
+		}
+	})
+	b.Run("impl=generic", func(b *testing.B) {
+		for b.Loop() {
+			PauseGeneric()
+		}
+	})
+}

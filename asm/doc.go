@@ -1,0 +1,64 @@
+// Package asm holds the hardware primitives the lock-free sketch is built
+// on: a raw tick counter, a spin-loop hint, a calibrated millisecond clock on
+// top of the counter, and a bounded exponential backoff for CAS loops.
+//
+// # Model
+//
+// [Ticks] reads a free-running hardware counter: the time-stamp counter
+// (LFENCE; RDTSC) on amd64, the virtual counter CNTVCT_EL0 (ISB; MRS) on
+// arm64. The fence before the read keeps the CPU from sampling the counter
+// before earlier loads have completed, so a value read after observing a
+// published timestamp is not taken "in the past" of that observation (the
+// same ordering Linux's rdtsc_ordered and arch_timer_read_cntvct_el0 give).
+// [Pause] is the spin-wait hint: PAUSE on amd64, ISB on arm64 (a real delay
+// of tens of cycles on Neoverse cores, where YIELD is a no-op; Go's
+// runtime.procyield and Rust's core::hint::spin_loop made the same choice).
+//
+// Every primitive has a pure-Go twin that is always compiled
+// ([TicksGeneric], [PauseGeneric]) so tests compare the two in one binary.
+// Builds without the assembly (other GOARCHes, gccgo, -tags purego) use the
+// twins directly, and [FastTicks] reports false there.
+//
+// # Clock
+//
+// A [Clock] turns ticks into nanoseconds with a fixed-point multiply chosen
+// once per process at the first [NewClock]:
+//
+//	calibrate (once):
+//	    amd64: bracket Nanotime between two Ticks reads, sleep ~10ms, repeat;
+//	           nsPerTick = Δnanotime / Δticks
+//	    arm64: nsPerTick = 1e9 / CNTFRQ_EL0 (no calibration)
+//	    mult   = round(nsPerTick * 2^32)          // 32.32 fixed point
+//	NowNanos():
+//	    d      = Ticks() - tick0                   // wraps harmlessly
+//	    hi, lo = d * mult                          // 128-bit product
+//	    return (hi<<32 | lo>>32)                   // no division
+//	NowMillis():
+//	    return NowNanos() / 1e6                    // constant divisor: a multiply-high
+//
+// The fast path is used when [FastTicks] reports true (amd64 with an
+// invariant TSC, CPUID 0x80000007 EDX bit 8; every arm64 build with the
+// assembly) and the calibration gave a counter rate between 1 MHz and
+// 100 GHz. Otherwise every Clock read is [Nanotime] minus the origin.
+//
+// # Guarantees
+//
+//   - A Clock is immutable after NewClock and safe for concurrent use. All
+//     Clocks of one process share the calibration and the origin, so their
+//     readings are comparable.
+//   - One goroutine never sees NowNanos or NowMillis go backwards, and
+//     NowMillis() == NowNanos()/1e6 for readings taken from the same tick.
+//     Across CPUs this rests on the hardware keeping the counters in sync:
+//     true of invariant TSCs on current single-socket x86 and of the
+//     architected arm64 counter, not promised on old multi-socket boards or
+//     VMs that migrate between hosts with different TSC offsets. No skew
+//     correction is attempted; TestCrossCPUMonotonic checks it on the
+//     machine at hand.
+//   - The rate error is that of a 10ms calibration against the runtime's
+//     monotonic clock (about 1e-5 on amd64), and the tick clock is not slewed
+//     by NTP, so over hours it drifts from time.Now by seconds at most. Use
+//     it for decay and rate windows, not for wall-clock time.
+//   - NowMillis, NowNanos, Ticks and Pause do not allocate.
+//
+// [Backoff] is a value type for CAS retry loops; see its documentation.
+package asm

@@ -1,0 +1,23 @@
+package asm
+
+import _ "unsafe" // for go:linkname
+
+// nanotime is the runtime's monotonic clock (vDSO clock_gettime on Linux).
+// runtime.nanotime is one of the symbols the runtime keeps open to
+// go:linkname for exactly this use.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
+
+// Nanotime returns the runtime's monotonic clock in nanoseconds since an
+// arbitrary origin. It is the fallback clock when [FastTicks] is false, and
+// the reference the amd64 calibration measures against.
+func Nanotime() int64 { return nanotime() }
+
+// TicksGeneric is the pure-Go twin of [Ticks]: runtime nanotime, so one tick
+// is one nanosecond. It is always compiled.
+func TicksGeneric() uint64 { return uint64(nanotime()) }
+
+// PauseGeneric is the pure-Go twin of [Pause]: it does nothing. It is always
+// compiled.
+func PauseGeneric() {}

@@ -1,0 +1,24 @@
+//go:build (amd64 || arm64) && gc && !purego
+
+package asm
+
+// Ticks returns a raw, monotonic hardware tick counter: LFENCE; RDTSC on
+// amd64, ISB; MRS CNTVCT_EL0 on arm64. The unit is machine-dependent; use
+// a [Clock] to convert. It does not allocate.
+//
+//go:noescape
+func Ticks() uint64
+
+// Pause is a spin-loop hint: PAUSE on amd64, ISB on arm64. It gives the
+// sibling hyperthread (or the memory system) a breather in a busy wait.
+//
+//go:noescape
+func Pause()
+
+// counterInfo reports whether Ticks is a usable fast clock (amd64: the
+// invariant-TSC bit, CPUID 0x80000007 EDX[8]; arm64: always) and the
+// counter frequency when the hardware states it (arm64: CNTFRQ_EL0;
+// amd64: 0, meaning calibrate).
+//
+//go:noescape
+func counterInfo() (ok bool, hz uint64)

@@ -1,0 +1,14 @@
+//go:build !((amd64 || arm64) && gc && !purego)
+
+package asm
+
+// Ticks returns a monotonic tick counter. Without the assembly it is
+// [TicksGeneric]: runtime nanotime, one tick per nanosecond.
+func Ticks() uint64 { return TicksGeneric() }
+
+// Pause is a spin-loop hint. Without the assembly it does nothing.
+func Pause() { PauseGeneric() }
+
+// counterInfo reports no usable hardware counter: Clock falls back to
+// Nanotime and FastTicks reports false.
+func counterInfo() (ok bool, hz uint64) { return false, 0 }

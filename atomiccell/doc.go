@@ -1,0 +1,64 @@
+// Package atomiccell is the packed, lock-free cell of the sketch: one 64-bit
+// word that holds a float32 score and a 32-bit age stamp, updated with
+// compare-and-swap loops.
+//
+// # Word layout
+//
+//	 63                              32 31                               0
+//	+----------------------------------+----------------------------------+
+//	|   score: IEEE-754 float32 bits   |  stamp: uint32 ms since epoch    |
+//	+----------------------------------+----------------------------------+
+//
+// The stamp is the owner's clock in milliseconds, relative to an epoch the
+// owner chooses (the sketch takes its creation time), truncated to 32 bits.
+// Score and stamp change together in one atomic store, so a reader never sees
+// a score with the wrong age.
+//
+// # Invariants
+//
+//   - A stored score is never NaN or ±Inf: every narrowing goes through
+//     RoundUp, which maps values beyond the float32 range to ±MaxFloat32, and
+//     callers never pass a NaN delta (the sketch panics first).
+//   - No update loses mass: float64 results are narrowed to float32 rounding
+//     toward +Inf, so a stored score is >= the float64 result it stands for,
+//     and by induction >= what the float64 reference would hold. Bounds are
+//     rounded the same way (see Rules), so a clamped score never drops below
+//     Lo.
+//   - A stamp never moves backwards: an update keeps the newer of the stored
+//     stamp and now, compared modulo 2^32.
+//
+// # Age arithmetic and the horizon
+//
+// Elapsed time is int32(now - stamp), modular 32-bit arithmetic, so the
+// relative clock may wrap past 2^32 ms (49.7 days) without harm as long as a
+// cell is touched at least every 2^31-1 ms (24.8 days). A difference <= 0 is
+// zero elapsed time: a clock that steps backwards never grows a score.
+//
+// A cell left idle for T >= 2^31 ms is read as if int32(T mod 2^32) ms had
+// passed: for 2^31 <= T mod 2^32 < 2^32 that is negative, so the cell is
+// treated as not aged at all, and its stamp is kept, so it is seen again
+// as aging once T mod 2^32 wraps past 0. Either way the error is under-decay:
+// the score stays higher than the truth, never lower, so the one-sided
+// guarantee (estimate >= truth) survives; what is lost is forgetting. Users
+// who idle keys for weeks should use the rotator, whose generations are
+// rebuilt every Period, far inside the horizon. TestHorizon sets stamps next
+// to both edges.
+//
+// # Core operation (pseudo-code)
+//
+//	func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
+//		for {
+//			s := r.Decay(w.Score(), Elapsed(w.Stamp(), now)) // float64
+//			s = clamp(s+delta, r.Lo, r.Hi)
+//			nw := Pack(RoundUp(s), newer(w.Stamp(), now))
+//			if nw == w || c.CompareAndSwap(w, nw) {
+//				return nw
+//			}
+//			w = c.Load() // someone else won: redo with the fresh word
+//		}
+//	}
+//
+// The loop is lock-free: a CAS fails only because another update succeeded.
+// All operations use sync/atomic, which is sequentially consistent on every
+// architecture Go supports (including arm64), so no extra fences are needed.
+package atomiccell

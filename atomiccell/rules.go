@@ -1,0 +1,132 @@
+package atomiccell
+
+import (
+	"math"
+
+	"github.com/lfgrudge/grudge/decay"
+)
+
+// expNudge is the relative upward bias applied to table-driven exponential
+// decay. It covers the few float64 ulps (2^-51) by which a product of
+// table entries may differ from math.Exp of the whole gap, and the
+// argument rounding of lambda*dt for any gap whose factor is not already
+// zero, so the decayed value stays >= the float64 reference's. It is far
+// below float32 resolution (2^-24), so it costs no measurable precision.
+const expNudge = 1.0 / (1 << 40)
+
+// expTableBits is the width of each exponential lookup table; three tables
+// cover gaps below 2^(3*expTableBits) ms (about 4.7 hours), and longer gaps
+// fall back to math.Exp.
+const expTableBits = 8
+
+// Rules is what a cell update needs besides the cell: the decay law, in a
+// form specialised for the hot path, and the clamp bounds. A Rules is
+// immutable after NewRules and safe for concurrent use.
+type Rules struct {
+	// lo and hi are the clamp bounds, rounded toward +Inf to float32 and
+	// held as float64: lo <= 0 <= hi, both finite (an infinite bound is
+	// saturated at ±MaxFloat32).
+	lo, hi float64
+	kind   decay.Kind
+	// param is lambda (Exponential) or rate (Linear), per second.
+	param float64
+	// law is the original law; used as is for custom laws.
+	law decay.Decay
+	// exp[k][i] = exp(-lambda * (i << (k*expTableBits)) / 1000), computed
+	// with the same expression shape as decay.Exponential.Apply.
+	exp [3][1 << expTableBits]float64
+}
+
+// NewRules builds Rules for law d (nil means decay.None()) and bounds
+// [lo, hi]. Preconditions (checked by sketch.New): lo <= 0 <= hi, lo < hi,
+// neither NaN, and d valid.
+func NewRules(d decay.Decay, lo, hi float64) *Rules {
+	r := &Rules{lo: float64(RoundUp(lo)), hi: float64(RoundUp(hi)), law: d}
+	r.kind, r.param = decay.Params(d)
+	if r.kind == decay.KindExponential {
+		for k := range r.exp {
+			for i := range r.exp[k] {
+				ms := int64(i) << (k * expTableBits)
+				r.exp[k][i] = math.Exp(-r.param * float64(ms) / 1000)
+			}
+		}
+	}
+	return r
+}
+
+// Lo returns the effective lower bound (Lo rounded up to float32).
+func (r *Rules) Lo() float64 { return r.lo }
+
+// Hi returns the effective upper bound (Hi rounded up to float32, at most
+// MaxFloat32).
+func (r *Rules) Hi() float64 { return r.hi }
+
+// Kind returns the decay law's kind.
+func (r *Rules) Kind() decay.Kind { return r.kind }
+
+// Decay returns score after dt ms under the law, in float64. dt <= 0
+// returns score. For Exponential it is table-driven (no math.Exp for gaps
+// below about 4.7 hours) and biased upward for positive scores (toward 0
+// for negative ones) by expNudge, so it never decays more than
+// decay.Exponential(lambda).Apply would.
+func (r *Rules) Decay(score float64, dt int64) float64 {
+	if dt <= 0 || score == 0 {
+		return score
+	}
+	switch r.kind {
+	case decay.KindNone:
+		return score
+	case decay.KindExponential:
+		var f float64
+		if dt < 1<<(3*expTableBits) {
+			const mask = 1<<expTableBits - 1
+			f = r.exp[0][dt&mask] * r.exp[1][(dt>>expTableBits)&mask] * r.exp[2][dt>>(2*expTableBits)]
+		} else {
+			f = math.Exp(-r.param * float64(dt) / 1000)
+		}
+		v := score * f
+		if v > 0 {
+			return v + v*expNudge
+		}
+		return v - v*expNudge
+	case decay.KindLinear:
+		// Same expression as decay.Linear.Apply, so the result is >= the
+		// reference's whenever score is.
+		drop := r.param * float64(dt) / 1000
+		if score > 0 {
+			return math.Max(score-drop, 0)
+		}
+		return math.Min(score+drop, 0)
+	default:
+		return r.law.Apply(score, dt)
+	}
+}
+
+// Value returns the score word w stands for at time now: its score decayed
+// for the elapsed age. It only reads.
+func (r *Rules) Value(w Word, now uint32) float64 {
+	return r.Decay(float64(w.Score()), Elapsed(w.Stamp(), now))
+}
+
+// Next returns the word that results from adding delta to w at time now:
+// decay for the elapsed age, add, clamp to [lo, hi], narrow with RoundUp,
+// stamp with the newer of w's stamp and now. delta must be finite.
+func (r *Rules) Next(w Word, now uint32, delta float64) Word {
+	return Pack(r.round(r.Value(w, now)+delta), Newer(w.Stamp(), now))
+}
+
+// round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
+// float32 values, the result stays inside the bounds.
+func (r *Rules) round(v float64) float32 {
+	if v < r.lo {
+		v = r.lo
+	} else if v > r.hi {
+		v = r.hi
+	}
+	return RoundUp(v)
+}
+
+// Fresh returns the word of a cell that holds Value(w, now) re-stamped at
+// now, or w itself when nothing changed. Used by callers that decide on a
+// decayed snapshot and then commit it.
+func (r *Rules) Fresh(w Word, now uint32) Word { return r.Next(w, now, 0) }

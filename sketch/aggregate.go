@@ -1,0 +1,57 @@
+package sketch
+
+import "fmt"
+
+// Aggregator combines the L per-level scores of a key into its estimate.
+// The zero value is Min.
+type Aggregator uint8
+
+const (
+	// Min takes the smallest level score (count-min): collisions can only
+	// raise it, so with non-negative deltas the estimate never falls below
+	// the key's true score (one-sided error), and a hot key shields cold
+	// keys only where it shares every level with them.
+	Min Aggregator = iota
+	// Max takes the largest level score: the most conservative view.
+	Max
+	// Mean averages the level scores.
+	Mean
+)
+
+// String names the aggregator.
+func (a Aggregator) String() string {
+	switch a {
+	case Min:
+		return "Min"
+	case Max:
+		return "Max"
+	case Mean:
+		return "Mean"
+	}
+	return fmt.Sprintf("Aggregator(%d)", uint8(a))
+}
+
+// Aggregate applies a to scores (len >= 1). It does not allocate.
+func (a Aggregator) Aggregate(scores []float64) float64 {
+	r := scores[0]
+	switch a {
+	case Max:
+		for _, v := range scores[1:] {
+			if v > r {
+				r = v
+			}
+		}
+	case Mean:
+		for _, v := range scores[1:] {
+			r += v
+		}
+		r /= float64(len(scores))
+	default:
+		for _, v := range scores[1:] {
+			if v < r {
+				r = v
+			}
+		}
+	}
+	return r
+}

@@ -1,0 +1,75 @@
+// Package sketch is a lock-free, constant-memory sketch that maps an
+// unbounded key space to a decaying score: a count-min sketch whose cells
+// hold scores that fade over time. It is a drop-in alternative to the
+// mutex-based grudge sketch (same Config, same methods, same semantics);
+// sketch/reference holds the mutex version we measure against.
+//
+// # Model
+//
+// A Sketch has L levels (rows) of M cells. A key is hashed once (XXH3 by
+// default, SipHash for untrusted keys) and mapped to one cell per level
+// (see Index). Each cell is one 64-bit word: a float32 score and a 32-bit
+// age stamp in milliseconds (package atomiccell). A key's estimate is the
+// Aggregator (Min by default) of its L cells, each decayed to now.
+//
+// Decay is lazy: nothing runs in the background and no goroutine is ever
+// started. Whoever touches a cell applies the decay law for the time since
+// its stamp; this is exact because the laws compose over time subdivision.
+//
+// # Guarantees
+//
+//   - Every operation touches exactly L cells and reads the clock once.
+//     Update, Query, UpdateAndQuery, TryUpdate and the string twins never
+//     allocate; QueryDetailed allocates its result.
+//   - No locks: Update and UpdateAndQuery are per-cell CAS loops
+//     (lock-free: a CAS fails only because another one succeeded). Query
+//     and a denied TryUpdate only read. An admitted TryUpdate waits only
+//     for an admitted TryUpdate on the same stripe (see below).
+//   - A backwards clock step counts as zero elapsed time, never as growth.
+//   - NaN or ±Inf delta or limit panics with a message that starts
+//     "sketch:" before any cell is touched; no cell ever holds NaN or Inf.
+//   - No lost mass: scores are narrowed to float32 rounding toward +Inf,
+//     and exponential decay is biased upward by 2^-40, so with Min
+//     aggregation and non-negative deltas Query(k) >= the key's true
+//     score, and >= what sketch/reference returns for the same history
+//     (docs/precision.md has the measured error).
+//   - TryUpdate(k, d, limit) applies d to all L cells only if
+//     aggregate + d <= limit. Admitted TryUpdates on the same stripe (a
+//     function of the key's hash, so always for the same key) commit one
+//     at a time: N goroutines racing TryUpdate(k, 1, 1000) with no decay
+//     admit exactly 1000, every run.
+//
+// # TryUpdate (pseudo-code)
+//
+//	for {
+//		seq := stripe.Load()                 // seqlock read side
+//		w, v := load and decay the L cells   // read only
+//		if agg(v)+d > limit {
+//			return false                   // denial: nothing written
+//		}
+//		if seq is even && stripe.CAS(seq, seq+1) {
+//			break                          // stripe held; snapshot current
+//		}
+//		backoff
+//	}
+//	for each cell i {                        // commit
+//		if !cell[i].CAS(w[i], next(w[i], d)) {
+//			re-decide on fresh values (own increments removed)
+//			if still admitted { retry cell i } else { roll back; deny }
+//		}
+//	}
+//	stripe.Add(1)                            // release
+//
+// docs/design.md argues exactness, progress and memory ordering.
+//
+// # Differences from grudge
+//
+//   - Scores are float32 (rounded up) and ages are 32-bit: a cell idle for
+//     more than 2^31 ms (24.8 days) stops decaying until touched (see
+//     package atomiccell); use the rotator for long-lived sketches.
+//   - Aggregator is an enum (Min, Max, Mean) rather than a function, so
+//     the zero value means Min; custom aggregators are not supported.
+//   - Index uses multiply-shift instead of mod M (same uniformity, no
+//     divide); sketch/reference uses the same layout.
+//   - The default clock is the runtime's monotonic clock, not wall time.
+package sketch

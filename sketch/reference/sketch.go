@@ -1,0 +1,263 @@
+package reference
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Config is sketch.Config: both implementations take the same description,
+// so one value configures either side of an A/B comparison.
+type Config = sketch.Config
+
+// Compile-time check that the reference is a drop-in Scorer.
+var _ sketch.Scorer = (*Sketch)(nil)
+
+// cell is one counter, laid out as grudge lays it out: 24 bytes with the
+// lock.
+//
+// Invariants, whenever mu is not held: score is finite (or an infinite
+// bound reached by overflow, see the package doc) and lies in [Lo, Hi];
+// last never decreases. score is the value as of time last, not yet
+// decayed to the present.
+type cell struct {
+	mu    sync.Mutex // guards score and last
+	score float64    // raw score as of last
+	last  int64      // ms of the last decay step (0 until first decayed)
+}
+
+// wallClock is the default clock when Config.Clock is nil: wall-clock
+// milliseconds, as grudge reads time.Now().UnixMilli().
+type wallClock struct{}
+
+func (wallClock) NowMillis() int64 { return time.Now().UnixMilli() }
+
+// Sketch is the mutex reference: L rows of M cells, each cell a float64
+// score, an int64 millisecond timestamp and a sync.Mutex, as grudge has it.
+// It maps keys to cells exactly as sketch.Sketch does (see sketch.Index),
+// so the two can be compared cell for cell.
+//
+// Use it as the oracle in differential tests and as the baseline in
+// benchmarks; production code should prefer the lock-free sketch.Sketch.
+// The zero value is not usable: build one with New. All methods are safe
+// for concurrent use. Update, Query, UpdateAndQuery and QueryDetailed are
+// linearizable per cell, not per key (they lock one cell at a time);
+// TryUpdate is atomic with respect to every other operation on the key's
+// L cells.
+type Sketch struct {
+	cfg    sketch.Config     // normalized; Clock nil when the caller left it nil
+	hasher sketch.Hasher     // cfg.Hasher(cfg.Seed)
+	clock  sketch.Clock      // cfg.Clock, or wallClock{}
+	decay  decay.Decay       // cfg.Decay, never nil
+	lo, hi float64           // clamp bounds, lo < hi
+	agg    sketch.Aggregator // cfg.Aggregator, valid
+	levels uint32            // L, 1..sketch.MaxLevels
+	m      uint32            // M, 1..sketch.MaxCellsPerLevel
+	cells  []cell            // L*M cells; row l is cells[l*M : (l+1)*M]
+}
+
+// New builds a reference sketch for cfg. It calls cfg.Normalize and
+// returns its error unchanged.
+func New(cfg sketch.Config) (*Sketch, error) {
+	cfg, err := cfg.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sketch{
+		cfg:    cfg,
+		hasher: cfg.Hasher(cfg.Seed),
+		clock:  cfg.Clock,
+		decay:  cfg.Decay,
+		lo:     cfg.Lo,
+		hi:     cfg.Hi,
+		agg:    cfg.Aggregator,
+		levels: cfg.Levels,
+		m:      cfg.CellsPerLevel,
+	}
+	if s.clock == nil {
+		s.clock = wallClock{}
+	}
+	s.cells = make([]cell, uint64(cfg.Levels)*uint64(cfg.CellsPerLevel))
+	return s, nil
+}
+
+// Config returns the normalized configuration (defaults filled in). Clock
+// is nil when New was given nil; the sketch then reads the wall clock.
+func (s *Sketch) Config() sketch.Config { return s.cfg }
+
+// Sizes reports the footprint: Cells is L*M*24 bytes, Total adds the
+// Sketch struct itself.
+func (s *Sketch) Sizes() sketch.Sizes {
+	cells := len(s.cells) * int(unsafe.Sizeof(cell{}))
+	return sketch.Sizes{Cells: cells, Total: cells + int(unsafe.Sizeof(Sketch{}))}
+}
+
+// CellScore returns the raw stored score of cell index in row level,
+// without decaying it to the present and without changing it. It is meant
+// for cell-for-cell comparisons in tests. It panics if level >= L or
+// index >= M.
+func (s *Sketch) CellScore(level, index uint32) float64 {
+	c := s.cellAtIndex(level, index)
+	c.mu.Lock()
+	v := c.score
+	c.mu.Unlock()
+	return v
+}
+
+// cellAtIndex returns the cell at index of row level; it panics when
+// either is out of range.
+func (s *Sketch) cellAtIndex(level, index uint32) *cell {
+	if level >= s.levels || index >= s.m {
+		panic(fmt.Sprintf("sketch: cell (%d, %d) out of range; have %d levels of %d cells", level, index, s.levels, s.m))
+	}
+	return &s.cells[uint64(level)*uint64(s.m)+uint64(index)]
+}
+
+// cellFor returns the cell of level for a key whose hash is h.
+// Precondition: level < L.
+func (s *Sketch) cellFor(h uint64, level uint32) *cell {
+	return &s.cells[uint64(level)*uint64(s.m)+uint64(sketch.Index(h, level, s.m))]
+}
+
+// decayLocked brings c to time now. Caller holds c.mu. A clock that reads
+// earlier than c.last counts as zero elapsed time: the score is left as
+// is and last does not move back.
+func (s *Sketch) decayLocked(c *cell, now int64) {
+	if dt := now - c.last; dt > 0 {
+		c.score = s.decay.Apply(c.score, dt)
+		c.last = now
+	}
+}
+
+// addLocked adds delta to c's (already decayed) score and clamps the sum
+// to [Lo, Hi]. Caller holds c.mu and has called decayLocked.
+func (s *Sketch) addLocked(c *cell, delta float64) {
+	v := c.score + delta
+	if v < s.lo {
+		v = s.lo
+	} else if v > s.hi {
+		v = s.hi
+	}
+	c.score = v
+}
+
+// checkFinite panics if v is NaN or ±Inf. It is called before any cell is
+// touched, so a bad argument never changes state.
+func checkFinite(op, what string, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		panicNotFinite(op, what, v)
+	}
+}
+
+// panicNotFinite is kept out of line so that formatting v never makes the
+// hot paths allocate.
+//
+//go:noinline
+func panicNotFinite(op, what string, v float64) {
+	panic(fmt.Sprintf("sketch: %s %s must be finite; got %v", op, what, v))
+}
+
+// Update adds delta to the key's L cells, each decayed to now first and
+// clamped to [Lo, Hi] after. It locks one cell at a time, in ascending
+// level order. It panics if delta is NaN or ±Inf.
+func (s *Sketch) Update(key []byte, delta float64) {
+	checkFinite("Update", "delta", delta)
+	s.update(s.hasher.Sum64(key), delta)
+}
+
+// UpdateString is Update for a string key, without allocating.
+func (s *Sketch) UpdateString(key string, delta float64) {
+	checkFinite("UpdateString", "delta", delta)
+	s.update(s.hasher.Sum64String(key), delta)
+}
+
+func (s *Sketch) update(h uint64, delta float64) {
+	now := s.clock.NowMillis()
+	for l := uint32(0); l < s.levels; l++ {
+		c := s.cellFor(h, l)
+		c.mu.Lock()
+		s.decayLocked(c, now)
+		s.addLocked(c, delta)
+		c.mu.Unlock()
+	}
+}
+
+// Query returns the aggregate of the key's L cells, each decayed to now.
+// As in grudge, the decayed score is written back. It locks one cell at a
+// time, in ascending level order.
+func (s *Sketch) Query(key []byte) float64 {
+	return s.query(s.hasher.Sum64(key))
+}
+
+// QueryString is Query for a string key, without allocating.
+func (s *Sketch) QueryString(key string) float64 {
+	return s.query(s.hasher.Sum64String(key))
+}
+
+func (s *Sketch) query(h uint64) float64 {
+	var scores [sketch.MaxLevels]float64
+	now := s.clock.NowMillis()
+	for l := uint32(0); l < s.levels; l++ {
+		c := s.cellFor(h, l)
+		c.mu.Lock()
+		s.decayLocked(c, now)
+		scores[l] = c.score
+		c.mu.Unlock()
+	}
+	return s.agg.Aggregate(scores[:s.levels])
+}
+
+// UpdateAndQuery is Update followed by the aggregate of the post-update
+// cell scores, in one pass: each cell is locked once. It panics if delta
+// is NaN or ±Inf.
+func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
+	checkFinite("UpdateAndQuery", "delta", delta)
+	return s.updateAndQuery(s.hasher.Sum64(key), delta)
+}
+
+// UpdateAndQueryString is UpdateAndQuery for a string key, without
+// allocating.
+func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
+	checkFinite("UpdateAndQueryString", "delta", delta)
+	return s.updateAndQuery(s.hasher.Sum64String(key), delta)
+}
+
+func (s *Sketch) updateAndQuery(h uint64, delta float64) float64 {
+	var scores [sketch.MaxLevels]float64
+	now := s.clock.NowMillis()
+	for l := uint32(0); l < s.levels; l++ {
+		c := s.cellFor(h, l)
+		c.mu.Lock()
+		s.decayLocked(c, now)
+		s.addLocked(c, delta)
+		scores[l] = c.score
+		c.mu.Unlock()
+	}
+	return s.agg.Aggregate(scores[:s.levels])
+}
+
+// QueryDetailed returns the aggregate and, per level, the cell index and
+// its score decayed to now (written back, as Query does). It allocates the
+// Levels slice.
+func (s *Sketch) QueryDetailed(key []byte) sketch.Detail {
+	h := s.hasher.Sum64(key)
+	var scores [sketch.MaxLevels]float64
+	d := sketch.Detail{Levels: make([]sketch.LevelDetail, s.levels)}
+	now := s.clock.NowMillis()
+	for l := uint32(0); l < s.levels; l++ {
+		idx := sketch.Index(h, l, s.m)
+		c := s.cellFor(h, l)
+		c.mu.Lock()
+		s.decayLocked(c, now)
+		scores[l] = c.score
+		c.mu.Unlock()
+		d.Levels[l] = sketch.LevelDetail{Level: l, Index: idx, Score: scores[l]}
+	}
+	d.Score = s.agg.Aggregate(scores[:s.levels])
+	return d
+}

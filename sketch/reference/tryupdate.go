@@ -1,0 +1,50 @@
+package reference
+
+import "github.com/lfgrudge/grudge/sketch"
+
+// TryUpdate adds delta to the key's L cells only if the aggregate of their
+// decayed scores plus delta is at most limit, and reports whether it did.
+// It holds all L cell locks at once (taken in ascending level order, so
+// two TryUpdates never deadlock), which makes the check and the update one
+// atomic step: N goroutines racing TryUpdate(k, 1, 1000) with no decay
+// admit exactly 1000. Scores are clamped to [Lo, Hi] after adding. It
+// panics if delta or limit is NaN or ±Inf.
+func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
+	checkFinite("TryUpdate", "delta", delta)
+	checkFinite("TryUpdate", "limit", limit)
+	return s.tryUpdate(s.hasher.Sum64(key), delta, limit)
+}
+
+// TryUpdateString is TryUpdate for a string key, without allocating.
+func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
+	checkFinite("TryUpdateString", "delta", delta)
+	checkFinite("TryUpdateString", "limit", limit)
+	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit)
+}
+
+func (s *Sketch) tryUpdate(h uint64, delta, limit float64) bool {
+	var (
+		cells  [sketch.MaxLevels]*cell
+		scores [sketch.MaxLevels]float64
+	)
+	now := s.clock.NowMillis()
+	// Rows are distinct arrays, so the L cells are distinct and locking
+	// them in level order is a total order shared by every caller.
+	for l := uint32(0); l < s.levels; l++ {
+		c := s.cellFor(h, l)
+		c.mu.Lock()
+		s.decayLocked(c, now)
+		cells[l] = c
+		scores[l] = c.score
+	}
+	ok := s.agg.Aggregate(scores[:s.levels])+delta <= limit
+	if ok {
+		for _, c := range cells[:s.levels] {
+			s.addLocked(c, delta)
+		}
+	}
+	for _, c := range cells[:s.levels] {
+		c.mu.Unlock()
+	}
+	return ok
+}

@@ -1,0 +1,214 @@
+package sketch
+
+import (
+	"math"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/atomiccell"
+)
+
+// Sketch is the lock-free decaying count-min sketch: L rows of M packed
+// cells (float32 score + 32-bit age in one atomic word), each row aligned
+// to and padded to whole cache lines.
+//
+// Create one with New; the zero Sketch is not usable. A Sketch is safe for
+// concurrent use by any number of goroutines; no method takes a lock,
+// starts a goroutine or allocates, except QueryDetailed, which allocates
+// its result. Update, UpdateAndQuery and Query are lock-free; Query and a
+// denied TryUpdate only read. See doc.go for the guarantees and
+// docs/design.md for the protocol.
+type Sketch struct {
+	// Everything up to cells is written once by New and only read after,
+	// so these lines are shared read-only by all cores.
+	cells   []atomiccell.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
+	stripes []stripe          // numStripes TryUpdate sequence stripes, one per cache line
+	rules   *atomiccell.Rules // decay law and clamp bounds
+	hasher  Hasher
+	clock   Clock // nil means the fast system clock (systemMillis)
+	epoch   int64 // clock reading at New; stamps count ms from here, mod 2^32
+	stride  int   // cells between row starts, a multiple of cellsPerLine
+	levels  uint32
+	m       uint32
+	agg     Aggregator
+	cfg     Config // normalized, as given to New
+	bytes   int    // bytes allocated for cells and stripes
+}
+
+var _ Scorer = (*Sketch)(nil)
+
+// New returns a lock-free sketch for cfg, or an error naming the first
+// invalid field (see Config.Normalize).
+func New(cfg Config) (*Sketch, error) {
+	cfg, err := cfg.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sketch{
+		rules:  atomiccell.NewRules(cfg.Decay, cfg.Lo, cfg.Hi),
+		hasher: cfg.Hasher(cfg.Seed),
+		clock:  cfg.Clock,
+		stride: rowStride(cfg.CellsPerLevel),
+		levels: cfg.Levels,
+		m:      cfg.CellsPerLevel,
+		agg:    cfg.Aggregator,
+		cfg:    cfg,
+	}
+	var n int
+	s.cells, n = allocRows(int(s.levels), s.stride)
+	s.stripes = allocStripes()
+	s.bytes = n + (numStripes+3)*cacheLine
+	s.epoch = s.nowMillis()
+	return s, nil
+}
+
+// Config returns the normalized configuration the sketch was built with.
+func (s *Sketch) Config() Config { return s.cfg }
+
+// Sizes reports the sketch's memory: Cells is the cell block as allocated
+// (alignment and guard lines included), Total adds the stripes, the decay
+// tables and the struct.
+func (s *Sketch) Sizes() Sizes {
+	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atomiccell.Cell{}))
+	return Sizes{
+		Cells: cells,
+		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atomiccell.Rules{})),
+	}
+}
+
+func (s *Sketch) nowMillis() int64 {
+	if s.clock == nil {
+		return systemMillis()
+	}
+	return s.clock.NowMillis()
+}
+
+// now returns the current time as a cell stamp: ms since epoch mod 2^32.
+func (s *Sketch) now() uint32 { return uint32(s.nowMillis() - s.epoch) }
+
+// offsets fills off[:L] with the positions in s.cells of the key's cells,
+// one per level, in level order.
+func (s *Sketch) offsets(h uint64, off *[MaxLevels]int) {
+	for l := uint32(0); l < s.levels; l++ {
+		off[l] = int(l)*s.stride + int(Index(h, l, s.m))
+	}
+}
+
+// checkFinite panics if v is NaN or ±Inf. v-v is 0 for every finite v and
+// NaN otherwise, so the hot path pays one subtraction and one compare.
+func checkFinite(op, name string, v float64) {
+	if v-v != 0 {
+		panicNotFinite(op, name, v)
+	}
+}
+
+//go:noinline
+func panicNotFinite(op, name string, v float64) {
+	panic("sketch: " + op + " " + name + " must be finite; got " + formatFloat(v))
+}
+
+func formatFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return "finite"
+}
+
+// Update adds delta to the key's score at every level: per cell, decay for
+// the cell's age, add, clamp to [Lo, Hi], round up to float32, one CAS.
+// It panics if delta is NaN or ±Inf, before touching any cell.
+func (s *Sketch) Update(key []byte, delta float64) {
+	checkFinite("Update", "delta", delta)
+	s.update(s.hasher.Sum64(key), delta)
+}
+
+// UpdateString is Update for a string key, without allocating.
+func (s *Sketch) UpdateString(key string, delta float64) {
+	checkFinite("Update", "delta", delta)
+	s.update(s.hasher.Sum64String(key), delta)
+}
+
+func (s *Sketch) update(h uint64, delta float64) {
+	var off [MaxLevels]int
+	var w [MaxLevels]atomiccell.Word
+	s.offsets(h, &off)
+	now := s.now()
+	// Load every cell before the first CAS: the loads are independent, so
+	// their cache misses overlap instead of queueing behind each locked
+	// CAS.
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	for l := range s.levels {
+		s.cells[off[l]].Add(s.rules, now, delta, w[l])
+	}
+}
+
+// UpdateAndQuery adds delta as Update does and returns the aggregate of the
+// scores it stored. It panics if delta is NaN or ±Inf.
+func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
+	checkFinite("UpdateAndQuery", "delta", delta)
+	return s.updateAndQuery(s.hasher.Sum64(key), delta)
+}
+
+// UpdateAndQueryString is UpdateAndQuery for a string key, without
+// allocating.
+func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
+	checkFinite("UpdateAndQuery", "delta", delta)
+	return s.updateAndQuery(s.hasher.Sum64String(key), delta)
+}
+
+func (s *Sketch) updateAndQuery(h uint64, delta float64) float64 {
+	var off [MaxLevels]int
+	var w [MaxLevels]atomiccell.Word
+	var v [MaxLevels]float64
+	s.offsets(h, &off)
+	now := s.now()
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	for l := range s.levels {
+		v[l] = float64(s.cells[off[l]].Add(s.rules, now, delta, w[l]).Score())
+	}
+	return s.agg.Aggregate(v[:s.levels])
+}
+
+// Query returns the key's aggregated score, decayed to now. It only reads:
+// it loads the L words and decays in registers, so any number of cores can
+// query a hot key without moving its cache lines.
+func (s *Sketch) Query(key []byte) float64 { return s.query(s.hasher.Sum64(key)) }
+
+// QueryString is Query for a string key, without allocating.
+func (s *Sketch) QueryString(key string) float64 { return s.query(s.hasher.Sum64String(key)) }
+
+func (s *Sketch) query(h uint64) float64 {
+	var off [MaxLevels]int
+	var v [MaxLevels]float64
+	s.offsets(h, &off)
+	now := s.now()
+	for l := range s.levels {
+		v[l] = s.rules.Value(s.cells[off[l]].Load(), now)
+	}
+	return s.agg.Aggregate(v[:s.levels])
+}
+
+// QueryDetailed returns the aggregate and each level's cell index and
+// decayed score. It only reads; it allocates the Levels slice.
+func (s *Sketch) QueryDetailed(key []byte) Detail {
+	h := s.hasher.Sum64(key)
+	var off [MaxLevels]int
+	s.offsets(h, &off)
+	now := s.now()
+	d := Detail{Levels: make([]LevelDetail, s.levels)}
+	v := make([]float64, s.levels)
+	for l := range s.levels {
+		v[l] = s.rules.Value(s.cells[off[l]].Load(), now)
+		d.Levels[l] = LevelDetail{Level: l, Index: uint32(off[l] - int(l)*s.stride), Score: v[l]}
+	}
+	d.Score = s.agg.Aggregate(v)
+	return d
+}
