@@ -45,15 +45,27 @@ func Newer(stamp, now uint32) uint32 {
 // caller's error and is returned as NaN; the sketch rejects NaN before it
 // reaches a cell.
 func RoundUp(x float64) float32 {
-	if x > math.MaxFloat32 {
+	f := float32(x) // round to nearest even; ±Inf beyond the range
+	if float64(f) < x {
+		// Step one float32 toward +Inf by its bit pattern: up in
+		// magnitude for positives, down for negatives, and from ±0 to
+		// the smallest positive subnormal. Cheaper than Nextafter32.
+		b := math.Float32bits(f)
+		switch {
+		case b&0x7fff_ffff == 0:
+			b = 1
+		case b>>31 == 0:
+			b++ // may reach +Inf from MaxFloat32; saturated below
+		default:
+			b-- // -Inf steps to -MaxFloat32
+		}
+		f = math.Float32frombits(b)
+	}
+	if f > math.MaxFloat32 {
 		return math.MaxFloat32
 	}
-	if x < -math.MaxFloat32 {
+	if f < -math.MaxFloat32 {
 		return -math.MaxFloat32
-	}
-	f := float32(x) // round to nearest even
-	if float64(f) < x {
-		f = math.Nextafter32(f, float32(math.Inf(1)))
 	}
 	return f
 }

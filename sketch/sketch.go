@@ -82,8 +82,8 @@ func (s *Sketch) nowMillis() int64 {
 	return s.clock.NowMillis()
 }
 
-// now returns the current time as a cell stamp: ms since epoch mod 2^32.
-func (s *Sketch) now() uint32 { return uint32(s.nowMillis() - s.epoch) }
+// stamp converts a clock reading to a cell stamp: ms since epoch mod 2^32.
+func (s *Sketch) stamp(ms int64) uint32 { return uint32(ms - s.epoch) }
 
 // offsets fills off[:L] with the positions in s.cells of the key's cells,
 // one per level, in level order.
@@ -123,20 +123,20 @@ func formatFloat(v float64) string {
 // It panics if delta is NaN or ±Inf, before touching any cell.
 func (s *Sketch) Update(key []byte, delta float64) {
 	checkFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64(key), delta)
+	s.update(s.hasher.Sum64(key), delta, s.nowMillis())
 }
 
 // UpdateString is Update for a string key, without allocating.
 func (s *Sketch) UpdateString(key string, delta float64) {
 	checkFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64String(key), delta)
+	s.update(s.hasher.Sum64String(key), delta, s.nowMillis())
 }
 
-func (s *Sketch) update(h uint64, delta float64) {
+func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	var off [MaxLevels]int
 	var w [MaxLevels]atomiccell.Word
 	s.offsets(h, &off)
-	now := s.now()
+	now := s.stamp(ms)
 	// Load every cell before the first CAS: the loads are independent, so
 	// their cache misses overlap instead of queueing behind each locked
 	// CAS.
@@ -152,22 +152,22 @@ func (s *Sketch) update(h uint64, delta float64) {
 // scores it stored. It panics if delta is NaN or ±Inf.
 func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
 	checkFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64(key), delta)
+	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.nowMillis())
 }
 
 // UpdateAndQueryString is UpdateAndQuery for a string key, without
 // allocating.
 func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 	checkFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64String(key), delta)
+	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.nowMillis())
 }
 
-func (s *Sketch) updateAndQuery(h uint64, delta float64) float64 {
+func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	var off [MaxLevels]int
 	var w [MaxLevels]atomiccell.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
-	now := s.now()
+	now := s.stamp(ms)
 	for l := range s.levels {
 		w[l] = s.cells[off[l]].Load()
 	}
@@ -180,16 +180,18 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64) float64 {
 // Query returns the key's aggregated score, decayed to now. It only reads:
 // it loads the L words and decays in registers, so any number of cores can
 // query a hot key without moving its cache lines.
-func (s *Sketch) Query(key []byte) float64 { return s.query(s.hasher.Sum64(key)) }
+func (s *Sketch) Query(key []byte) float64 { return s.query(s.hasher.Sum64(key), s.nowMillis()) }
 
 // QueryString is Query for a string key, without allocating.
-func (s *Sketch) QueryString(key string) float64 { return s.query(s.hasher.Sum64String(key)) }
+func (s *Sketch) QueryString(key string) float64 {
+	return s.query(s.hasher.Sum64String(key), s.nowMillis())
+}
 
-func (s *Sketch) query(h uint64) float64 {
+func (s *Sketch) query(h uint64, ms int64) float64 {
 	var off [MaxLevels]int
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
-	now := s.now()
+	now := s.stamp(ms)
 	for l := range s.levels {
 		v[l] = s.rules.Value(s.cells[off[l]].Load(), now)
 	}
@@ -199,10 +201,13 @@ func (s *Sketch) query(h uint64) float64 {
 // QueryDetailed returns the aggregate and each level's cell index and
 // decayed score. It only reads; it allocates the Levels slice.
 func (s *Sketch) QueryDetailed(key []byte) Detail {
-	h := s.hasher.Sum64(key)
+	return s.queryDetailed(s.hasher.Sum64(key), s.nowMillis())
+}
+
+func (s *Sketch) queryDetailed(h uint64, ms int64) Detail {
 	var off [MaxLevels]int
 	s.offsets(h, &off)
-	now := s.now()
+	now := s.stamp(ms)
 	d := Detail{Levels: make([]LevelDetail, s.levels)}
 	v := make([]float64, s.levels)
 	for l := range s.levels {
@@ -211,4 +216,14 @@ func (s *Sketch) QueryDetailed(key []byte) Detail {
 	}
 	d.Score = s.agg.Aggregate(v)
 	return d
+}
+
+// Reset sets every cell to score 0. It is not atomic: an operation that
+// runs concurrently may see some cells reset and others not, and its
+// writes may survive the reset. Call it on a sketch nobody else is using
+// (the rotator resets only retired generations). It does not allocate.
+func (s *Sketch) Reset() {
+	for i := range s.cells {
+		s.cells[i].Store(0)
+	}
 }

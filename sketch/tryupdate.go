@@ -15,14 +15,14 @@ import (
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
 	checkFinite("TryUpdate", "delta", delta)
 	checkFinite("TryUpdate", "limit", limit)
-	return s.tryUpdate(s.hasher.Sum64(key), delta, limit)
+	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.nowMillis())
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
 	checkFinite("TryUpdate", "delta", delta)
 	checkFinite("TryUpdate", "limit", limit)
-	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit)
+	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.nowMillis())
 }
 
 // snapshot is a TryUpdate's view of the key's cells: the words it loaded
@@ -42,11 +42,11 @@ func (s *Sketch) load(sn *snapshot, from uint32, now uint32) {
 	}
 }
 
-func (s *Sketch) tryUpdate(h uint64, delta, limit float64) bool {
+func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 	var sn snapshot
 	s.offsets(h, &sn.off)
 	st := &s.stripes[stripeOf(h)]
-	now := s.now()
+	now := s.stamp(ms)
 	var bo backoff
 	for {
 		// Seqlock read side: seq, then the cells. If seq is unchanged when
@@ -66,8 +66,9 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64) bool {
 		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
 			return s.commitAndRelease(st, &sn, now, delta, limit)
 		}
+		// Keep now: a snapshot decayed to a slightly stale time is
+		// higher, never lower, and stamps never move backwards.
 		bo.spin()
-		now = s.now()
 	}
 }
 
