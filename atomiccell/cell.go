@@ -29,7 +29,9 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 	for {
 		nw := r.Next(w, now, delta)
-		if nw == w || c.w.CompareAndSwap(uint64(w), uint64(nw)) {
+		// No shortcut for nw == w: w may be stale, and only the CAS
+		// proves the cell still holds it.
+		if c.w.CompareAndSwap(uint64(w), uint64(nw)) {
 			return nw
 		}
 		w = Word(c.w.Load())

@@ -51,7 +51,7 @@
 //			s := r.Decay(w.Score(), Elapsed(w.Stamp(), now)) // float64
 //			s = clamp(s+delta, r.Lo, r.Hi)
 //			nw := Pack(RoundUp(s), newer(w.Stamp(), now))
-//			if nw == w || c.CompareAndSwap(w, nw) {
+//			if c.CompareAndSwap(w, nw) { // also when nw == w: w may be stale
 //				return nw
 //			}
 //			w = c.Load() // someone else won: redo with the fresh word

@@ -14,6 +14,12 @@ import (
 // below float32 resolution (2^-24), so it costs no measurable precision.
 const expNudge = 1.0 / (1 << 40)
 
+// tinyDecayed is the magnitude below which exponential decay falls back to
+// the exact expression of decay.Exponential.Apply: products this small may
+// involve subnormal factors, whose rounding the relative nudge cannot
+// cover.
+const tinyDecayed = 1e-290
+
 // expTableBits is the width of each exponential lookup table; three tables
 // cover gaps below 2^(3*expTableBits) ms (about 4.7 hours), and longer gaps
 // fall back to math.Exp.
@@ -85,6 +91,12 @@ func (r *Rules) Decay(score float64, dt int64) float64 {
 			f = math.Exp(-r.param * float64(dt) / 1000)
 		}
 		v := score * f
+		if math.Abs(v) < tinyDecayed {
+			// Near the float64 subnormal range the relative nudge no
+			// longer covers the table's rounding: compute exactly as
+			// decay.Exponential.Apply does (rare: the score is gone).
+			return score * math.Exp(-r.param*float64(dt)/1000)
+		}
 		if v > 0 {
 			return v + v*expNudge
 		}
