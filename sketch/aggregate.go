@@ -45,7 +45,15 @@ func (a Aggregator) Aggregate(scores []float64) float64 {
 		for _, v := range scores[1:] {
 			r += v
 		}
-		r /= float64(len(scores))
+		n := float64(len(scores))
+		if r-r != 0 { // the sum overflowed although every score is finite
+			r = 0
+			for _, v := range scores {
+				r += v / n
+			}
+			return r
+		}
+		r /= n
 	default:
 		for _, v := range scores[1:] {
 			if v < r {

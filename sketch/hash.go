@@ -73,7 +73,9 @@ func splitmix64(state *uint64) uint64 {
 // multiply-shift instead of a division (grudge uses mod m; the
 // multiply-shift is as uniform for m << 2^32 and costs no divide). Caveat
 // shared with grudge: two keys whose full 64-bit hashes collide collide at
-// every level.
+// every level. The reduction uses the high bits of g, so a custom Hasher
+// must mix all 64 bits (XXH3 and SipHash do; an identity hash of small
+// integers would put every key in cell 0).
 func Index(h uint64, level, m uint32) uint32 {
 	h1 := uint32(h)
 	h2 := uint32(h>>32) | 1

@@ -47,8 +47,8 @@
 // in ascending level order, and hold no lock between cells: they are
 // atomic per cell, not per key. TryUpdate holds all L locks at once, taken
 // in ascending level order; rows are distinct arrays, so the L cells are
-// distinct and every caller takes locks in one global order (row, then
-// nothing else), which rules out deadlock.
+// distinct and every caller takes them in the same global order (by
+// level), which rules out deadlock.
 //
 // # TryUpdate
 //
@@ -70,10 +70,12 @@
 //     (default) and SipHash-2-4 instead of murmur3 and SipHash.
 //   - Cells start with last = 0; the first access with a clock reading
 //     > 0 decays a zero score, which stays zero.
-//   - With an infinite clamp bound (allowed with a draining decay) a score
-//     can overflow to ±Inf through a sum of huge finite deltas; grudge has
-//     the same hole. Keep bounds finite unless deltas are trusted.
-//
-// The rotator of grudge (generations under an RWMutex) is not part of
-// this package yet.
+//   - An infinite clamp bound (allowed with a draining decay) is applied
+//     as ±MaxFloat64, so a sum of huge finite deltas saturates instead of
+//     reaching ±Inf (grudge has that hole: Inf, then NaN once exp
+//     underflows to 0); no cell ever holds Inf or NaN.
+//   - The default clock is the wall clock, time.Now().UnixMilli(), as in
+//     grudge (about 50 ns a read and not monotonic); the lock-free sketch
+//     defaults to a monotonic clock. Benchmarks that want to separate the
+//     two effects give both the same Clock.
 package reference

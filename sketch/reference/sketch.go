@@ -54,7 +54,7 @@ type Sketch struct {
 	hasher sketch.Hasher     // cfg.Hasher(cfg.Seed)
 	clock  sketch.Clock      // cfg.Clock, or wallClock{}
 	decay  decay.Decay       // cfg.Decay, never nil
-	lo, hi float64           // clamp bounds, lo < hi
+	lo, hi float64           // clamp bounds, lo < hi, both finite (an infinite bound saturates at ±MaxFloat64, so a sum that overflows is clamped back and no cell holds Inf)
 	agg    sketch.Aggregator // cfg.Aggregator, valid
 	levels uint32            // L, 1..sketch.MaxLevels
 	m      uint32            // M, 1..sketch.MaxCellsPerLevel
@@ -73,8 +73,8 @@ func New(cfg sketch.Config) (*Sketch, error) {
 		hasher: cfg.Hasher(cfg.Seed),
 		clock:  cfg.Clock,
 		decay:  cfg.Decay,
-		lo:     cfg.Lo,
-		hi:     cfg.Hi,
+		lo:     math.Max(cfg.Lo, -math.MaxFloat64),
+		hi:     math.Min(cfg.Hi, math.MaxFloat64),
 		agg:    cfg.Aggregator,
 		levels: cfg.Levels,
 		m:      cfg.CellsPerLevel,

@@ -1,0 +1,257 @@
+package reference
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// RotatorConfig describes a Rotator: the same fields as rotator.Config.
+type RotatorConfig struct {
+	// Sketch configures every generation; its Seed is the base seed from
+	// which each generation's seed is derived (splitmix64, as package
+	// rotator derives it, so both map a key to the same cells generation
+	// by generation).
+	Sketch sketch.Config
+	// Generations is N; 0 means 2; at least 2.
+	Generations uint32
+	// Period is the ticker period: every Period the oldest generation is
+	// retired; at least one millisecond.
+	Period time.Duration
+}
+
+// Rotator is grudge's rotator: N reference sketches under distinct seeds,
+// read from the oldest, written to all, behind one sync.RWMutex. Every
+// operation holds the read lock for its whole duration; a time.Ticker
+// goroutine started by NewRotator retires the oldest generation every
+// Period under the write lock. Close stops the goroutine.
+//
+// It is the baseline for package rotator (lock-free, rotation on access):
+// use it for A/B benchmarks and differential tests. Unlike rotator.Rotator
+// it does not read the clock once per operation: each generation reads
+// its own clock, as grudge's generations do. All methods are safe for
+// concurrent use. The zero value is not usable; build one with
+// NewRotator and Close it.
+type Rotator struct {
+	mu   sync.RWMutex  // read-locked by every operation; write-locked to rotate
+	gens []*Sketch     // guarded by mu; N generations, oldest (the primary) first
+	next atomic.Uint64 // creation counter of the next generation
+	cfg  RotatorConfig
+
+	stop      chan struct{} // closed by Close
+	done      chan struct{} // closed when the ticker goroutine has returned
+	closeOnce sync.Once
+}
+
+// Compile-time check that the reference rotator is a drop-in Scorer.
+var _ sketch.Scorer = (*Rotator)(nil)
+
+// NewRotator builds N empty generations and starts the rotation goroutine.
+// It returns an error naming the first invalid field ("sketch: " for a
+// field of cfg.Sketch, "rotator: " for the others), and then starts
+// nothing.
+func NewRotator(cfg RotatorConfig) (*Rotator, error) {
+	sc, err := cfg.Sketch.Normalize()
+	if err != nil {
+		return nil, err
+	}
+	cfg.Sketch = sc
+	if cfg.Generations == 0 {
+		cfg.Generations = 2
+	}
+	if cfg.Generations < 2 {
+		return nil, fmt.Errorf("rotator: Generations must be >= 2; got %d", cfg.Generations)
+	}
+	if cfg.Period < time.Millisecond {
+		return nil, fmt.Errorf("rotator: Period must be at least 1ms; got %v", cfg.Period)
+	}
+	r := &Rotator{
+		cfg:  cfg,
+		gens: make([]*Sketch, cfg.Generations),
+		stop: make(chan struct{}),
+		done: make(chan struct{}),
+	}
+	for i := range r.gens {
+		r.gens[i] = r.build()
+	}
+	t := time.NewTicker(cfg.Period)
+	go r.run(t)
+	return r, nil
+}
+
+// build returns a fresh generation and advances the creation counter.
+func (r *Rotator) build() *Sketch {
+	c := r.cfg.Sketch
+	c.Seed = rotatorSeed(r.cfg.Sketch.Seed, r.next.Add(1)-1)
+	s, err := New(c)
+	if err != nil {
+		panic("rotator: building a generation failed: " + err.Error())
+	}
+	return s
+}
+
+// run rotates on every tick until Close.
+func (r *Rotator) run(t *time.Ticker) {
+	defer close(r.done)
+	defer t.Stop()
+	for {
+		select {
+		case <-t.C:
+			r.Rotate()
+		case <-r.stop:
+			return
+		}
+	}
+}
+
+// Rotate retires the oldest generation and appends a fresh one; the ticker
+// goroutine calls it every Period, and tests and benchmarks call it to
+// force a rotation at a chosen point. The fresh generation is allocated
+// before the write lock is taken, so operations wait only for the swap
+// (the strongest form of the mutex design, not a strawman).
+func (r *Rotator) Rotate() {
+	fresh := r.build()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	copy(r.gens, r.gens[1:])
+	r.gens[len(r.gens)-1] = fresh
+}
+
+// Close stops the rotation goroutine and waits for it to return. It is
+// idempotent. Operations keep working after Close; generations no longer
+// rotate.
+func (r *Rotator) Close() {
+	r.closeOnce.Do(func() { close(r.stop) })
+	<-r.done
+}
+
+// Config returns the normalized configuration.
+func (r *Rotator) Config() RotatorConfig { return r.cfg }
+
+// Sizes returns the sum of the generations' sizes; Total adds the
+// Rotator struct.
+func (r *Rotator) Sizes() sketch.Sizes {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	var sz sketch.Sizes
+	for _, s := range r.gens {
+		g := s.Sizes()
+		sz.Cells += g.Cells
+		sz.Total += g.Total
+	}
+	sz.Total += int(unsafe.Sizeof(*r))
+	return sz
+}
+
+// Update adds delta to the key in every generation.
+func (r *Rotator) Update(key []byte, delta float64) {
+	checkFinite("Update", "delta", delta)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, s := range r.gens {
+		s.Update(key, delta)
+	}
+}
+
+// UpdateString is Update for a string key, without allocating.
+func (r *Rotator) UpdateString(key string, delta float64) {
+	checkFinite("UpdateString", "delta", delta)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	for _, s := range r.gens {
+		s.UpdateString(key, delta)
+	}
+}
+
+// Query returns the key's score in the oldest generation.
+func (r *Rotator) Query(key []byte) float64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gens[0].Query(key)
+}
+
+// QueryString is Query for a string key, without allocating.
+func (r *Rotator) QueryString(key string) float64 {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gens[0].QueryString(key)
+}
+
+// UpdateAndQuery updates every generation and returns the oldest
+// generation's aggregate after its update.
+func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
+	checkFinite("UpdateAndQuery", "delta", delta)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v := r.gens[0].UpdateAndQuery(key, delta)
+	for _, s := range r.gens[1:] {
+		s.Update(key, delta)
+	}
+	return v
+}
+
+// UpdateAndQueryString is UpdateAndQuery for a string key, without
+// allocating.
+func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
+	checkFinite("UpdateAndQueryString", "delta", delta)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	v := r.gens[0].UpdateAndQueryString(key, delta)
+	for _, s := range r.gens[1:] {
+		s.UpdateString(key, delta)
+	}
+	return v
+}
+
+// TryUpdate decides on the oldest generation (its atomic TryUpdate) and,
+// if admitted, adds delta to every other generation.
+func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
+	checkFinite("TryUpdate", "delta", delta)
+	checkFinite("TryUpdate", "limit", limit)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !r.gens[0].TryUpdate(key, delta, limit) {
+		return false
+	}
+	for _, s := range r.gens[1:] {
+		s.Update(key, delta)
+	}
+	return true
+}
+
+// TryUpdateString is TryUpdate for a string key, without allocating.
+func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
+	checkFinite("TryUpdateString", "delta", delta)
+	checkFinite("TryUpdateString", "limit", limit)
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	if !r.gens[0].TryUpdateString(key, delta, limit) {
+		return false
+	}
+	for _, s := range r.gens[1:] {
+		s.UpdateString(key, delta)
+	}
+	return true
+}
+
+// QueryDetailed returns the oldest generation's per-level view of the key.
+func (r *Rotator) QueryDetailed(key []byte) sketch.Detail {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.gens[0].QueryDetailed(key)
+}
+
+// rotatorSeed is the seed of generation gen (creation order, from 0) for
+// base seed base: output gen of the splitmix64 stream seeded with base.
+// Package rotator derives its generations' seeds identically.
+func rotatorSeed(base, gen uint64) uint64 {
+	const golden = 0x9e3779b97f4a7c15
+	z := base + (gen+1)*golden
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
