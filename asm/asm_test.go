@@ -1,6 +1,8 @@
 package asm
 
 import (
+	"fmt"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -16,10 +18,13 @@ var twins = []struct {
 }
 
 func TestCounterInfo(t *testing.T) {
-	ok, hz := counterInfo()
-	t.Logf("FastTicks=%v counterHz=%d", FastTicks(), hz)
-	if ok != FastTicks() {
-		t.Fatalf("counterInfo ok=%v, FastTicks=%v", ok, FastTicks())
+	flags, hz := counterInfo()
+	t.Logf("FastTicks=%v RDTSCP=%v counterHz=%d", FastTicks(), useRDTSCP, hz)
+	if ok := flags&infoFast != 0; ok != FastTicks() {
+		t.Fatalf("counterInfo flags=%#x, FastTicks=%v", flags, FastTicks())
+	}
+	if flags&^(infoFast|infoRDTSCP) != 0 {
+		t.Fatalf("counterInfo flags=%#x has unknown bits", flags)
 	}
 }
 
@@ -28,8 +33,21 @@ func TestTicksMonotonic(t *testing.T) {
 	if testing.Short() {
 		n = 100_000
 	}
-	for _, tw := range twins {
+	type variant struct {
+		name   string
+		ticks  func() uint64
+		rdtscp bool // value of useRDTSCP during the subtest
+	}
+	vs := []variant{{"impl=asm", Ticks, useRDTSCP}, {"impl=generic", TicksGeneric, useRDTSCP}}
+	if runtime.GOARCH == "amd64" && useRDTSCP {
+		// Also cover the MFENCE; LFENCE; RDTSC path of CPUs without RDTSCP.
+		vs = append(vs, variant{"impl=asm/fences", Ticks, false})
+	}
+	for _, tw := range vs {
 		t.Run(tw.name, func(t *testing.T) {
+			// Subtests run one at a time; nothing else reads useRDTSCP now.
+			defer func(old bool) { useRDTSCP = old }(useRDTSCP)
+			useRDTSCP = tw.rdtscp
 			first := tw.ticks()
 			prev := first
 			for i := range n {
@@ -60,28 +78,42 @@ func TestTicksRate(t *testing.T) {
 	for range 100 {
 		_, _, _ = c.NowNanos(), TicksGeneric(), Nanotime()
 	}
-	n0 := Nanotime()
-	c0, g0 := c.NowNanos(), TicksGeneric()
-	n0b := Nanotime()
-	time.Sleep(10 * time.Millisecond)
-	n1 := Nanotime()
-	c1, g1 := c.NowNanos(), TicksGeneric()
-	n1b := Nanotime()
-	ref := float64((n1+n1b)/2 - (n0+n0b)/2)
-	check := func(name string, got float64) {
-		t.Helper()
-		if r := got / ref; r < 1-tol || r > 1+tol {
-			t.Errorf("%s advanced %.0fns while Nanotime advanced %.0fns: ratio %.3f, want within %.0f%%", name, got, ref, r, tol*100)
-		} else {
-			t.Logf("%s/Nanotime = %.5f", name, r)
+	// A descheduling between two adjacent reads can spoil one attempt on a
+	// loaded machine; a wrong rate spoils all three.
+	var errs []string
+	for range 3 {
+		n0 := Nanotime()
+		c0, g0 := c.NowNanos(), TicksGeneric()
+		n0b := Nanotime()
+		time.Sleep(10 * time.Millisecond)
+		n1 := Nanotime()
+		c1, g1 := c.NowNanos(), TicksGeneric()
+		n1b := Nanotime()
+		ref := float64((n1+n1b)/2 - (n0+n0b)/2)
+		errs = errs[:0]
+		check := func(name string, got float64) {
+			r := got / ref
+			if r < 1-tol || r > 1+tol {
+				errs = append(errs, fmt.Sprintf("%s advanced %.0fns while Nanotime advanced %.0fns: ratio %.3f, want within %.0f%%", name, got, ref, r, tol*100))
+			} else {
+				t.Logf("%s/Nanotime = %.5f", name, r)
+			}
 		}
+		check("TicksGeneric", float64(g1-g0))
+		if c.fast {
+			check("Ticks*mult", float64(c1-c0))
+		}
+		if len(errs) == 0 {
+			break
+		}
+		t.Logf("attempt failed: %v", errs)
 	}
-	check("TicksGeneric", float64(g1-g0))
+	if len(errs) > 0 {
+		t.Errorf("rate check failed 3 times; last: %v", errs)
+	}
 	if !c.fast {
 		t.Logf("Clock uses Nanotime (FastTicks=%v): asm rate not checked", FastTicks())
-		return
 	}
-	check("Ticks*mult", float64(c1-c0))
 }
 
 func TestPause(t *testing.T) {

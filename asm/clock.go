@@ -7,8 +7,24 @@ import (
 	"time"
 )
 
-// fastTicks and counterHz are read once from the hardware: see counterInfo.
-var fastTicks, counterHz = counterInfo()
+// Flags returned by counterInfo.
+const (
+	infoFast   = 1 << 0 // Ticks is a usable fast clock
+	infoRDTSCP = 1 << 1 // amd64: RDTSCP exists
+)
+
+// counterFlags and counterHz are read once from the hardware: see
+// counterInfo.
+var counterFlags, counterHz = counterInfo()
+
+var (
+	// fastTicks is what FastTicks reports.
+	fastTicks = counterFlags&infoFast != 0
+	// useRDTSCP selects RDTSCP over MFENCE; LFENCE; RDTSC in the amd64
+	// Ticks, which reads it directly from assembly. False (the fenced
+	// path) is correct on every CPU, so the flag only ever buys speed.
+	useRDTSCP = counterFlags&infoRDTSCP != 0
+)
 
 // FastTicks reports whether [Ticks] is a usable fast clock on this machine:
 // on amd64 the TSC must be invariant (CPUID 0x80000007 EDX bit 8); on arm64

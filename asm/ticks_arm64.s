@@ -20,13 +20,14 @@ TEXT ·Pause(SB), NOSPLIT, $0-0
 	ISB $15
 	RET
 
-// func counterInfo() (ok bool, hz uint64)
+// func counterInfo() (flags uint32, hz uint64)
 //
-// The generic timer is architected on every ARMv8-A core; CNTFRQ_EL0 holds
-// its frequency as programmed by firmware (0 if firmware forgot).
+// flags = infoFast: the generic timer is architected on every ARMv8-A core.
+// hz = CNTFRQ_EL0, its frequency as programmed by firmware (0 if firmware
+// forgot, in which case Clock calibrates).
 TEXT ·counterInfo(SB), NOSPLIT, $0-16
-	MOVD $1, R0
-	MOVB R0, ok+0(FP)
+	MOVW $1, R0
+	MOVW R0, flags+0(FP)
 	MRS  CNTFRQ_EL0, R1
 	MOVD R1, hz+8(FP)
 	RET

@@ -2,8 +2,9 @@
 
 package asm
 
-// Ticks returns a raw, monotonic hardware tick counter: LFENCE; RDTSC on
-// amd64, ISB; MRS CNTVCT_EL0 on arm64. The unit is machine-dependent; use
+// Ticks returns a raw, monotonic hardware tick counter: RDTSCP (or
+// MFENCE; LFENCE; RDTSC where RDTSCP is missing) on amd64, ISB; MRS
+// CNTVCT_EL0 on arm64. The unit is machine-dependent; use
 // a [Clock] to convert. It does not allocate.
 //
 //go:noescape
@@ -15,10 +16,10 @@ func Ticks() uint64
 //go:noescape
 func Pause()
 
-// counterInfo reports whether Ticks is a usable fast clock (amd64: the
-// invariant-TSC bit, CPUID 0x80000007 EDX[8]; arm64: always) and the
-// counter frequency when the hardware states it (arm64: CNTFRQ_EL0;
-// amd64: 0, meaning calibrate).
+// counterInfo reports the counter's properties as infoFast|infoRDTSCP
+// flags (infoFast: amd64 needs the invariant-TSC bit, CPUID 0x80000007
+// EDX[8]; arm64 always has it) and the counter frequency when the hardware
+// states it (arm64: CNTFRQ_EL0; amd64: 0, meaning calibrate).
 //
 //go:noescape
-func counterInfo() (ok bool, hz uint64)
+func counterInfo() (flags uint32, hz uint64)

@@ -11,4 +11,4 @@ func Pause() { PauseGeneric() }
 
 // counterInfo reports no usable hardware counter: Clock falls back to
 // Nanotime and FastTicks reports false.
-func counterInfo() (ok bool, hz uint64) { return false, 0 }
+func counterInfo() (flags uint32, hz uint64) { return 0, 0 }
