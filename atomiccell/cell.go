@@ -1,6 +1,10 @@
 package atomiccell
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+
+	"github.com/lfgrudge/grudge/asm"
+)
 
 // Cell is one lock-free sketch cell. The zero Cell holds score 0 at stamp 0
 // and is ready to use. A Cell is safe for concurrent use; it must not be
@@ -27,12 +31,18 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 // retry. delta must be finite. Lock-free: each failed CAS means another
 // update succeeded.
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
+	var bo asm.Backoff
 	for {
 		nw := r.Next(w, now, delta)
 		// No shortcut for nw == w: w may be stale, and only the CAS
 		// proves the cell still holds it.
 		if c.w.CompareAndSwap(uint64(w), uint64(nw)) {
 			return nw
+		}
+		if useBackoff {
+			// Lost a race: back off (PAUSE, exponentially) before
+			// re-reading, so contending cores stop bouncing the line.
+			bo.Spin()
 		}
 		w = Word(c.w.Load())
 	}

@@ -1,6 +1,7 @@
 package sketch
 
 import (
+	"github.com/lfgrudge/grudge/asm"
 	"github.com/lfgrudge/grudge/atomiccell"
 )
 
@@ -47,7 +48,7 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 	s.offsets(h, &sn.off)
 	st := &s.stripes[stripeOf(h)]
 	now := s.stamp(ms)
-	var bo backoff
+	var bo asm.Backoff
 	for {
 		// Seqlock read side: seq, then the cells. If seq is unchanged when
 		// we acquire the stripe below, no TryUpdate of this stripe wrote
@@ -68,7 +69,7 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 		}
 		// Keep now: a snapshot decayed to a slightly stale time is
 		// higher, never lower, and stamps never move backwards.
-		bo.spin()
+		bo.Spin()
 	}
 }
 

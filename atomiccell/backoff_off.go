@@ -1,0 +1,7 @@
+//go:build grudge_nobackoff
+
+package atomiccell
+
+// useBackoff is off under -tags grudge_nobackoff: failed CASes retry at
+// once. Only for measuring the backoff's effect.
+const useBackoff = false
