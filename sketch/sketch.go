@@ -220,8 +220,10 @@ func (s *Sketch) queryDetailed(h uint64, ms int64) Detail {
 
 // Reset sets every cell to score 0. It is not atomic: an operation that
 // runs concurrently may see some cells reset and others not, and its
-// writes may survive the reset. Call it on a sketch nobody else is using
-// (the rotator resets only retired generations). It does not allocate.
+// writes may survive the reset. Call it on a sketch nobody else is using.
+// It does not allocate, but costs an atomic store per cell (milliseconds
+// at the default size; the rotator allocates fresh generations instead,
+// see docs/design.md). The epoch and seed stay as they were.
 func (s *Sketch) Reset() {
 	for i := range s.cells {
 		s.cells[i].Store(0)

@@ -1,0 +1,69 @@
+package rotator
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// DefaultGenerations is the number of generations when Config.Generations
+// is 0.
+const DefaultGenerations = 2
+
+// Config describes a Rotator.
+type Config struct {
+	// Sketch configures every generation. Its Seed is the base seed: each
+	// generation hashes under its own seed derived from it (see genSeed).
+	// Its Clock (nil means the sketch's default monotonic clock) is read
+	// once per operation and drives both decay and rotation.
+	Sketch sketch.Config
+	// Generations is N, the number of live generations; 0 means 2; at
+	// least 2.
+	Generations uint32
+	// Period is how long each generation stays the primary; at least one
+	// millisecond (clocks count whole milliseconds). A score lives at
+	// most Generations x Period after its last write.
+	Period time.Duration
+}
+
+// normalize returns cfg with defaults filled in and validated. Errors name
+// the field and the offending value, prefixed "rotator: " (or "sketch: "
+// for a field of cfg.Sketch, as sketch.New reports it).
+func (cfg Config) normalize() (Config, error) {
+	sc, err := cfg.Sketch.Normalize()
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Sketch = sc
+	if cfg.Generations == 0 {
+		cfg.Generations = DefaultGenerations
+	}
+	if cfg.Generations < 2 {
+		return cfg, fmt.Errorf("rotator: Generations must be >= 2; got %d", cfg.Generations)
+	}
+	if cfg.Period <= 0 {
+		return cfg, fmt.Errorf("rotator: Period must be > 0; got %v", cfg.Period)
+	}
+	if cfg.Period < time.Millisecond {
+		return cfg, fmt.Errorf("rotator: Period must be at least 1ms (the clock counts milliseconds); got %v", cfg.Period)
+	}
+	return cfg, nil
+}
+
+// genSeed returns the hash seed of generation gen (0 for the first
+// generation New builds, then 1, 2, ... in order of creation) of a
+// rotator whose Config.Sketch.Seed is base: output gen of the splitmix64
+// stream seeded with base (Steele, Lea, Flood, "Fast splittable
+// pseudorandom number generators", OOPSLA 2014). Consecutive generations
+// therefore hash under unrelated seeds, so two keys that collide in one
+// generation almost surely do not in the next. reference.Rotator derives
+// its seeds the same way, so both map a key to the same cells generation
+// by generation.
+func genSeed(base, gen uint64) uint64 {
+	const golden = 0x9e3779b97f4a7c15
+	z := base + (gen+1)*golden
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}

@@ -1,0 +1,250 @@
+package rotator
+
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Rotator is a sketch that forgets: N generations of sketch.Sketch under
+// distinct seeds, read from the oldest (the primary), written to all, the
+// oldest retired every Period. It has the methods of sketch.Sketch plus
+// Close, so it replaces grudge's rotator without other changes.
+//
+// Create one with New; the zero Rotator is not usable. A Rotator is safe
+// for concurrent use by any number of goroutines. It starts no goroutine
+// and takes no lock: rotation happens on access, performed by the one
+// operation that wins the promotion (see doc.go). Every operation reads
+// the clock once and applies that time to every generation and to the
+// rotation deadline. Update, Query, UpdateAndQuery, TryUpdate and their
+// string twins do not allocate, except the one operation per Period that
+// performs a promotion and allocates the new generation.
+//
+// Each generation is linearizable as sketch.Sketch is; an operation that
+// races a promotion may act on the generation set of just before it (see
+// doc.go, "Races with a promotion").
+type Rotator struct {
+	// cur is the current generation set; replaced (never mutated) by the
+	// operation that claims its promotion.
+	cur      atomic.Pointer[genSet]
+	clock    sketch.Clock // cfg.Sketch.Clock; nil means ask the primary (the sketch default clock)
+	periodMs int64        // cfg.Period in ms, >= 1
+	cfg      Config       // normalized, as given to New
+
+	// Counters, written only by the operation performing a promotion.
+	promotions atomic.Uint64
+	periods    atomic.Uint64
+	created    atomic.Uint64
+}
+
+// genSet is an immutable set of live generations. Only claimed changes,
+// once, from false to true.
+type genSet struct {
+	// gens holds the N live generations, oldest first: gens[0] is the
+	// primary. Never modified after the set is published.
+	gens []*sketch.Sketch
+	// deadline is the clock reading (ms) at which gens[0] retires. Always
+	// creation time + a whole number of periods.
+	deadline int64
+	// next is the creation counter of the next generation to build; it
+	// picks that generation's seed (genSeed).
+	next uint64
+	// claimed is set by the one operation that promotes this set.
+	claimed atomic.Bool
+}
+
+// Stats counts what the rotator has done since New. Counters only grow.
+type Stats struct {
+	// Promotions is the number of generation-set swaps: one per
+	// operation that found the deadline passed and won the claim.
+	Promotions uint64
+	// Periods is the number of whole periods the promotions accounted
+	// for: a clock jump of k periods counts k in one promotion.
+	Periods uint64
+	// Allocated is the number of sketches built, the N built by New
+	// included. Retired generations are never reused; the garbage
+	// collector frees them.
+	Allocated uint64
+}
+
+var _ sketch.Scorer = (*Rotator)(nil)
+
+// New returns a rotator for cfg, with all N generations built and empty,
+// and the first rotation due one Period after the clock's current
+// reading. It returns an error naming the first invalid field (see
+// Config).
+func New(cfg Config) (*Rotator, error) {
+	cfg, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	r := &Rotator{clock: cfg.Sketch.Clock, periodMs: cfg.Period.Milliseconds(), cfg: cfg}
+	n := int(cfg.Generations)
+	gs := &genSet{gens: make([]*sketch.Sketch, n)}
+	for i := range gs.gens {
+		gs.gens[i] = r.build(gs.next)
+		gs.next++
+	}
+	now := r.now(gs)
+	gs.deadline = addSat(now, r.periodMs)
+	r.cur.Store(gs)
+	return r, nil
+}
+
+// build returns a fresh, empty generation hashing under the seed of
+// creation counter gen.
+func (r *Rotator) build(gen uint64) *sketch.Sketch {
+	c := r.cfg.Sketch
+	c.Seed = genSeed(r.cfg.Sketch.Seed, gen)
+	s, err := sketch.New(c)
+	if err != nil {
+		// c is cfg.Sketch, validated by New; only the seed differs.
+		panic("rotator: building a generation failed: " + err.Error())
+	}
+	r.created.Add(1)
+	return s
+}
+
+// now reads the clock: Config.Sketch.Clock, or the sketch default clock
+// through the primary.
+func (r *Rotator) now(gs *genSet) int64 {
+	if r.clock != nil {
+		return r.clock.NowMillis()
+	}
+	return gs.gens[0].NowMillis()
+}
+
+// acquire returns the generation set to operate on and the time of the
+// operation: one clock read, and a promotion when the deadline has passed.
+func (r *Rotator) acquire() (*genSet, int64) {
+	gs := r.cur.Load()
+	now := r.now(gs)
+	if now >= gs.deadline {
+		gs = r.promote(gs, now)
+	}
+	return gs, now
+}
+
+// Config returns the normalized configuration: defaults filled in, Clock
+// nil if it was nil, Sketch.Seed the base seed.
+func (r *Rotator) Config() Config { return r.cfg }
+
+// Sizes returns the sum of the live generations' sizes, plus the rotator's
+// own structs in Total. A retired generation still referenced by an
+// operation in flight is not counted; it is garbage once that operation
+// returns.
+func (r *Rotator) Sizes() sketch.Sizes {
+	gs := r.cur.Load()
+	var sz sketch.Sizes
+	for _, s := range gs.gens {
+		g := s.Sizes()
+		sz.Cells += g.Cells
+		sz.Total += g.Total
+	}
+	sz.Total += int(unsafe.Sizeof(*r)) + int(unsafe.Sizeof(*gs)) + len(gs.gens)*int(unsafe.Sizeof(gs.gens[0]))
+	return sz
+}
+
+// Stats returns the rotation counters. Each counter is read atomically;
+// the three together are not a snapshot.
+func (r *Rotator) Stats() Stats {
+	return Stats{
+		Promotions: r.promotions.Load(),
+		Periods:    r.periods.Load(),
+		Allocated:  r.created.Load(),
+	}
+}
+
+// Close does nothing and may be called any number of times: the rotator
+// has no goroutine or ticker to stop. It exists so that code written for
+// grudge's rotator (defer r.Close()) compiles unchanged. The rotator
+// stays usable after Close.
+func (r *Rotator) Close() {}
+
+// Update adds delta to the key's score in every generation, at one time.
+// It panics if delta is NaN or ±Inf, before touching any cell.
+func (r *Rotator) Update(key []byte, delta float64) {
+	gs, now := r.acquire()
+	for _, s := range gs.gens {
+		s.UpdateAt(key, delta, now)
+	}
+}
+
+// UpdateString is Update for a string key, without allocating.
+func (r *Rotator) UpdateString(key string, delta float64) {
+	gs, now := r.acquire()
+	for _, s := range gs.gens {
+		s.UpdateStringAt(key, delta, now)
+	}
+}
+
+// Query returns the key's score in the primary (oldest) generation.
+func (r *Rotator) Query(key []byte) float64 {
+	gs, now := r.acquire()
+	return gs.gens[0].QueryAt(key, now)
+}
+
+// QueryString is Query for a string key, without allocating.
+func (r *Rotator) QueryString(key string) float64 {
+	gs, now := r.acquire()
+	return gs.gens[0].QueryStringAt(key, now)
+}
+
+// UpdateAndQuery adds delta as Update does and returns the primary's
+// aggregate after its update. It panics if delta is NaN or ±Inf.
+func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
+	gs, now := r.acquire()
+	v := gs.gens[0].UpdateAndQueryAt(key, delta, now)
+	for _, s := range gs.gens[1:] {
+		s.UpdateAt(key, delta, now)
+	}
+	return v
+}
+
+// UpdateAndQueryString is UpdateAndQuery for a string key, without
+// allocating.
+func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
+	gs, now := r.acquire()
+	v := gs.gens[0].UpdateAndQueryStringAt(key, delta, now)
+	for _, s := range gs.gens[1:] {
+		s.UpdateStringAt(key, delta, now)
+	}
+	return v
+}
+
+// TryUpdate decides on the primary with its exact TryUpdate and, if
+// admitted, adds delta to every other generation with Update; it reports
+// the primary's decision. Within one period (no promotion in between) it
+// is as exact as sketch.Sketch.TryUpdate: N goroutines racing
+// TryUpdate(k, 1, 1000) with no decay admit exactly 1000. It panics if
+// delta or limit is NaN or ±Inf.
+func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
+	gs, now := r.acquire()
+	if !gs.gens[0].TryUpdateAt(key, delta, limit, now) {
+		return false
+	}
+	for _, s := range gs.gens[1:] {
+		s.UpdateAt(key, delta, now)
+	}
+	return true
+}
+
+// TryUpdateString is TryUpdate for a string key, without allocating.
+func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
+	gs, now := r.acquire()
+	if !gs.gens[0].TryUpdateStringAt(key, delta, limit, now) {
+		return false
+	}
+	for _, s := range gs.gens[1:] {
+		s.UpdateStringAt(key, delta, now)
+	}
+	return true
+}
+
+// QueryDetailed returns the primary's per-level view of the key. It
+// allocates its result.
+func (r *Rotator) QueryDetailed(key []byte) sketch.Detail {
+	gs, now := r.acquire()
+	return gs.gens[0].QueryDetailedAt(key, now)
+}

@@ -1,0 +1,579 @@
+package rotator
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+const period = time.Second
+
+// small is a sketch config that keeps generations cheap (L=4, M=1024), for
+// tests that rotate many times under -race.
+func small(clk sketch.Clock) sketch.Config {
+	return sketch.Config{CellsPerLevel: 1024, Hi: 1e9, Clock: clk}
+}
+
+func newRotator(t testing.TB, cfg Config) *Rotator {
+	t.Helper()
+	r, err := New(cfg)
+	if err != nil {
+		t.Fatalf("New(%+v): %v", cfg, err)
+	}
+	t.Cleanup(r.Close)
+	return r
+}
+
+// withProcs runs f under each GOMAXPROCS value and restores the original.
+func withProcs(t *testing.T, f func(t *testing.T)) {
+	for _, p := range []int{1, 2, 8} {
+		t.Run(fmt.Sprintf("procs=%d", p), func(t *testing.T) {
+			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
+			f(t)
+		})
+	}
+}
+
+func TestNewValidates(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Sketch: small(clk), Generations: 1, Period: period}, "rotator: Generations must be >= 2; got 1"},
+		{Config{Sketch: small(clk)}, "rotator: Period must be > 0; got 0s"},
+		{Config{Sketch: small(clk), Period: -time.Second}, "rotator: Period must be > 0; got -1s"},
+		{Config{Sketch: small(clk), Period: 500 * time.Microsecond}, "rotator: Period must be at least 1ms"},
+		{Config{Sketch: sketch.Config{Lo: 1, Hi: 2}, Period: period}, "sketch: Lo must be <= 0; got 1"},
+		{Config{Sketch: sketch.Config{Hi: 1, Levels: 9}, Period: period}, "sketch: Levels must be <= 8; got 9"},
+	} {
+		r, err := New(tc.cfg)
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("New(%+v) = %v, %v; want error %q", tc.cfg, r, err, tc.want)
+		}
+	}
+	r := newRotator(t, Config{Sketch: small(clk), Period: period})
+	cfg := r.Config()
+	if cfg.Generations != DefaultGenerations || cfg.Sketch.Levels != sketch.DefaultLevels || cfg.Sketch.Decay == nil || cfg.Sketch.Clock != clk {
+		t.Errorf("Config() = %+v; want defaults filled in and the clock kept", cfg)
+	}
+}
+
+// TestSeedsDistinct: every generation ever built hashes under its own seed,
+// the splitmix64 stream of the base seed.
+func TestSeedsDistinct(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	cfg := small(clk)
+	cfg.Seed = 42
+	r := newRotator(t, Config{Sketch: cfg, Generations: 3, Period: period})
+	seen := map[uint64]bool{}
+	for round := range 11 {
+		if round > 0 {
+			clk.Advance(period)
+			r.Query(nil)
+		}
+		for i, s := range r.cur.Load().gens {
+			seen[s.Config().Seed] = true
+			if s.Config().Seed == cfg.Seed {
+				t.Fatalf("generation %d uses the base seed", i)
+			}
+		}
+	}
+	// 3 initial generations + one per rotation.
+	if len(seen) != 3+10 {
+		t.Fatalf("saw %d distinct seeds; want 13", len(seen))
+	}
+	if genSeed(42, 0) != 0xbdd732262feb6e95 { // first splitmix64 output for seed 42
+		t.Fatalf("genSeed(42, 0) = %#x", genSeed(42, 0))
+	}
+}
+
+// TestReadsPrimaryWritesAll: Query reads gens[0]; writes reach every
+// generation; a fresh generation starts at 0.
+func TestReadsPrimaryWritesAll(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
+	k := []byte("k")
+	r.Update(k, 5)
+	gs := r.cur.Load()
+	for i, s := range gs.gens {
+		if got := s.QueryAt(k, clk.NowMillis()); got != 5 {
+			t.Fatalf("generation %d holds %v; want 5", i, got)
+		}
+	}
+	clk.Advance(period)
+	if got := r.Query(k); got != 5 {
+		t.Fatalf("after one rotation Query = %v; want 5 (the second generation)", got)
+	}
+	gs = r.cur.Load()
+	if got := gs.gens[2].QueryAt(k, clk.NowMillis()); got != 0 {
+		t.Fatalf("fresh generation holds %v; want 0", got)
+	}
+	if got := r.UpdateAndQuery(k, 1); got != 6 {
+		t.Fatalf("UpdateAndQuery = %v; want 6", got)
+	}
+	if got := gs.gens[2].QueryAt(k, clk.NowMillis()); got != 1 {
+		t.Fatalf("fresh generation holds %v after a write; want 1", got)
+	}
+	if d := r.QueryDetailed(k); d.Score != 6 || len(d.Levels) != 4 {
+		t.Fatalf("QueryDetailed = %+v; want score 6 over 4 levels", d)
+	}
+}
+
+// TestWarmStart: a key written every tick keeps its score across
+// rotations, because the new primary has been receiving writes for a whole
+// period.
+func TestWarmStart(t *testing.T) {
+	const tick = 10 * time.Millisecond
+	t.Run("decay=exponential", func(t *testing.T) {
+		clk := sketchtest.NewFakeClock()
+		cfg := small(clk)
+		cfg.Decay = decay.Exponential(10) // time constant 100 ms << Period
+		r := newRotator(t, Config{Sketch: cfg, Period: period})
+		// Steady state of +1 every tick, decaying by f per tick.
+		f := math.Exp(-10 * tick.Seconds())
+		steady := 1 / (1 - f)
+		for i := range 5 * int(period/tick) {
+			clk.Advance(tick)
+			got := r.UpdateAndQueryString("k", 1)
+			if i >= int(period/tick) && math.Abs(got-steady) > 0.01*steady {
+				t.Fatalf("tick %d (t=%v, %d promotions): score %v; want %v ±1%%", i, time.Duration(clk.NowMillis())*time.Millisecond, r.Stats().Promotions, got, steady)
+			}
+		}
+		if p := r.Stats().Promotions; p != 5 {
+			t.Fatalf("Promotions = %d; want 5", p)
+		}
+	})
+	t.Run("decay=none", func(t *testing.T) {
+		clk := sketchtest.NewFakeClock()
+		r := newRotator(t, Config{Sketch: small(clk), Period: period})
+		perPeriod := float64(period / tick)
+		for i := range 5 * int(period/tick) {
+			clk.Advance(tick)
+			r.UpdateString("k", 1)
+			// The primary always holds at least one whole period of writes.
+			if got := r.QueryString("k"); i >= int(period/tick) && got < perPeriod {
+				t.Fatalf("tick %d: score %v; want >= %v", i, got, perPeriod)
+			}
+		}
+	})
+}
+
+// TestForgetting: a key written once is gone after Generations x Period
+// (and so after Generations + 1 periods), and not before.
+func TestForgetting(t *testing.T) {
+	for _, n := range []uint32{2, 3, 5} {
+		t.Run(fmt.Sprintf("gens=%d", n), func(t *testing.T) {
+			clk := sketchtest.NewFakeClock()
+			r := newRotator(t, Config{Sketch: small(clk), Generations: n, Period: period})
+			r.UpdateString("once", 7)
+			clk.Set(int64(n)*period.Milliseconds() - 1)
+			if got := r.QueryString("once"); got != 7 {
+				t.Fatalf("just before %d periods: %v; want 7", n, got)
+			}
+			clk.Set(int64(n) * period.Milliseconds())
+			if got := r.QueryString("once"); got != 0 {
+				t.Fatalf("after %d periods: %v; want 0", n, got)
+			}
+			clk.Set(int64(n+1) * period.Milliseconds())
+			if got := r.QueryString("once"); got != 0 {
+				t.Fatalf("after %d periods: %v; want 0", n+1, got)
+			}
+			for i, s := range r.cur.Load().gens {
+				if got := s.QueryStringAt("once", clk.NowMillis()); got != 0 {
+					t.Fatalf("generation %d still holds %v", i, got)
+				}
+			}
+		})
+	}
+}
+
+// TestOnePromotionPerPeriod: in every round 8 goroutines hammer the
+// rotator while the clock crosses the next deadline under them; each
+// crossing is promoted exactly once.
+func TestOnePromotionPerPeriod(t *testing.T) {
+	rounds := 100
+	if testing.Short() {
+		rounds = 20
+	}
+	withProcs(t, func(t *testing.T) {
+		clk := sketchtest.NewFakeClock()
+		r := newRotator(t, Config{Sketch: small(clk), Period: period})
+		for round := 1; round <= rounds; round++ {
+			var wg sync.WaitGroup
+			for g := range 8 {
+				wg.Go(func() {
+					key := []byte{byte(g), 0}
+					for i := range 100 {
+						key[1] = byte(i)
+						switch i % 4 {
+						case 0:
+							r.Update(key, 1)
+						case 1:
+							r.Query(key)
+						case 2:
+							r.TryUpdate(key, 1, 1e6)
+						default:
+							r.UpdateAndQueryString("hot", 1)
+						}
+					}
+				})
+			}
+			clk.Advance(period) // while they run
+			wg.Wait()
+			r.QueryString("hot") // in case every op ran before the advance
+			if p := r.Stats().Promotions; p != uint64(round) {
+				t.Fatalf("round %d: %d promotions", round, p)
+			}
+		}
+		st := r.Stats()
+		if st.Promotions != uint64(rounds) || st.Periods != uint64(rounds) || st.Allocated != uint64(2+rounds) {
+			t.Fatalf("Stats = %+v; want %d promotions and periods, %d sketches", st, rounds, 2+rounds)
+		}
+	})
+}
+
+// TestSentinel: within one period TryUpdate is exact: 50 goroutines racing
+// TryUpdate(k, 1, 1000) admit exactly 1000, and every generation received
+// exactly the admitted increments.
+func TestSentinel(t *testing.T) {
+	withProcs(t, func(t *testing.T) {
+		clk := sketchtest.NewFakeClock()
+		r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
+		var admitted atomic.Int64
+		var wg sync.WaitGroup
+		for range 50 {
+			wg.Go(func() {
+				for range 100 {
+					if r.TryUpdateString("k", 1, 1000) {
+						admitted.Add(1)
+					}
+				}
+			})
+		}
+		wg.Wait()
+		if n := admitted.Load(); n != 1000 {
+			t.Fatalf("admitted %d; want exactly 1000", n)
+		}
+		for i, s := range r.cur.Load().gens {
+			if got := s.QueryStringAt("k", clk.NowMillis()); got != 1000 {
+				t.Fatalf("generation %d holds %v; want 1000", i, got)
+			}
+		}
+		// After a rotation the new primary carries the same 1000.
+		clk.Advance(period)
+		if r.TryUpdateString("k", 1, 1000) || r.QueryString("k") != 1000 {
+			t.Fatalf("after rotation: admitted over the limit or lost the count (%v)", r.QueryString("k"))
+		}
+	})
+}
+
+// TestMemoryBounded: 1,000 rotations of full-size generations (L=4,
+// M=100k: 3.2 MB each) keep the heap bounded: every generation is
+// allocated fresh (N + rotations sketches in all) and the retired ones are
+// collected.
+func TestMemoryBounded(t *testing.T) {
+	rotations := 1000
+	if testing.Short() {
+		rotations = 100
+	}
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	clk := sketchtest.NewFakeClock()
+	const n = 2
+	r := newRotator(t, Config{Sketch: sketch.Config{Hi: 1e9, Clock: clk}, Generations: n, Period: period})
+	gen := r.Sizes().Cells / n
+	var ms runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	base := ms.HeapAlloc
+	var peak uint64
+	for i := range rotations {
+		clk.Advance(period)
+		r.UpdateString("k", 1)
+		if i%10 == 0 {
+			runtime.ReadMemStats(&ms)
+			peak = max(peak, ms.HeapAlloc)
+		}
+	}
+	// Without forcing a collection the pacer (GOGC=100) lets garbage grow
+	// to about the live heap before collecting, and a loop that does
+	// nothing but rotate outruns the concurrent mark for a few cycles:
+	// measured peaks are 10 to 20 generations' worth. The bound is a
+	// constant, independent of the number of rotations (1,000 rotations
+	// allocate 3 GB in all).
+	if limit := base + 32*uint64(gen); peak > limit {
+		t.Errorf("peak HeapAlloc %d MB; want <= %d MB (baseline %d MB, generation %d MB)", peak>>20, limit>>20, base>>20, gen>>20)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms)
+	// After a collection only the N live generations (and at most one
+	// retired one held by an operation in flight) remain.
+	if limit := base + uint64(gen); ms.HeapAlloc > limit {
+		t.Errorf("HeapAlloc after GC %d MB; want <= %d MB", ms.HeapAlloc>>20, limit>>20)
+	}
+	st := r.Stats()
+	if st.Allocated != uint64(n+rotations) || st.Promotions != uint64(rotations) {
+		t.Errorf("Stats = %+v; want %d sketches allocated, %d promotions", st, n+rotations, rotations)
+	}
+	if got := r.Sizes().Cells; got != n*gen {
+		t.Errorf("Sizes().Cells = %d; want %d", got, n*gen)
+	}
+	t.Logf("baseline %.1f MB, peak %.1f MB, after GC %.1f MB, generation %.2f MB",
+		float64(base)/(1<<20), float64(peak)/(1<<20), float64(ms.HeapAlloc)/(1<<20), float64(gen)/(1<<20))
+}
+
+// TestNoGoroutines: New, operations with rotations and Close start no
+// goroutine.
+func TestNoGoroutines(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	before := runtime.NumGoroutine()
+	clk := sketchtest.NewFakeClock()
+	r, err := New(Config{Sketch: small(clk), Period: period})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		r.UpdateString("k", 1)
+		clk.Advance(period)
+	}
+	if after := runtime.NumGoroutine(); after != before {
+		t.Errorf("NumGoroutine %d -> %d", before, after)
+	}
+	r.Close()
+	if after := runtime.NumGoroutine(); after != before {
+		t.Errorf("NumGoroutine %d -> %d after Close", before, after)
+	}
+}
+
+// TestForwardJump: a jump of 1e6 periods is one promotion, costs no loop
+// over the periods, and leaves every generation empty.
+func TestForwardJump(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	const n = 3
+	r := newRotator(t, Config{Sketch: small(clk), Generations: n, Period: period})
+	keys := []string{"a", "b", "c"}
+	for _, k := range keys {
+		r.UpdateString(k, 1)
+	}
+	clk.Advance(1_000_000*period + period/2)
+	start := time.Now()
+	got := r.QueryString("a")
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("jump of 1e6 periods took %v", d)
+	}
+	if got != 0 {
+		t.Errorf("Query after the jump = %v; want 0", got)
+	}
+	for i, s := range r.cur.Load().gens {
+		for _, k := range keys {
+			if v := s.QueryStringAt(k, clk.NowMillis()); v != 0 {
+				t.Errorf("generation %d holds %v for %q", i, v, k)
+			}
+		}
+	}
+	st := r.Stats()
+	if st.Promotions != 1 || st.Periods != 1_000_000 || st.Allocated != 2*n {
+		t.Errorf("Stats = %+v; want 1 promotion, 1e6 periods, %d sketches", st, 2*n)
+	}
+	// The deadline stays on the grid: the next rotation is due at the
+	// next whole period.
+	if d := r.cur.Load().deadline; d != 1_000_001*period.Milliseconds() {
+		t.Errorf("deadline %d; want %d", d, 1_000_001*period.Milliseconds())
+	}
+}
+
+// TestPartialJump: a jump of k < N periods retires exactly the k oldest
+// generations and keeps the others in order.
+func TestPartialJump(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r := newRotator(t, Config{Sketch: small(clk), Generations: 4, Period: period})
+	old := r.cur.Load().gens
+	clk.Advance(2*period + 10*time.Millisecond)
+	r.QueryString("x")
+	gs := r.cur.Load()
+	if gs.gens[0] != old[2] || gs.gens[1] != old[3] || gs.gens[2] == old[0] || gs.gens[3] == old[1] {
+		t.Fatalf("after a 2-period jump the set is not old[2], old[3], fresh, fresh")
+	}
+	if st := r.Stats(); st.Promotions != 1 || st.Periods != 2 || st.Allocated != 6 {
+		t.Fatalf("Stats = %+v; want 1 promotion, 2 periods, 6 sketches", st)
+	}
+	if gs.deadline != 3*period.Milliseconds() {
+		t.Fatalf("deadline %d; want %d", gs.deadline, 3*period.Milliseconds())
+	}
+}
+
+// TestBackwardStep: a clock that steps back rotates nothing and grows
+// nothing; rotation resumes when the clock reaches the deadline again.
+func TestBackwardStep(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	cfg := small(clk)
+	cfg.Decay = decay.Linear(1)
+	r := newRotator(t, Config{Sketch: cfg, Period: period})
+	clk.Set(500)
+	r.UpdateString("k", 10)
+	clk.Set(-100 * period.Milliseconds())
+	for range 10 {
+		if got := r.QueryString("k"); got != 10 {
+			t.Fatalf("Query after a backwards step = %v; want 10", got)
+		}
+		r.UpdateString("j", 1)
+	}
+	if p := r.Stats().Promotions; p != 0 {
+		t.Fatalf("%d promotions after a backwards step; want 0", p)
+	}
+	clk.Set(period.Milliseconds())
+	r.QueryString("k")
+	if p := r.Stats().Promotions; p != 1 {
+		t.Fatalf("%d promotions at the deadline; want 1", p)
+	}
+}
+
+// TestDeadlineSaturates: a clock near the end of int64 neither overflows
+// the deadline nor rotates on every operation.
+func TestDeadlineSaturates(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r := newRotator(t, Config{Sketch: small(clk), Period: period})
+	clk.Set(math.MaxInt64 - 10)
+	r.QueryString("k")
+	r.QueryString("k")
+	if st := r.Stats(); st.Promotions != 1 || r.cur.Load().deadline != math.MaxInt64 {
+		t.Fatalf("Stats = %+v, deadline %d; want 1 promotion, deadline MaxInt64", st, r.cur.Load().deadline)
+	}
+}
+
+func TestCloseIdempotent(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r := newRotator(t, Config{Sketch: small(clk), Period: period})
+	r.Close()
+	r.Close()
+	r.UpdateString("k", 2)
+	clk.Advance(period)
+	if got := r.QueryString("k"); got != 2 {
+		t.Fatalf("Query after Close = %v; want 2", got)
+	}
+}
+
+// countingClock counts reads.
+type countingClock struct {
+	sketchtest.FakeClock
+	n atomic.Int64
+}
+
+func (c *countingClock) NowMillis() int64 { c.n.Add(1); return c.FakeClock.NowMillis() }
+
+// TestClockReadOnce: every operation reads the clock once, whatever N is.
+func TestClockReadOnce(t *testing.T) {
+	clk := &countingClock{}
+	r := newRotator(t, Config{Sketch: small(clk), Generations: 4, Period: period})
+	k := []byte("k")
+	ops := []func(){
+		func() { r.Update(k, 1) }, func() { r.UpdateString("k", 1) },
+		func() { r.Query(k) }, func() { r.QueryString("k") },
+		func() { r.UpdateAndQuery(k, 1) }, func() { r.UpdateAndQueryString("k", 1) },
+		func() { r.TryUpdate(k, 1, 1e6) }, func() { r.TryUpdateString("k", 1, 1e6) },
+		func() { r.QueryDetailed(k) },
+	}
+	for i, op := range ops {
+		before := clk.n.Load()
+		op()
+		if got := clk.n.Load() - before; got != 1 {
+			t.Errorf("op %d read the clock %d times; want 1", i, got)
+		}
+	}
+}
+
+// TestDefaultClock: with a nil Clock the rotator reads the sketch default
+// (monotonic) clock through the primary.
+func TestDefaultClock(t *testing.T) {
+	r := newRotator(t, Config{Sketch: sketch.Config{CellsPerLevel: 1024, Hi: 1e9}, Period: time.Hour})
+	r.UpdateString("k", 3)
+	if got := r.QueryString("k"); got != 3 {
+		t.Fatalf("Query = %v; want 3", got)
+	}
+	if r.Config().Sketch.Clock != nil {
+		t.Fatalf("Config().Sketch.Clock = %v; want nil", r.Config().Sketch.Clock)
+	}
+	gs := r.cur.Load()
+	if now := gs.gens[0].NowMillis(); gs.deadline-now > time.Hour.Milliseconds() || gs.deadline <= now {
+		t.Fatalf("deadline %d not within one period of now %d", gs.deadline, now)
+	}
+}
+
+// TestZeroAllocs: between rotations no operation but QueryDetailed
+// allocates.
+func TestZeroAllocs(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
+	k := []byte("key")
+	for name, f := range map[string]func(){
+		"Update":               func() { r.Update(k, 1) },
+		"UpdateString":         func() { r.UpdateString("key", 1) },
+		"Query":                func() { r.Query(k) },
+		"QueryString":          func() { r.QueryString("key") },
+		"UpdateAndQuery":       func() { r.UpdateAndQuery(k, 1) },
+		"UpdateAndQueryString": func() { r.UpdateAndQueryString("key", 1) },
+		"TryUpdate":            func() { r.TryUpdate(k, 1, 1e12) },
+		"TryUpdateString":      func() { r.TryUpdateString("key", 1, 1e12) },
+	} {
+		if a := testing.AllocsPerRun(1000, f); a != 0 {
+			t.Errorf("%s: %v allocs/op; want 0", name, a)
+		}
+	}
+}
+
+// TestNonFinitePanics: NaN and ±Inf panic with the "sketch:" prefix and
+// change nothing.
+func TestNonFinitePanics(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r := newRotator(t, Config{Sketch: small(clk), Period: period})
+	k := []byte("k")
+	r.Update(k, 1)
+	for _, bad := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+		for name, f := range map[string]func(){
+			"Update":               func() { r.Update(k, bad) },
+			"UpdateString":         func() { r.UpdateString("k", bad) },
+			"UpdateAndQuery":       func() { r.UpdateAndQuery(k, bad) },
+			"UpdateAndQueryString": func() { r.UpdateAndQueryString("k", bad) },
+			"TryUpdate/delta":      func() { r.TryUpdate(k, bad, 10) },
+			"TryUpdate/limit":      func() { r.TryUpdate(k, 1, bad) },
+			"TryUpdateString":      func() { r.TryUpdateString("k", bad, 10) },
+		} {
+			func() {
+				defer func() {
+					msg, _ := recover().(string)
+					if !strings.HasPrefix(msg, "sketch: ") {
+						t.Errorf("%s(%v): panic %q; want a \"sketch: \" panic", name, bad, msg)
+					}
+				}()
+				f()
+			}()
+		}
+	}
+	for i, s := range r.cur.Load().gens {
+		if got := s.QueryAt(k, clk.NowMillis()); got != 1 {
+			t.Fatalf("generation %d holds %v after rejected calls; want 1", i, got)
+		}
+	}
+}
+
+func TestSizes(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
+	one := r.cur.Load().gens[0].Sizes()
+	sz := r.Sizes()
+	if sz.Cells != 3*one.Cells || sz.Total < 3*one.Total || sz.Total > 3*one.Total+1024 {
+		t.Fatalf("Sizes = %+v; want 3 x %+v plus a small overhead", sz, one)
+	}
+}
