@@ -78,4 +78,9 @@
 //     grudge (about 50 ns a read and not monotonic); the lock-free sketch
 //     defaults to a monotonic clock. Benchmarks that want to separate the
 //     two effects give both the same Clock.
+//
+// Rotator (NewRotator) is grudge's rotator over these sketches: N
+// generations under a sync.RWMutex taken on every operation, rotated every
+// Period by a time.Ticker goroutine that Close stops (idempotently). It is
+// the A/B baseline for package rotator.
 package reference
