@@ -83,24 +83,7 @@ func (r *Rules) Decay(score float64, dt int64) float64 {
 	case decay.KindNone:
 		return score
 	case decay.KindExponential:
-		var f float64
-		if dt < 1<<(3*expTableBits) {
-			const mask = 1<<expTableBits - 1
-			f = r.exp[0][dt&mask] * r.exp[1][(dt>>expTableBits)&mask] * r.exp[2][dt>>(2*expTableBits)]
-		} else {
-			f = math.Exp(-r.param * float64(dt) / 1000)
-		}
-		v := score * f
-		if math.Abs(v) < tinyDecayed {
-			// Near the float64 subnormal range the relative nudge no
-			// longer covers the table's rounding: compute exactly as
-			// decay.Exponential.Apply does (rare: the score is gone).
-			return score * math.Exp(-r.param*float64(dt)/1000)
-		}
-		if v > 0 {
-			return v + v*expNudge
-		}
-		return v - v*expNudge
+		return r.expDecay(score, dt)
 	case decay.KindLinear:
 		// Same expression as decay.Linear.Apply, so the result is >= the
 		// reference's whenever score is.
@@ -111,6 +94,79 @@ func (r *Rules) Decay(score float64, dt int64) float64 {
 		return math.Min(score+drop, 0)
 	default:
 		return r.law.Apply(score, dt)
+	}
+}
+
+// expDecay is the Exponential case of Decay for dt > 0: table driven
+// below 2^24 ms, nudged up by expNudge. Small enough to inline into the
+// batch loops; the rare paths are out of line.
+func (r *Rules) expDecay(score float64, dt int64) float64 {
+	if dt >= 1<<(3*expTableBits) {
+		return r.expSlow(score, dt)
+	}
+	const mask = 1<<expTableBits - 1
+	v := score * (r.exp[0][dt&mask] * r.exp[1][(dt>>expTableBits)&mask] * r.exp[2][(dt>>(2*expTableBits))&mask])
+	if math.Abs(v) < tinyDecayed {
+		return r.expSlow(score, dt)
+	}
+	return v + math.Abs(v)*expNudge
+}
+
+// expSlow is exponential decay computed exactly as decay.Exponential.Apply
+// does: for gaps past the tables, and near the float64 subnormal range,
+// where the relative nudge no longer covers the table's rounding (rare:
+// the score is gone by then).
+//
+//go:noinline
+func (r *Rules) expSlow(score float64, dt int64) float64 {
+	return score * math.Exp(-r.param*float64(dt)/1000)
+}
+
+// MaxCells is the most words ValueN and NextN take at once (a sketch's
+// MaxLevels).
+const MaxCells = 8
+
+// ValueN sets v[i] = Value(w[i], now) for i < n: one call for all of a
+// key's cells, with the decay law's dispatch taken once and the common
+// laws inlined. n <= MaxCells.
+func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
+	switch r.kind {
+	case decay.KindNone:
+		for i := range n {
+			v[i] = float64(w[i].Score())
+		}
+	case decay.KindExponential:
+		// expDecay, inlined by hand (it is over the inlining budget).
+		const mask = 1<<expTableBits - 1
+		for i := range n {
+			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
+			if dt > 0 && s != 0 {
+				if dt >= 1<<(3*expTableBits) {
+					s = r.expSlow(s, dt)
+				} else if x := s * (r.exp[0][dt&mask] * r.exp[1][(dt>>expTableBits)&mask] * r.exp[2][(dt>>(2*expTableBits))&mask]); math.Abs(x) < tinyDecayed {
+					s = r.expSlow(s, dt)
+				} else {
+					s = x + math.Abs(x)*expNudge
+				}
+			}
+			v[i] = s
+		}
+	default:
+		for i := range n {
+			v[i] = r.Value(w[i], now)
+		}
+	}
+}
+
+// NextN sets nw[i] = Next(w[i], now, delta) for i < n, computing all of
+// them before the caller's first CAS. n <= MaxCells.
+func (r *Rules) NextN(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw *[MaxCells]Word) {
+	var v [MaxCells]float64
+	r.ValueN(w, n, now, &v)
+	lo, hi := r.lo, r.hi
+	for i := range n {
+		x := min(max(v[i]+delta, lo), hi) // round, inlined
+		nw[i] = Pack(roundUpInRange(x), Newer(w[i].Stamp(), now))
 	}
 }
 
@@ -135,7 +191,7 @@ func (r *Rules) round(v float64) float32 {
 	} else if v > r.hi {
 		v = r.hi
 	}
-	return RoundUp(v)
+	return roundUpInRange(v)
 }
 
 // Fresh returns the word of a cell that holds Value(w, now) re-stamped at

@@ -46,22 +46,15 @@ func Newer(stamp, now uint32) uint32 {
 // reaches a cell.
 func RoundUp(x float64) float32 {
 	f := float32(x) // round to nearest even; ±Inf beyond the range
-	if float64(f) < x {
-		// Step one float32 toward +Inf by its bit pattern: up in
-		// magnitude for positives, down for negatives, and from ±0 to
-		// the smallest positive subnormal. Cheaper than Nextafter32.
-		b := math.Float32bits(f)
-		switch {
-		case b&0x7fff_ffff == 0:
-			b = 1
-		case b>>31 == 0:
-			b++ // may reach +Inf from MaxFloat32; saturated below
-		default:
-			b-- // -Inf steps to -MaxFloat32
-		}
-		f = math.Float32frombits(b)
-	}
-	if f > math.MaxFloat32 {
+	// Step one float32 toward +Inf when the conversion rounded down: by
+	// its bit pattern, +1 for positives (from +0 that is the smallest
+	// subnormal) and -1 for negatives (toward zero; -Inf steps to
+	// -MaxFloat32). -0 never needs the step: it comes only from x <= 0.
+	// Written without a data-dependent branch (the compiler emits
+	// conditional moves): whether a conversion rounds down is a coin flip,
+	// and a mispredicted branch per cell costs more than the arithmetic.
+	f = stepUp(f, x)
+	if f > math.MaxFloat32 { // +Inf: x beyond the range
 		return math.MaxFloat32
 	}
 	if f < -math.MaxFloat32 {
@@ -69,3 +62,22 @@ func RoundUp(x float64) float32 {
 	}
 	return f
 }
+
+// stepUp returns f, or the next float32 toward +Inf if f < x (f is x
+// rounded to nearest).
+func stepUp(f float32, x float64) float32 {
+	b := math.Float32bits(f)
+	var step uint32
+	if float64(f) < x {
+		step = 1
+	}
+	if int32(b) < 0 {
+		step = -step
+	}
+	return math.Float32frombits(b + step)
+}
+
+// roundUpInRange is RoundUp for an x already clamped to bounds that are
+// float32 values within ±MaxFloat32 (as Rules' are): the result cannot
+// leave the bounds, so no saturation is needed.
+func roundUpInRange(x float64) float32 { return stepUp(float32(x), x) }

@@ -143,8 +143,16 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	for l := range s.levels {
 		w[l] = s.cells[off[l]].Load()
 	}
+	// Compute every new word before the first CAS too: a locked
+	// instruction keeps later loads (the decay tables) from passing it,
+	// so interleaving compute and CAS would serialise L table lookups.
+	var nw [MaxLevels]atomiccell.Word
+	s.rules.NextN(&w, s.levels, now, delta, &nw)
 	for l := range s.levels {
-		s.cells[off[l]].Add(s.rules, now, delta, w[l])
+		c := &s.cells[off[l]]
+		if !c.CompareAndSwap(w[l], nw[l]) {
+			c.Add(s.rules, now, delta, c.Load()) // lost a race: the CAS loop
+		}
 	}
 }
 
