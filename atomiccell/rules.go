@@ -112,14 +112,23 @@ func (r *Rules) expDecay(score float64, dt int64) float64 {
 	return v + math.Abs(v)*expNudge
 }
 
-// expSlow is exponential decay computed exactly as decay.Exponential.Apply
-// does: for gaps past the tables, and near the float64 subnormal range,
-// where the relative nudge no longer covers the table's rounding (rare:
-// the score is gone by then).
+// expSlow is exponential decay by math.Exp of the whole gap, as
+// decay.Exponential.Apply computes it: for gaps past the tables, and near
+// the float64 subnormal range, where the relative nudge no longer covers
+// the table's rounding (rare: the score is gone by then). It is nudged
+// like the table path except in that tiny range.
 //
 //go:noinline
 func (r *Rules) expSlow(score float64, dt int64) float64 {
-	return score * math.Exp(-r.param*float64(dt)/1000)
+	v := score * math.Exp(-r.param*float64(dt)/1000)
+	if math.Abs(v) < tinyDecayed {
+		return v
+	}
+	// Nudged like the table path: the reference composes decay over the
+	// gaps between its accesses, and for a large exponent x the float64
+	// rounding of the argument alone is x*2^-53 relative, up to about
+	// 1e-13 before exp underflows; 2^-40 covers it.
+	return v + math.Abs(v)*expNudge
 }
 
 // MaxCells is the most words ValueN and NextN take at once (a sketch's
