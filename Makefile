@@ -51,8 +51,39 @@ cover:
 	$(GO) test -count=1 -coverprofile=bin/cover.out $(PKGS)
 	$(GO) tool cover -func=bin/cover.out | tail -1
 
-## bench: the go test benchmarks (the contention matrix replaces this when it lands).
-bench: bench-go
+## bench: the contention matrix (bench/cmd/matrix; about 5 minutes on 2
+## cores): Markdown on stdout, a progress line per cell on stderr, and
+## results.csv, results.json, results.md and PNG plots in bench-results/.
+## MATRIX_FLAGS passes flags, e.g. MATRIX_FLAGS='-impls lockfree,reference
+## -duration 1s' (go run ./bench/cmd/matrix -h lists them). bench-go runs
+## the go test benchmarks; docs/benchmarks.md has the numbers.
+MATRIX_FLAGS ?=
+bench:
+	$(GO) run ./bench/cmd/matrix $(MATRIX_FLAGS)
+
+## bench-arm64: cross-compile the matrix and its tests for arm64 and run
+## both under qemu user emulation, with tiny cells (emulated timings are
+## meaningless; this checks that it builds and runs).
+bench-arm64:
+	@if ! command -v $(QEMU) >/dev/null 2>&1; then \
+		echo "bench-arm64: $(QEMU) not found; install it with: apt-get install -y qemu-user-static"; exit 1; \
+	fi
+	mkdir -p $(ARM64_BIN)
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o $(ARM64_BIN)/matrix ./bench/cmd/matrix
+	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(ARM64_BIN)/bench_matrix.test ./bench/matrix
+	cd bench/matrix && $(QEMU) $(CURDIR)/$(ARM64_BIN)/bench_matrix.test -test.short -test.timeout 5m
+	$(QEMU) $(ARM64_BIN)/matrix -impls lockfree,reference -workloads update,tryupdate-denied \
+		-dists uniform,hot8 -procs 1,2 -duration 20ms -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
+
+## bench-matrix: build the matrix and the sketch benchmarks as static
+## binaries (bin/matrix, bin/sketch.test) for bench/run16.sh on another
+## machine.
+bench-matrix:
+	mkdir -p bin
+	CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o bin/matrix ./bench/cmd/matrix
+	CGO_ENABLED=0 $(GO) test -c -o bin/sketch.test ./sketch/
+
+.PHONY: bench-arm64 bench-matrix
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)

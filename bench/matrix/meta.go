@@ -1,0 +1,96 @@
+package matrix
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"os/exec"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"time"
+)
+
+// cpuModel returns the CPU's name from /proc/cpuinfo ("model name" on
+// x86; on arm64, which has none, the implementer and part numbers), or
+// "unknown".
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown"
+	}
+	defer f.Close()
+	var impl, part string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if !ok {
+			continue
+		}
+		k, v = strings.TrimSpace(k), strings.TrimSpace(v)
+		switch k {
+		case "model name", "Model", "cpu model":
+			if v != "" {
+				return v
+			}
+		case "CPU implementer":
+			impl = v
+		case "CPU part":
+			part = v
+		}
+	}
+	if impl != "" || part != "" {
+		return "implementer " + impl + " part " + part
+	}
+	return "unknown"
+}
+
+// gitCommit returns override if set, else `git rev-parse --short HEAD`,
+// else the build's vcs.revision, else "unknown".
+func gitCommit(override string) string {
+	if override != "" {
+		return override
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		if c := strings.TrimSpace(string(out)); c != "" {
+			return c
+		}
+	}
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, s := range bi.Settings {
+			if s.Key == "vcs.revision" && s.Value != "" {
+				return s.Value
+			}
+		}
+	}
+	return "unknown"
+}
+
+// baseMeta fills the machine fields of Meta.
+func baseMeta(o *Options) Meta {
+	return Meta{
+		CPUModel:  cpuModel(),
+		Cores:     runtime.NumCPU(),
+		GOARCH:    runtime.GOARCH,
+		GOOS:      runtime.GOOS,
+		GoVersion: runtime.Version(),
+		Commit:    gitCommit(o.Commit),
+		Date:      time.Now().UTC().Format(time.RFC3339),
+		Command:   command(os.Args),
+	}
+}
+
+// command renders the command line; a binary that go run built in a
+// temporary folder is shown as the go run command.
+func command(args []string) string {
+	if len(args) == 0 {
+		return ""
+	}
+	name := args[0]
+	if strings.Contains(name, "go-build") {
+		name = "go run ./bench/cmd/matrix"
+	}
+	return strings.TrimSpace(strings.Join(append([]string{name}, args[1:]...), " "))
+}

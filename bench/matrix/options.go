@@ -1,0 +1,258 @@
+package matrix
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/bits"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Implementation names.
+const (
+	ImplLockfree   = "lockfree"
+	ImplReference  = "reference"
+	ImplRotator    = "rotator"
+	ImplRefRotator = "refrotator"
+	ImplAtomicAdd  = "atomicadd"
+	ImplRateMap    = "ratemap"
+)
+
+// Workload names.
+const (
+	WorkUpdate          = "update"
+	WorkQuery           = "query"
+	WorkUpdateAndQuery  = "updateandquery"
+	WorkTryUpdateAdmit  = "tryupdate-admitted"
+	WorkTryUpdateDenied = "tryupdate-denied"
+	WorkMix90           = "mix90"
+)
+
+// Key distribution names.
+const (
+	DistUniform = "uniform"
+	DistZipf    = "zipf"
+	DistHot8    = "hot8"
+	DistHot1    = "hot1"
+)
+
+// Clock modes.
+const (
+	ClockDefault = "default" // each implementation on its own default clock
+	ClockShared  = "shared"  // every implementation on SharedClock
+)
+
+// AllImpls, AllWorkloads, AllDists and AllClocks list every name in the
+// order the matrix runs and reports them.
+var (
+	AllImpls     = []string{ImplLockfree, ImplReference, ImplRotator, ImplRefRotator, ImplAtomicAdd, ImplRateMap}
+	AllWorkloads = []string{WorkUpdate, WorkQuery, WorkUpdateAndQuery, WorkTryUpdateAdmit, WorkTryUpdateDenied, WorkMix90}
+	AllDists     = []string{DistUniform, DistZipf, DistHot8, DistHot1}
+	AllClocks    = []string{ClockDefault, ClockShared}
+)
+
+// Defaults of Options. DefaultDuration was chosen so that the default
+// matrix takes about five minutes on two cores (docs/benchmarks.md has the
+// measured wall time).
+const (
+	DefaultDuration    = 400 * time.Millisecond
+	DefaultOut         = "bench-results"
+	DefaultSampleEvery = 64
+	DefaultKeys        = 1 << 20
+	DefaultStream      = 1 << 20
+	DefaultLevels      = 4
+	DefaultCells       = 100_000
+	DefaultSeed        = 1
+)
+
+// Options selects the cells of a matrix run and how each is measured. The
+// zero value is not useful; start from DefaultOptions or ParseFlags.
+type Options struct {
+	Impls     []string      // implementations, in AllImpls order
+	Workloads []string      // workloads, in AllWorkloads order
+	Dists     []string      // key distributions, in AllDists order
+	Clocks    []string      // clock modes, in AllClocks order
+	Procs     []int         // GOMAXPROCS values (= workers per cell), ascending, each >= 1
+	Duration  time.Duration // timed region of each cell, > 0
+	Out       string        // output folder; "" writes no files
+	Plots     bool          // write PNG plots into Out
+
+	SampleEvery int    // time 1 op in SampleEvery; a power of two >= 1
+	Keys        int    // key universe size for uniform and zipf, >= 8
+	Stream      int    // per-worker key-index stream length; a power of two
+	Levels      uint32 // sketch L
+	Cells       uint32 // sketch M
+	Seed        uint64 // seed of the key universe and the streams
+
+	Commit string // commit to report; "" means look it up (see Meta)
+	Quiet  bool   // no progress lines
+}
+
+// DefaultProcs returns 1, 2, 4, ... up to and including NumCPU (NumCPU is
+// added when it is not a power of two).
+func DefaultProcs() []int {
+	n := runtime.NumCPU()
+	var ps []int
+	for p := 1; p < n; p *= 2 {
+		ps = append(ps, p)
+	}
+	return append(ps, n)
+}
+
+// DefaultOptions returns the default matrix: everything, on both clock
+// modes, for DefaultProcs.
+func DefaultOptions() Options {
+	return Options{
+		Impls:       slices.Clone(AllImpls),
+		Workloads:   slices.Clone(AllWorkloads),
+		Dists:       slices.Clone(AllDists),
+		Clocks:      slices.Clone(AllClocks),
+		Procs:       DefaultProcs(),
+		Duration:    DefaultDuration,
+		Out:         DefaultOut,
+		Plots:       true,
+		SampleEvery: DefaultSampleEvery,
+		Keys:        DefaultKeys,
+		Stream:      DefaultStream,
+		Levels:      DefaultLevels,
+		Cells:       DefaultCells,
+		Seed:        DefaultSeed,
+	}
+}
+
+// ParseFlags parses the command line of bench/cmd/matrix into Options.
+// Usage and errors go to output; -h returns flag.ErrHelp.
+func ParseFlags(args []string, output io.Writer) (Options, error) {
+	o := DefaultOptions()
+	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
+	fs.SetOutput(output)
+	impls := fs.String("impls", "all", "implementations, comma-separated, or all: "+strings.Join(AllImpls, ","))
+	works := fs.String("workloads", "all", "workloads, comma-separated, or all: "+strings.Join(AllWorkloads, ","))
+	dists := fs.String("dists", "all", "key distributions, comma-separated, or all: "+strings.Join(AllDists, ","))
+	clocks := fs.String("clock", "both", "clock modes: default (each implementation's own), shared (all read asm.Nanotime()/1e6), or both")
+	procs := fs.String("procs", "", "GOMAXPROCS values (workers per cell), comma-separated; empty means 1,2,4,...,NumCPU")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each cell")
+	fs.StringVar(&o.Out, "out", o.Out, "output folder for results.csv, results.json, results.md and PNG plots; empty writes none")
+	fs.BoolVar(&o.Plots, "plots", o.Plots, "write PNG plots into -out")
+	fs.IntVar(&o.SampleEvery, "sample", o.SampleEvery, "time 1 op in this many (power of two)")
+	fs.IntVar(&o.Keys, "keys", o.Keys, "key universe size for uniform and zipf")
+	fs.IntVar(&o.Stream, "stream", o.Stream, "per-worker pre-generated key-index stream length (power of two), cycled")
+	levels := fs.Uint("levels", uint(o.Levels), "sketch levels L")
+	cells := fs.Uint("cells", uint(o.Cells), "sketch cells per level M")
+	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the key universe and the key streams")
+	fs.StringVar(&o.Commit, "commit", o.Commit, "commit to report (default: git rev-parse --short HEAD, then the build's vcs.revision)")
+	fs.BoolVar(&o.Quiet, "q", o.Quiet, "no progress lines on stderr")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("matrix: unexpected arguments %q", fs.Args())
+	}
+	var err error
+	if o.Impls, err = parseNames("impls", *impls, AllImpls); err != nil {
+		return o, err
+	}
+	if o.Workloads, err = parseNames("workloads", *works, AllWorkloads); err != nil {
+		return o, err
+	}
+	if o.Dists, err = parseNames("dists", *dists, AllDists); err != nil {
+		return o, err
+	}
+	if *clocks == "both" {
+		*clocks = "all"
+	}
+	if o.Clocks, err = parseNames("clock", *clocks, AllClocks); err != nil {
+		return o, err
+	}
+	if *procs != "" {
+		if o.Procs, err = parseProcs(*procs); err != nil {
+			return o, err
+		}
+	}
+	o.Levels, o.Cells = uint32(*levels), uint32(*cells)
+	return o, o.Validate()
+}
+
+// Validate reports the first invalid field.
+func (o Options) Validate() error {
+	switch {
+	case len(o.Impls) == 0 || len(o.Workloads) == 0 || len(o.Dists) == 0 || len(o.Clocks) == 0:
+		return errors.New("matrix: impls, workloads, dists and clock must each name at least one")
+	case len(o.Procs) == 0:
+		return errors.New("matrix: procs must name at least one GOMAXPROCS value")
+	case o.Duration <= 0:
+		return fmt.Errorf("matrix: duration must be > 0; got %v", o.Duration)
+	case o.SampleEvery < 1 || bits.OnesCount(uint(o.SampleEvery)) != 1:
+		return fmt.Errorf("matrix: sample must be a power of two >= 1; got %d", o.SampleEvery)
+	case o.Keys < 8 || o.Keys > 1<<31:
+		return fmt.Errorf("matrix: keys must be in [8, 2^31]; got %d", o.Keys)
+	case o.Stream < 1 || bits.OnesCount(uint(o.Stream)) != 1:
+		return fmt.Errorf("matrix: stream must be a power of two >= 1; got %d", o.Stream)
+	case o.Levels < 1 || o.Levels > 8:
+		return fmt.Errorf("matrix: levels must be in [1, 8]; got %d", o.Levels)
+	case o.Cells < 1:
+		return fmt.Errorf("matrix: cells must be >= 1; got %d", o.Cells)
+	}
+	for _, p := range o.Procs {
+		if p < 1 {
+			return fmt.Errorf("matrix: procs must be >= 1; got %d", p)
+		}
+	}
+	return nil
+}
+
+// parseNames splits a comma-separated list, checks every name against
+// known, drops duplicates and returns the names in known's order. "all"
+// selects every known name.
+func parseNames(flagName, s string, known []string) ([]string, error) {
+	if strings.TrimSpace(s) == "all" {
+		return slices.Clone(known), nil
+	}
+	seen := map[string]bool{}
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		if !slices.Contains(known, f) {
+			return nil, fmt.Errorf("matrix: -%s: unknown name %q; known: %s", flagName, f, strings.Join(known, ","))
+		}
+		seen[f] = true
+	}
+	var out []string
+	for _, k := range known {
+		if seen[k] {
+			out = append(out, k)
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("matrix: -%s: empty list", flagName)
+	}
+	return out, nil
+}
+
+// parseProcs parses "1,2,4" into sorted, de-duplicated positive ints.
+func parseProcs(s string) ([]int, error) {
+	var ps []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		p, err := strconv.Atoi(f)
+		if err != nil || p < 1 {
+			return nil, fmt.Errorf("matrix: -procs: %q is not a positive integer", f)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, errors.New("matrix: -procs: empty list")
+	}
+	slices.Sort(ps)
+	return slices.Compact(ps), nil
+}

@@ -1,0 +1,352 @@
+package matrix
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strings"
+)
+
+// index finds results by cell.
+type index map[resultKey]*Result
+
+type resultKey struct {
+	clock, impl, work, dist string
+	procs                   int
+}
+
+func newIndex(rs []Result) index {
+	ix := index{}
+	for i := range rs {
+		r := &rs[i]
+		ix[resultKey{r.Clock, r.Impl, r.Workload, r.Dist, r.Procs}] = r
+	}
+	return ix
+}
+
+func (ix index) get(clock, impl, work, dist string, procs int) *Result {
+	return ix[resultKey{clock, impl, work, dist, procs}]
+}
+
+// ratio returns a's Mops over b's, or NaN if either is missing.
+func (ix index) ratio(clock, a, b, work, dist string, procs int) float64 {
+	x, y := ix.get(clock, a, work, dist, procs), ix.get(clock, b, work, dist, procs)
+	if x == nil || y == nil || y.Mops <= 0 {
+		return math.NaN()
+	}
+	return x.Mops / y.Mops
+}
+
+// present returns the names of order that occur in rs under field f.
+func present(rs []Result, order []string, f func(*Result) string) []string {
+	seen := map[string]bool{}
+	for i := range rs {
+		seen[f(&rs[i])] = true
+	}
+	var out []string
+	for _, n := range order {
+		if seen[n] {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func fmtMops(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "–"
+	case v >= 100:
+		return fmt.Sprintf("%.0f", v)
+	case v >= 10:
+		return fmt.Sprintf("%.1f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fmtRatio(v float64) string {
+	if math.IsNaN(v) || v == 0 {
+		return "–"
+	}
+	if v >= 10 {
+		return fmt.Sprintf("%.0fx", v)
+	}
+	return fmt.Sprintf("%.2fx", v)
+}
+
+func fmtNs(v float64) string { return fmt.Sprintf("%.0f", v) }
+
+func fmtBytes(b int64) string {
+	switch {
+	case b >= 1<<20 || b <= -1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20))
+	case b >= 1<<10 || b <= -1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(b)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", b)
+}
+
+// WriteMarkdown writes the report as Markdown: the metadata, per clock
+// mode a throughput table (with the lockfree/reference and
+// rotator/refrotator ratios) and a latency table, the clock-vs-design
+// split, memory and allocations, and the issue's targets.
+func WriteMarkdown(out io.Writer, rep *Report) error {
+	w := bufio.NewWriter(out)
+	m := &rep.Meta
+	fmt.Fprintf(w, "## Contention matrix\n\n")
+	fmt.Fprintf(w, "- command: `%s`\n", m.Command)
+	fmt.Fprintf(w, "- machine: %s, %d CPUs, %s/%s, %s, commit %s, %s\n", m.CPUModel, m.Cores, m.GOOS, m.GOARCH, m.GoVersion, m.Commit, m.Date)
+	fmt.Fprintf(w, "- pinning: %s\n", m.Pinning)
+	if m.Stopped != "" {
+		fmt.Fprintf(w, "- **incomplete**: %s\n", m.Stopped)
+	}
+	fmt.Fprintf(w, "- cells: %v each; wall time of the whole run %.0f s\n", fmtDurMs(m.DurationMs), m.WallSeconds)
+	fmt.Fprintf(w, "- latency: 1 op in %d timed with %s; two back-to-back reads cost %.1f ns (included in every sample); a sample costs %.1f ns, %.2f ns per op on average\n",
+		m.SampleEvery, m.Timer, m.TimerPairNs, m.SampleCostNs, m.SampleCostNs/float64(max(m.SampleEvery, 1)))
+	fmt.Fprintf(w, "- config: %s\n\n", m.Config)
+
+	rs := rep.Results
+	ix := newIndex(rs)
+	impls := present(rs, AllImpls, func(r *Result) string { return r.Impl })
+	works := present(rs, AllWorkloads, func(r *Result) string { return r.Workload })
+	dists := present(rs, AllDists, func(r *Result) string { return r.Dist })
+	clocks := present(rs, AllClocks, func(r *Result) string { return r.Clock })
+	procs := sortedProcs(rs)
+	has := func(impl string) bool { return slices.Contains(impls, impl) }
+
+	for _, clk := range clocks {
+		ci := slices.DeleteFunc(slices.Clone(impls), func(im string) bool { return !runsUnder(im, clk) })
+		fmt.Fprintf(w, "### Throughput, clock=%s (Mops/s, all workers together)\n\n", clk)
+		hdr := append([]string{"workload", "keys", "P"}, ci...)
+		if has(ImplLockfree) && has(ImplReference) {
+			hdr = append(hdr, "lockfree/reference")
+		}
+		if has(ImplRotator) && has(ImplRefRotator) {
+			hdr = append(hdr, "rotator/refrotator")
+		}
+		if clk == ClockDefault && has(ImplLockfree) && has(ImplAtomicAdd) {
+			hdr = append(hdr, "atomicadd/lockfree")
+		}
+		tableHeader(w, hdr)
+		for _, wk := range works {
+			for _, d := range dists {
+				for _, p := range procs {
+					row := []string{wk, d, fmt.Sprint(p)}
+					found := false
+					for _, im := range ci {
+						v := math.NaN()
+						if r := ix.get(clk, im, wk, d, p); r != nil {
+							v, found = r.Mops, true
+						}
+						row = append(row, fmtMops(v))
+					}
+					if !found {
+						continue
+					}
+					if has(ImplLockfree) && has(ImplReference) {
+						row = append(row, fmtRatio(ix.ratio(clk, ImplLockfree, ImplReference, wk, d, p)))
+					}
+					if has(ImplRotator) && has(ImplRefRotator) {
+						row = append(row, fmtRatio(ix.ratio(clk, ImplRotator, ImplRefRotator, wk, d, p)))
+					}
+					if clk == ClockDefault && has(ImplLockfree) && has(ImplAtomicAdd) {
+						row = append(row, fmtRatio(ix.ratio(clk, ImplAtomicAdd, ImplLockfree, wk, d, p)))
+					}
+					tableRow(w, row)
+				}
+			}
+		}
+		fmt.Fprintln(w)
+	}
+
+	for _, clk := range clocks {
+		ci := slices.DeleteFunc(slices.Clone(impls), func(im string) bool { return !runsUnder(im, clk) })
+		fmt.Fprintf(w, "### Latency, clock=%s (ns, p50 / p99 / p99.9 of 1 op in %d)\n\n", clk, m.SampleEvery)
+		tableHeader(w, append([]string{"workload", "keys", "P"}, ci...))
+		for _, wk := range works {
+			for _, d := range dists {
+				for _, p := range procs {
+					row := []string{wk, d, fmt.Sprint(p)}
+					found := false
+					for _, im := range ci {
+						s := "–"
+						if r := ix.get(clk, im, wk, d, p); r != nil {
+							s, found = fmtNs(r.P50Ns)+" / "+fmtNs(r.P99Ns)+" / "+fmtNs(r.P999Ns), true
+						}
+						row = append(row, s)
+					}
+					if found {
+						tableRow(w, row)
+					}
+				}
+			}
+		}
+		fmt.Fprintln(w)
+	}
+
+	if len(clocks) == 2 && has(ImplLockfree) && has(ImplReference) {
+		fmt.Fprintf(w, "### Clock vs cell design\n\n")
+		fmt.Fprintf(w, "lockfree/reference with each on its default clock, and with both on the shared clock: the shared ratio is the cell design's gain, default/shared the clock's share.\n\n")
+		hdr := []string{"workload", "keys", "P", "default", "shared", "clock share"}
+		if has(ImplRotator) && has(ImplRefRotator) {
+			hdr = append(hdr, "rotator/refrotator default", "shared")
+		}
+		tableHeader(w, hdr)
+		for _, wk := range works {
+			for _, d := range dists {
+				for _, p := range procs {
+					a := ix.ratio(ClockDefault, ImplLockfree, ImplReference, wk, d, p)
+					b := ix.ratio(ClockShared, ImplLockfree, ImplReference, wk, d, p)
+					if math.IsNaN(a) && math.IsNaN(b) {
+						continue
+					}
+					row := []string{wk, d, fmt.Sprint(p), fmtRatio(a), fmtRatio(b), fmtRatio(a / b)}
+					if has(ImplRotator) && has(ImplRefRotator) {
+						row = append(row, fmtRatio(ix.ratio(ClockDefault, ImplRotator, ImplRefRotator, wk, d, p)),
+							fmtRatio(ix.ratio(ClockShared, ImplRotator, ImplRefRotator, wk, d, p)))
+					}
+					tableRow(w, row)
+				}
+			}
+		}
+		fmt.Fprintln(w)
+	}
+
+	fmt.Fprintf(w, "### Memory, allocations, admissions\n\n")
+	fmt.Fprintf(w, "Memory: Sizes().Total, or for ratemap the live-heap delta after filling every key of the largest universe (it grows with the keys). Allocations: Mallocs over the timed region / ops (the rotators' once-per-Period generation is included). Admit rate: admitted / ops in tryupdate-denied.\n\n")
+	tableHeader(w, []string{"impl", "memory", "allocs/op max", "allocs/op median", "tryupdate-denied admit rate max"})
+	for _, im := range impls {
+		var mem int64
+		var allocs, admits []float64
+		src := ""
+		for _, r := range rs {
+			if r.Impl != im {
+				continue
+			}
+			mem, src = max(mem, r.MemBytes), r.MemSource
+			allocs = append(allocs, r.AllocsPerOp)
+			if r.Workload == WorkTryUpdateDenied {
+				admits = append(admits, r.AdmitRate)
+			}
+		}
+		med := PercentilesOf(allocs, 0.5)[0]
+		adm := "–"
+		if len(admits) > 0 {
+			adm = fmt.Sprintf("%.3g", slices.Max(admits))
+		}
+		tableRow(w, []string{im, fmtBytes(mem) + " (" + src + ")", fmt.Sprintf("%.3g", slices.Max(allocs)), fmt.Sprintf("%.3g", med), adm})
+	}
+	fmt.Fprintln(w)
+
+	tg := Targets(rep)
+	if len(tg) > 0 {
+		fmt.Fprintf(w, "### Targets (16 cores, clock=default; here measured at P=1 and at the largest P run, %d)\n\n", slices.Max(procs))
+		tableHeader(w, []string{"target", "measured here", "met here"})
+		for _, t := range tg {
+			tableRow(w, []string{t.Target, t.Measured, t.Met})
+		}
+		fmt.Fprintln(w)
+	}
+	return w.Flush()
+}
+
+func fmtDurMs(ms float64) string {
+	if ms >= 1000 {
+		return fmt.Sprintf("%gs", ms/1000)
+	}
+	return fmt.Sprintf("%gms", ms)
+}
+
+func tableHeader(w io.Writer, cols []string) {
+	tableRow(w, cols)
+	seps := make([]string, len(cols))
+	for i := range seps {
+		seps[i] = "---"
+		if i >= 2 {
+			seps[i] = "--:"
+		}
+	}
+	tableRow(w, seps)
+}
+
+func tableRow(w io.Writer, cols []string) {
+	fmt.Fprintf(w, "| %s |\n", strings.Join(cols, " | "))
+}
+
+// TargetCheck is one of the issue's targets with what this run shows.
+type TargetCheck struct {
+	Target   string `json:"target"`
+	Measured string `json:"measured"`
+	Met      string `json:"met"` // "yes", "no", or "not measured"
+}
+
+// Targets evaluates the issue's targets (stated for 16 cores, the default
+// clock) on rep: the P=16 targets at the largest P in rep.
+func Targets(rep *Report) []TargetCheck {
+	rs := rep.Results
+	if len(rs) == 0 {
+		return nil
+	}
+	ix := newIndex(rs)
+	procs := sortedProcs(rs)
+	pmax := slices.Max(procs)
+	at := fmt.Sprintf("P=%d", pmax)
+	c := ClockDefault
+	var out []TargetCheck
+	ratioCheck := func(target string, a, b, wk, d string, p int, want float64, atMost bool) {
+		v := ix.ratio(c, a, b, wk, d, p)
+		tc := TargetCheck{Target: target, Met: "not measured", Measured: "–"}
+		if !math.IsNaN(v) {
+			tc.Measured = fmt.Sprintf("%.2fx at P=%d", v, p)
+			ok := v >= want
+			if atMost {
+				ok = v <= want
+			}
+			tc.Met = yesNo(ok)
+		}
+		out = append(out, tc)
+	}
+	ratioCheck("uniform Update >= 4x reference at P=1", ImplLockfree, ImplReference, WorkUpdate, DistUniform, 1, 4, false)
+	ratioCheck("uniform Update >= 3x reference at P=16 (here "+at+")", ImplLockfree, ImplReference, WorkUpdate, DistUniform, pmax, 3, false)
+	ratioCheck("uniform Update within 1.5x of atomic-add at P=16 (atomicadd/lockfree <= 1.5; here "+at+")", ImplAtomicAdd, ImplLockfree, WorkUpdate, DistUniform, pmax, 1.5, true)
+	ratioCheck("hot1 Update >= 3x reference at P=16 (here "+at+")", ImplLockfree, ImplReference, WorkUpdate, DistHot1, pmax, 3, false)
+	ratioCheck("hot8 Update >= 3x reference at P=16 (here "+at+")", ImplLockfree, ImplReference, WorkUpdate, DistHot8, pmax, 3, false)
+	ratioCheck("abuse (tryupdate-denied, hot8) >= 20x reference at P=16 (here "+at+")", ImplLockfree, ImplReference, WorkTryUpdateDenied, DistHot8, pmax, 20, false)
+	for _, d := range []string{DistHot1, DistHot8} {
+		tc := TargetCheck{Target: "p99.9 latency of Update on " + d + " at P=16 <= 1/5 of reference (here " + at + ")", Met: "not measured", Measured: "–"}
+		a, b := ix.get(c, ImplLockfree, WorkUpdate, d, pmax), ix.get(c, ImplReference, WorkUpdate, d, pmax)
+		if a != nil && b != nil && b.P999Ns > 0 {
+			v := a.P999Ns / b.P999Ns
+			tc.Measured = fmt.Sprintf("%.0f ns vs %.0f ns = %.2f", a.P999Ns, b.P999Ns, v)
+			tc.Met = yesNo(v <= 0.2)
+		}
+		out = append(out, tc)
+	}
+	// As go test -benchmem counts it: allocs/op is the integer part of
+	// mallocs/ops, so a cell meets "zero" while it saw fewer mallocs than
+	// ops (the count includes the runtime's own, from any goroutine).
+	tc := TargetCheck{Target: "zero allocs/op (lockfree, every cell, as -benchmem rounds)", Met: "not measured", Measured: "–"}
+	var worst, fewest uint64 = 0, math.MaxUint64
+	n, ok := 0, true
+	for _, r := range rs {
+		if r.Impl == ImplLockfree {
+			worst, fewest = max(worst, r.Mallocs), min(fewest, r.Ops)
+			ok = ok && r.Mallocs < r.Ops
+			n++
+		}
+	}
+	if n > 0 {
+		tc.Measured = fmt.Sprintf("at most %d mallocs in a cell; %d cells of at least %d ops", worst, n, fewest)
+		tc.Met = yesNo(ok)
+	}
+	return append(out, tc)
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}

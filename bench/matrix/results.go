@@ -1,0 +1,249 @@
+package matrix
+
+import (
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"strings"
+)
+
+// Result is one cell of the matrix.
+type Result struct {
+	Clock       string  `json:"clock"`         // clock mode
+	Impl        string  `json:"impl"`          // implementation
+	Workload    string  `json:"workload"`      // workload
+	Dist        string  `json:"dist"`          // key distribution
+	Procs       int     `json:"procs"`         // GOMAXPROCS = workers
+	Ops         uint64  `json:"ops"`           // operations, all workers
+	Seconds     float64 `json:"seconds"`       // from the common start to the last worker's last op
+	Mops        float64 `json:"mops"`          // Ops / Seconds, in millions per second
+	P50Ns       float64 `json:"p50_ns"`        // latency percentiles of the sampled ops
+	P99Ns       float64 `json:"p99_ns"`        //
+	P999Ns      float64 `json:"p999_ns"`       //
+	Samples     int     `json:"samples"`       // latency samples kept (reservoirs)
+	Mallocs     uint64  `json:"mallocs"`       // runtime.MemStats.Mallocs delta over the timed region (all goroutines)
+	AllocsPerOp float64 `json:"allocs_per_op"` // Mallocs / Ops
+	MemBytes    int64   `json:"mem_bytes"`     // footprint of the structure
+	MemSource   string  `json:"mem_source"`    // "sizes" (Sizes().Total) or "heap" (live-heap delta)
+	AdmitRate   float64 `json:"admit_rate"`    // TryUpdate workloads: admitted/ops; else 0
+	Pinned      int     `json:"pinned"`        // workers whose affinity read back as their one CPU
+	Base        string  `json:"base"`          // implementation Ratio compares with
+	Ratio       float64 `json:"ratio"`         // Mops / Mops of Base in the same clock/workload/dist/procs; 0 if absent
+}
+
+// Meta describes the machine and the run; every output carries it.
+type Meta struct {
+	CPUModel     string   `json:"cpu_model"`
+	Cores        int      `json:"cores"`
+	GOARCH       string   `json:"goarch"`
+	GOOS         string   `json:"goos"`
+	GoVersion    string   `json:"go_version"`
+	Commit       string   `json:"commit"`
+	Date         string   `json:"date"`
+	Command      string   `json:"command"`
+	Pinning      string   `json:"pinning"` // "took", "partial" or "unpinned", with counts
+	Timer        string   `json:"timer"`
+	TimerPairNs  float64  `json:"timer_pair_ns"`
+	SampleEvery  int      `json:"sample_every"`
+	SampleCostNs float64  `json:"sample_cost_ns"`
+	Config       string   `json:"config"`
+	DurationMs   float64  `json:"duration_ms"` // per cell
+	Procs        []int    `json:"procs"`
+	Impls        []string `json:"impls"`
+	Workloads    []string `json:"workloads"`
+	Dists        []string `json:"dists"`
+	Clocks       []string `json:"clocks"`
+	WallSeconds  float64  `json:"wall_seconds"`      // the whole run
+	Stopped      string   `json:"stopped,omitempty"` // why the run ended before its last cell; "" when complete
+}
+
+// Report is a whole run.
+type Report struct {
+	Meta    Meta     `json:"meta"`
+	Results []Result `json:"results"`
+}
+
+// baseOf names the implementation impl's Ratio is computed against: the
+// mutex rotator for the lock-free rotator, the mutex sketch for everyone
+// else (the reference itself included, ratio 1).
+func baseOf(impl string) string {
+	if impl == ImplRotator {
+		return ImplRefRotator
+	}
+	return ImplReference
+}
+
+// fillRatios sets Base and Ratio of every result from the others.
+func fillRatios(rs []Result) {
+	type k struct {
+		clock, impl, work, dist string
+		procs                   int
+	}
+	idx := map[k]float64{}
+	for _, r := range rs {
+		idx[k{r.Clock, r.Impl, r.Workload, r.Dist, r.Procs}] = r.Mops
+	}
+	for i := range rs {
+		r := &rs[i]
+		r.Base = baseOf(r.Impl)
+		r.Ratio = 0
+		if b, ok := idx[k{r.Clock, r.Base, r.Workload, r.Dist, r.Procs}]; ok && b > 0 {
+			r.Ratio = r.Mops / b
+		}
+	}
+}
+
+// WriteJSON writes rep as indented JSON.
+func WriteJSON(w io.Writer, rep *Report) error {
+	e := json.NewEncoder(w)
+	e.SetIndent("", "  ")
+	return e.Encode(rep)
+}
+
+// ReadJSON reads what WriteJSON wrote.
+func ReadJSON(r io.Reader) (*Report, error) {
+	var rep Report
+	if err := json.NewDecoder(r).Decode(&rep); err != nil {
+		return nil, fmt.Errorf("matrix: reading JSON: %w", err)
+	}
+	return &rep, nil
+}
+
+// csvColumns are Result's JSON names in field order: the CSV header.
+func csvColumns() []string {
+	t := reflect.TypeFor[Result]()
+	cols := make([]string, t.NumField())
+	for i := range cols {
+		cols[i] = strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+	}
+	return cols
+}
+
+// WriteCSV writes rep as CSV: "# key: value" comment lines with the
+// metadata, a header of Result's JSON names, one row per result. Floats
+// are written in Go's shortest round-trip form.
+func WriteCSV(w io.Writer, rep *Report) error {
+	mj, err := json.Marshal(rep.Meta)
+	if err != nil {
+		return err
+	}
+	var mm map[string]any
+	if err := json.Unmarshal(mj, &mm); err != nil {
+		return err
+	}
+	for _, k := range metaKeys() {
+		b, _ := json.Marshal(mm[k])
+		if _, err := fmt.Fprintf(w, "# %s: %s\n", k, b); err != nil {
+			return err
+		}
+	}
+	cw := csv.NewWriter(w)
+	if err := cw.Write(csvColumns()); err != nil {
+		return err
+	}
+	for _, r := range rep.Results {
+		v := reflect.ValueOf(r)
+		row := make([]string, v.NumField())
+		for i := range row {
+			f := v.Field(i)
+			switch f.Kind() {
+			case reflect.String:
+				row[i] = f.String()
+			case reflect.Int, reflect.Int64:
+				row[i] = strconv.FormatInt(f.Int(), 10)
+			case reflect.Uint64:
+				row[i] = strconv.FormatUint(f.Uint(), 10)
+			case reflect.Float64:
+				row[i] = strconv.FormatFloat(f.Float(), 'g', -1, 64)
+			default:
+				return fmt.Errorf("matrix: CSV cannot write field kind %v", f.Kind())
+			}
+		}
+		if err := cw.Write(row); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// metaKeys are Meta's JSON names in field order.
+func metaKeys() []string {
+	t := reflect.TypeFor[Meta]()
+	ks := make([]string, t.NumField())
+	for i := range ks {
+		ks[i] = strings.Split(t.Field(i).Tag.Get("json"), ",")[0]
+	}
+	return ks
+}
+
+// ReadCSV reads what WriteCSV wrote, metadata included.
+func ReadCSV(r io.Reader) (*Report, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	rep := &Report{}
+	var body strings.Builder
+	meta := map[string]json.RawMessage{}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "# "); ok {
+			k, v, ok := strings.Cut(strings.TrimRight(rest, "\n"), ": ")
+			if !ok {
+				return nil, fmt.Errorf("matrix: CSV metadata line %q has no ': '", line)
+			}
+			meta[k] = json.RawMessage(v)
+			continue
+		}
+		body.WriteString(line)
+	}
+	mj, err := json.Marshal(meta)
+	if err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(mj, &rep.Meta); err != nil {
+		return nil, fmt.Errorf("matrix: CSV metadata: %w", err)
+	}
+	rows, err := csv.NewReader(strings.NewReader(body.String())).ReadAll()
+	if err != nil {
+		return nil, fmt.Errorf("matrix: reading CSV: %w", err)
+	}
+	if len(rows) == 0 {
+		return nil, fmt.Errorf("matrix: CSV has no header")
+	}
+	if got, want := strings.Join(rows[0], ","), strings.Join(csvColumns(), ","); got != want {
+		return nil, fmt.Errorf("matrix: CSV header %q; want %q", got, want)
+	}
+	for n, row := range rows[1:] {
+		var res Result
+		v := reflect.ValueOf(&res).Elem()
+		for i, s := range row {
+			f := v.Field(i)
+			var err error
+			switch f.Kind() {
+			case reflect.String:
+				f.SetString(s)
+			case reflect.Int, reflect.Int64:
+				var x int64
+				x, err = strconv.ParseInt(s, 10, 64)
+				f.SetInt(x)
+			case reflect.Uint64:
+				var x uint64
+				x, err = strconv.ParseUint(s, 10, 64)
+				f.SetUint(x)
+			case reflect.Float64:
+				var x float64
+				x, err = strconv.ParseFloat(s, 64)
+				f.SetFloat(x)
+			}
+			if err != nil {
+				return nil, fmt.Errorf("matrix: CSV row %d column %s: %w", n+1, rows[0][i], err)
+			}
+		}
+		rep.Results = append(rep.Results, res)
+	}
+	return rep, nil
+}

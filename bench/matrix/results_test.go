@@ -1,0 +1,146 @@
+package matrix
+
+import (
+	"bytes"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func sampleReport() *Report {
+	rep := &Report{
+		Meta: Meta{
+			CPUModel: `Intel(R) Xeon(R) "Gold", 2.1GHz`, Cores: 2, GOARCH: "amd64", GOOS: "linux",
+			GoVersion: "go1.26.8", Commit: "abc1234", Date: "2026-01-02T03:04:05Z",
+			Command: "matrix -impls lockfree,reference", Pinning: "took: every worker",
+			Timer: "hrtime.TSC (RDTSC)", TimerPairNs: 11.25, SampleEvery: 64, SampleCostNs: 39.5,
+			Config: "L=4 M=100000", DurationMs: 20, Procs: []int{1, 2},
+			Impls: []string{"lockfree", "reference"}, Workloads: []string{"update"},
+			Dists: []string{"hot8"}, Clocks: []string{"default"}, WallSeconds: 1.5,
+		},
+	}
+	for _, im := range []string{ImplLockfree, ImplReference, ImplRotator, ImplRefRotator} {
+		for _, p := range []int{1, 2} {
+			rep.Results = append(rep.Results, Result{
+				Clock: ClockDefault, Impl: im, Workload: WorkUpdate, Dist: DistHot8, Procs: p,
+				Ops: 123456789, Seconds: 0.2000001, Mops: float64(len(im)*p) + 0.1,
+				P50Ns: 101.5, P99Ns: 1e-7, P999Ns: 12345.678, Samples: 4096,
+				Mallocs: 3, AllocsPerOp: 3.0 / 123456789, MemBytes: 3 << 20, MemSource: "sizes",
+				AdmitRate: 0.25, Pinned: p,
+			})
+		}
+	}
+	fillRatios(rep.Results)
+	return rep
+}
+
+func TestCSVRoundTrip(t *testing.T) {
+	rep := sampleReport()
+	var b bytes.Buffer
+	if err := WriteCSV(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(b.String(), "# cpu_model: ") || !strings.Contains(b.String(), "\nclock,impl,workload,dist,procs,ops,") {
+		t.Fatalf("CSV layout:\n%s", b.String())
+	}
+	got, err := ReadCSV(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rep) {
+		t.Fatalf("CSV round trip:\n got %+v\nwant %+v", got, rep)
+	}
+	if _, err := ReadCSV(strings.NewReader("a,b\n1,2\n")); err == nil {
+		t.Fatal("wrong header: no error")
+	}
+}
+
+func TestJSONRoundTrip(t *testing.T) {
+	rep := sampleReport()
+	var b bytes.Buffer
+	if err := WriteJSON(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadJSON(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(got, rep) {
+		t.Fatalf("JSON round trip:\n got %+v\nwant %+v", got, rep)
+	}
+}
+
+func TestFillRatios(t *testing.T) {
+	rep := sampleReport()
+	for _, r := range rep.Results {
+		var base float64
+		for _, b := range rep.Results {
+			if b.Impl == baseOf(r.Impl) && b.Procs == r.Procs {
+				base = b.Mops
+			}
+		}
+		if r.Base != baseOf(r.Impl) || r.Ratio != r.Mops/base {
+			t.Errorf("%s P=%d: base %s ratio %v; want %s %v", r.Impl, r.Procs, r.Base, r.Ratio, baseOf(r.Impl), r.Mops/base)
+		}
+	}
+	if baseOf(ImplRotator) != ImplRefRotator || baseOf(ImplLockfree) != ImplReference || baseOf(ImplRateMap) != ImplReference {
+		t.Fatal("baseOf")
+	}
+}
+
+func TestMarkdownAndTargets(t *testing.T) {
+	rep := &Report{Meta: sampleReport().Meta}
+	add := func(impl, work, dist string, p int, mops, p999 float64, mallocs uint64) {
+		rep.Results = append(rep.Results, Result{Clock: ClockDefault, Impl: impl, Workload: work, Dist: dist,
+			Procs: p, Mops: mops, P999Ns: p999, Ops: 1000, Mallocs: mallocs, MemSource: "sizes"})
+	}
+	add(ImplLockfree, WorkUpdate, DistUniform, 1, 10, 100, 0)
+	add(ImplReference, WorkUpdate, DistUniform, 1, 2, 100, 0)
+	add(ImplLockfree, WorkUpdate, DistUniform, 2, 9, 100, 0)
+	add(ImplReference, WorkUpdate, DistUniform, 2, 3, 100, 0)
+	add(ImplAtomicAdd, WorkUpdate, DistUniform, 2, 18, 100, 0)
+	add(ImplLockfree, WorkUpdate, DistHot8, 2, 4, 100, 999)
+	add(ImplReference, WorkUpdate, DistHot8, 2, 2, 1000, 0)
+	fillRatios(rep.Results)
+	tg := Targets(rep)
+	want := map[string][2]string{
+		"uniform Update >= 4x reference at P=1":                                                  {"5.00x at P=1", "yes"},
+		"uniform Update >= 3x reference at P=16 (here P=2)":                                      {"3.00x at P=2", "yes"},
+		"uniform Update within 1.5x of atomic-add at P=16 (atomicadd/lockfree <= 1.5; here P=2)": {"2.00x at P=2", "no"},
+		"hot8 Update >= 3x reference at P=16 (here P=2)":                                         {"2.00x at P=2", "no"},
+		"hot1 Update >= 3x reference at P=16 (here P=2)":                                         {"–", "not measured"},
+		"p99.9 latency of Update on hot8 at P=16 <= 1/5 of reference (here P=2)":                 {"100 ns vs 1000 ns = 0.10", "yes"},
+		"zero allocs/op (lockfree, every cell, as -benchmem rounds)":                             {"at most 999 mallocs in a cell; 3 cells of at least 1000 ops", "yes"},
+	}
+	found := 0
+	for _, c := range tg {
+		if w, ok := want[c.Target]; ok {
+			found++
+			if c.Measured != w[0] || c.Met != w[1] {
+				t.Errorf("%s: measured %q met %q; want %q %q", c.Target, c.Measured, c.Met, w[0], w[1])
+			}
+		}
+	}
+	if found != len(want) {
+		t.Errorf("found %d of %d targets in %+v", found, len(want), tg)
+	}
+
+	var b bytes.Buffer
+	if err := WriteMarkdown(&b, rep); err != nil {
+		t.Fatal(err)
+	}
+	md := b.String()
+	for _, s := range []string{
+		"### Throughput, clock=default",
+		"| workload | keys | P | lockfree | reference | atomicadd | lockfree/reference | atomicadd/lockfree |",
+		"| update | uniform | 1 | 10.0 | 2.00 | – | 5.00x | – |",
+		"| update | uniform | 2 | 9.00 | 3.00 | 18.0 | 3.00x | 2.00x |",
+		"### Latency, clock=default",
+		"### Targets",
+		"abc1234",
+	} {
+		if !strings.Contains(md, s) {
+			t.Errorf("Markdown lacks %q:\n%s", s, md)
+		}
+	}
+}

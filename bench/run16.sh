@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# bench/run16.sh: the one-shot contention run for a 16-core x86-64 machine,
+# in under 5 minutes, from prebuilt static binaries (no Go toolchain there).
+#
+# Build here, from the repository root:
+#
+#	make bench-matrix
+#	# = CGO_ENABLED=0 go build -ldflags "-X main.commit=$(git rev-parse --short HEAD)" -o bin/matrix ./bench/cmd/matrix
+#	#   CGO_ENABLED=0 go test -c -o bin/sketch.test ./sketch/
+#
+# then run it there from the repository root with bin/ beside it
+# (bin/ is git-ignored: carry it), results under $OUT:
+#
+#	OUT=/some/dir bash bench/run16.sh
+#
+# It writes at most 7 files into $OUT, none deeper than one folder:
+#
+#	run16.log          machine, CPU affinity read back, progress lines, the
+#	                   pinning verdict and the clock-vs-design table
+#	results.md         the matrix's Markdown (targets at P=1 and P=16)
+#	results.csv        one row per cell, machine metadata as # lines
+#	results.json       the same as JSON
+#	throughput-default.png, latency-default.png
+#	sketch-bench.txt   go test benchmarks of package sketch at -cpu 1,2,4,8,16
+#
+# Budget (timeouts): matrix 165 s + clock split 30 s + go test benchmarks
+# 60 s, plus 10 s grace for the matrix to write what it measured when
+# timeout(1) stops it: 265 s at most; about 3 minutes expected.
+set -u
+cd "$(dirname "$0")/.." || exit 2
+OUT=${OUT:-bench-results/run16}
+D=${RUN16_DURATION:-200ms} # cell duration; set shorter only to try the script out
+mkdir -p "$OUT"
+log="$OUT/run16.log"
+
+for b in bin/matrix bin/sketch.test; do
+	if [ ! -x "$b" ]; then
+		echo "run16: $b is missing; build it first with: make bench-matrix" | tee "$log"
+		exit 2
+	fi
+done
+
+{
+	echo "== run16 $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+	echo "nproc: $(nproc)"
+	lscpu 2>/dev/null | grep -E '^(Model name|CPU\(s\)|On-line CPU|Thread|Core|Socket|NUMA node)' || grep -m1 'model name' /proc/cpuinfo
+	echo "allowed CPUs of this shell: $(grep Cpus_allowed_list /proc/self/status | cut -f2)"
+	# Read the kernel's answer back: pin a child to the last allowed CPU
+	# and ask which CPUs it may use.
+	last=$(grep Cpus_allowed_list /proc/self/status | cut -f2 | tr ',' '\n' | tail -1 | sed 's/.*-//')
+	if command -v taskset >/dev/null 2>&1; then
+		echo "taskset -c $last reads back: $(taskset -c "$last" grep Cpus_allowed_list /proc/self/status | cut -f2)"
+	fi
+} >"$log" 2>&1
+
+# 1. The matrix at the targets' cells: every implementation, default
+#    clock, P = 1..16. 6 impls x 4 workloads x 3 dists x 5 P = 360 cells of
+#    200ms, about 110 s. On SIGTERM it ends after the cell in progress and
+#    still writes its files.
+echo "== matrix" >>"$log"
+timeout -k 10 165 bin/matrix -clock default \
+	-workloads update,query,tryupdate-admitted,tryupdate-denied \
+	-dists uniform,hot8,hot1 -procs 1,2,4,8,16 -duration "$D" \
+	-out "$OUT" >/dev/null 2>>"$log"
+echo "matrix exit: $?" >>"$log"
+
+# 2. Clock vs cell design: lockfree and reference on each default clock
+#    and on the shared one (16 cells).
+echo "== clock split" >>"$log"
+timeout -k 5 30 bin/matrix -clock both -impls lockfree,reference -workloads update \
+	-dists uniform,hot8 -procs 1,16 -duration "$D" -out "" -plots=false >>"$log" 2>&1
+echo "clock split exit: $?" >>"$log"
+
+# 3. The go test benchmarks (lockfree vs reference vs atomicadd in one
+#    benchmark) at -cpu 1,2,4,8,16; feed two such files to benchstat.
+(cd sketch && timeout 60 ../bin/sketch.test -test.run '^$' \
+	-test.bench '^Benchmark(Update|TryUpdateDenied)$/^keys=(uniform1M|hot1)$/^mode=parallel$' \
+	-test.cpu 1,2,4,8,16 -test.count 1 -test.benchtime 100ms -test.benchmem) >"$OUT/sketch-bench.txt" 2>&1
+echo "sketch.test exit: $?" >>"$log"
+
+# The verdicts, also on stdout.
+{
+	echo "== verdict"
+	grep -h '^- pinning' "$OUT/results.md" 2>/dev/null || echo "- pinning: no results.md (the matrix did not finish)"
+	sed -n '/^### Targets/,$p' "$OUT/results.md" 2>/dev/null
+} | tee -a "$log"
