@@ -25,6 +25,10 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 	return c.w.CompareAndSwap(uint64(old), uint64(new))
 }
 
+// backoffAfter is the number of consecutive lost races after which Add
+// starts backing off.
+const backoffAfter = 3
+
 // Add applies delta at time now under r with a CAS loop and returns the
 // word it stored (or found already equal). w is the caller's last view of
 // the cell (a Load); passing a stale word is allowed and only costs a
@@ -32,6 +36,7 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 // update succeeded.
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 	var bo asm.Backoff
+	fails := 0 // consecutive lost races; back off only from backoffAfter on
 	for {
 		nw := r.Next(w, now, delta)
 		// No shortcut for nw == w: w may be stale, and only the CAS
@@ -39,9 +44,12 @@ func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 		if c.w.CompareAndSwap(uint64(w), uint64(nw)) {
 			return nw
 		}
-		if useBackoff {
-			// Lost a race: back off (PAUSE, exponentially) before
-			// re-reading, so contending cores stop bouncing the line.
+		if fails++; useBackoff && fails >= backoffAfter {
+			// Lost several races in a row: back off (PAUSE,
+			// exponentially) before re-reading, so contending cores
+			// stop bouncing the line. A loss or two is normal on a hot
+			// key and retries at once (on 2 cores, backing off from the
+			// first loss cost 10-40%: docs/design.md).
 			bo.Spin()
 		}
 		w = Word(c.w.Load())

@@ -148,11 +148,20 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	// so interleaving compute and CAS would serialise L table lookups.
 	var nw [MaxLevels]atomiccell.Word
 	s.rules.NextN(&w, s.levels, now, delta, &nw)
+	contended := false
 	for l := range s.levels {
 		c := &s.cells[off[l]]
-		if !c.CompareAndSwap(w[l], nw[l]) {
-			c.Add(s.rules, now, delta, c.Load()) // lost a race: the CAS loop
+		if !contended {
+			if c.CompareAndSwap(w[l], nw[l]) {
+				continue
+			}
+			// Lost a race: the key is hot. The words computed for the
+			// remaining cells are likely stale too, and a failed CAS
+			// costs a cache-line transfer, so go straight to the CAS
+			// loop on fresh words for this cell and the rest.
+			contended = true
 		}
+		c.Add(s.rules, now, delta, c.Load())
 	}
 }
 
