@@ -122,6 +122,12 @@ func (r *Rules) expDecay(score float64, dt int64) float64 {
 func (r *Rules) expSlow(score float64, dt int64) float64 {
 	v := score * math.Exp(-r.param*float64(dt)/1000)
 	if math.Abs(v) < tinyDecayed {
+		// No relative bias survives near the subnormal range. Return the
+		// value as math.Exp gives it, so a decayed score still reaches 0
+		// (a floor would leave every decayed cell at the smallest float32
+		// forever). The price: below 1e-290 absolute, a value may differ
+		// from a reference that composed its decay over other gaps by
+		// subnormal rounding, in either direction (docs/precision.md).
 		return v
 	}
 	// Nudged like the table path: the reference composes decay over the

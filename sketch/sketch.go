@@ -24,9 +24,10 @@ type Sketch struct {
 	stripes []stripe          // numStripes TryUpdate sequence stripes, one per cache line
 	rules   *atomiccell.Rules // decay law and clamp bounds
 	hasher  Hasher
-	clock   Clock // nil means the fast system clock (systemMillis)
-	epoch   int64 // clock reading at New; stamps count ms from here, mod 2^32
-	stride  int   // cells between row starts, a multiple of cellsPerLine
+	clock   Clock      // nil means the fast system clock (systemMillis)
+	mono    *Monotonic // filters Clock readings and At times so time never goes back
+	epoch   int64      // clock reading at New; stamps count ms from here, mod 2^32
+	stride  int        // cells between row starts, a multiple of cellsPerLine
 	levels  uint32
 	m       uint32
 	agg     Aggregator
@@ -47,6 +48,7 @@ func New(cfg Config) (*Sketch, error) {
 		rules:  atomiccell.NewRules(cfg.Decay, cfg.Lo, cfg.Hi),
 		hasher: cfg.Hasher(cfg.Seed),
 		clock:  cfg.Clock,
+		mono:   NewMonotonic(),
 		stride: rowStride(cfg.CellsPerLevel),
 		levels: cfg.Levels,
 		m:      cfg.CellsPerLevel,
@@ -75,11 +77,14 @@ func (s *Sketch) Sizes() Sizes {
 	}
 }
 
+// nowMillis reads the clock through the Monotonic filter. The default
+// clock is monotonic already, but the At twins may have been given later
+// times, and one high-water mark for every path keeps them consistent.
 func (s *Sketch) nowMillis() int64 {
 	if s.clock == nil {
-		return systemMillis()
+		return s.mono.Observe(systemMillis())
 	}
-	return s.clock.NowMillis()
+	return s.mono.Observe(s.clock.NowMillis())
 }
 
 // stamp converts a clock reading to a cell stamp: ms since epoch mod 2^32.

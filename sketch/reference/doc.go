@@ -74,6 +74,12 @@
 //     as ±MaxFloat64, so a sum of huge finite deltas saturates instead of
 //     reaching ±Inf (grudge has that hole: Inf, then NaN once exp
 //     underflows to 0); no cell ever holds Inf or NaN.
+//   - Every clock reading goes through a high-water mark
+//     (sketch.Monotonic): after a backwards step time stands still for
+//     every cell until the clock catches up. grudge keeps the step per
+//     cell, so a cell last touched before the step decays to the earlier
+//     time; the lock-free sketch cannot do that with a read-only Query, and
+//     the oracle must share its time semantics.
 //   - The default clock is the wall clock, time.Now().UnixMilli(), as in
 //     grudge (about 50 ns a read and not monotonic); the lock-free sketch
 //     defaults to a monotonic clock. Benchmarks that want to separate the

@@ -25,9 +25,12 @@ type scalarModel struct {
 	levels int
 	score  float64 // raw score as of last
 	last   int64
+	hw     int64 // the latest time seen, from the sketch's creation on: time never goes back
 }
 
 func (m *scalarModel) at(now int64) {
+	now = max(now, m.hw)
+	m.hw = now
 	if dt := now - m.last; dt > 0 {
 		m.score = m.law(m.score, dt)
 		m.last = now
@@ -144,7 +147,7 @@ func checkModel(rt *rapid.T, exact bool, agg sketch.Aggregator,
 	key := rapid.SliceOfN(rapid.Byte(), 0, 16).Draw(rt, "key")
 	skey := string(key)
 	h := s.hasher.Sum64(key)
-	m := &scalarModel{law: law, lo: cfg.Lo, hi: cfg.Hi, agg: agg, levels: int(cfg.Levels)}
+	m := &scalarModel{law: law, lo: cfg.Lo, hi: cfg.Hi, agg: agg, levels: int(cfg.Levels), hw: clk.NowMillis()}
 
 	delta := func(rt *rapid.T) float64 { return float64(rapid.IntRange(-60, 60).Draw(rt, "delta")) }
 	check := func(rt *rapid.T, op string, got, want float64) {

@@ -53,6 +53,7 @@ type Sketch struct {
 	cfg    sketch.Config     // normalized; Clock nil when the caller left it nil
 	hasher sketch.Hasher     // cfg.Hasher(cfg.Seed)
 	clock  sketch.Clock      // cfg.Clock, or wallClock{}
+	mono   *sketch.Monotonic // high-water mark of the clock: time never goes back
 	decay  decay.Decay       // cfg.Decay, never nil
 	lo, hi float64           // clamp bounds, lo < hi, both finite (an infinite bound saturates at ±MaxFloat64, so a sum that overflows is clamped back and no cell holds Inf)
 	agg    sketch.Aggregator // cfg.Aggregator, valid
@@ -82,9 +83,21 @@ func New(cfg sketch.Config) (*Sketch, error) {
 	if s.clock == nil {
 		s.clock = wallClock{}
 	}
+	s.mono = sketch.NewMonotonic()
+	// Creation time is the earliest time the sketch uses, as for the
+	// lock-free sketch (its epoch): a clock that starts behind it reads
+	// as standing still at it.
+	s.now()
 	s.cells = make([]cell, uint64(cfg.Levels)*uint64(cfg.CellsPerLevel))
 	return s, nil
 }
+
+// now reads the clock through a high-water mark (sketch.Monotonic), as the
+// lock-free sketch does, so a backwards step holds time still for every
+// cell instead of letting a cell stamped earlier decay less: the two
+// implementations keep one time semantics and stay comparable cell for
+// cell.
+func (s *Sketch) now() int64 { return s.mono.Observe(s.clock.NowMillis()) }
 
 // Config returns the normalized configuration (defaults filled in). Clock
 // is nil when New was given nil; the sketch then reads the wall clock.
@@ -177,7 +190,7 @@ func (s *Sketch) UpdateString(key string, delta float64) {
 }
 
 func (s *Sketch) update(h uint64, delta float64) {
-	now := s.clock.NowMillis()
+	now := s.now()
 	for l := uint32(0); l < s.levels; l++ {
 		c := s.cellFor(h, l)
 		c.mu.Lock()
@@ -201,7 +214,7 @@ func (s *Sketch) QueryString(key string) float64 {
 
 func (s *Sketch) query(h uint64) float64 {
 	var scores [sketch.MaxLevels]float64
-	now := s.clock.NowMillis()
+	now := s.now()
 	for l := uint32(0); l < s.levels; l++ {
 		c := s.cellFor(h, l)
 		c.mu.Lock()
@@ -229,7 +242,7 @@ func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 
 func (s *Sketch) updateAndQuery(h uint64, delta float64) float64 {
 	var scores [sketch.MaxLevels]float64
-	now := s.clock.NowMillis()
+	now := s.now()
 	for l := uint32(0); l < s.levels; l++ {
 		c := s.cellFor(h, l)
 		c.mu.Lock()
@@ -248,7 +261,7 @@ func (s *Sketch) QueryDetailed(key []byte) sketch.Detail {
 	h := s.hasher.Sum64(key)
 	var scores [sketch.MaxLevels]float64
 	d := sketch.Detail{Levels: make([]sketch.LevelDetail, s.levels)}
-	now := s.clock.NowMillis()
+	now := s.now()
 	for l := uint32(0); l < s.levels; l++ {
 		idx := sketch.Index(h, l, s.m)
 		c := s.cellFor(h, l)

@@ -27,7 +27,7 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64) bool {
 		cells  [sketch.MaxLevels]*cell
 		scores [sketch.MaxLevels]float64
 	)
-	now := s.clock.NowMillis()
+	now := s.now()
 	// Rows are distinct arrays, so the L cells are distinct and locking
 	// them in level order is a total order shared by every caller.
 	for l := uint32(0); l < s.levels; l++ {
