@@ -25,7 +25,15 @@
 //     (lock-free: a CAS fails only because another one succeeded). Query
 //     and a denied TryUpdate only read. An admitted TryUpdate waits only
 //     for an admitted TryUpdate on the same stripe (see below).
-//   - A backwards clock step counts as zero elapsed time, never as growth.
+//   - A backwards clock step counts as zero elapsed time, never as growth:
+//     every clock reading and At time passes a high-water mark
+//     (Monotonic), so after a step back time stands still until the clock
+//     catches up.
+//   - Each cell is linearizable on its own. Operations on several cells
+//     are not atomic snapshots: a Query can combine levels read before and
+//     after a concurrent Update (as with grudge's per-cell locks), so only
+//     TryUpdate-with-Query histories of one key are linearizable (tested
+//     with porcupine; see docs/design.md).
 //   - NaN or ±Inf delta or limit panics with a message that starts
 //     "sketch:" before any cell is touched; no cell ever holds NaN or Inf.
 //   - No lost mass: scores are narrowed to float32 rounding toward +Inf,
