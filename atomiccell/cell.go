@@ -49,7 +49,7 @@ func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 			// exponentially) before re-reading, so contending cores
 			// stop bouncing the line. A loss or two is normal on a hot
 			// key and retries at once (on 2 cores, backing off from the
-			// first loss cost 10-40%: docs/design.md).
+			// first loss cost ~10%: docs/design.md).
 			bo.Spin()
 		}
 		w = Word(c.w.Load())
