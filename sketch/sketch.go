@@ -68,12 +68,12 @@ func (s *Sketch) Config() Config { return s.cfg }
 
 // Sizes reports the sketch's memory: Cells is the cell block as allocated
 // (alignment and guard lines included), Total adds the stripes, the decay
-// tables and the struct.
+// tables, the time high-water mark and the struct.
 func (s *Sketch) Sizes() Sizes {
 	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atomiccell.Cell{}))
 	return Sizes{
 		Cells: cells,
-		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atomiccell.Rules{})),
+		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atomiccell.Rules{})) + int(unsafe.Sizeof(Monotonic{})),
 	}
 }
 
