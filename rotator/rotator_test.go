@@ -306,15 +306,19 @@ func TestMemoryBounded(t *testing.T) {
 			runtime.ReadMemStats(&ms)
 			peak = max(peak, ms.HeapAlloc)
 		}
-	}
-	// Without forcing a collection the pacer (GOGC=100) lets garbage grow
-	// to about the live heap before collecting, and a loop that does
-	// nothing but rotate outruns the concurrent mark for a few cycles:
-	// measured peaks are 10 to 20 generations' worth. The bound is a
-	// constant, independent of the number of rotations (1,000 rotations
-	// allocate 3 GB in all).
-	if limit := base + 32*uint64(gen); peak > limit {
-		t.Errorf("peak HeapAlloc %d MB; want <= %d MB (baseline %d MB, generation %d MB)", peak>>20, limit>>20, base>>20, gen>>20)
+		if i%100 == 99 {
+			// Bounded, not merely collectable in the end: at every
+			// checkpoint a collection brings the heap back to the live
+			// generations. (The peak between collections depends on the
+			// pacer and on how far a loop that only rotates outruns the
+			// concurrent mark, 10 to 50 generations' worth under -race;
+			// it is logged, not asserted.)
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			if limit := base + uint64(gen); ms.HeapAlloc > limit {
+				t.Fatalf("after %d rotations and a GC, HeapAlloc %d MB; want <= %d MB", i+1, ms.HeapAlloc>>20, limit>>20)
+			}
+		}
 	}
 	runtime.GC()
 	runtime.ReadMemStats(&ms)
