@@ -208,8 +208,3 @@ func (r *Rules) round(v float64) float32 {
 	}
 	return roundUpInRange(v)
 }
-
-// Fresh returns the word of a cell that holds Value(w, now) re-stamped at
-// now, or w itself when nothing changed. Used by callers that decide on a
-// decayed snapshot and then commit it.
-func (r *Rules) Fresh(w Word, now uint32) Word { return r.Next(w, now, 0) }

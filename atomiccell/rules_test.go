@@ -320,10 +320,7 @@ func TestNext(t *testing.T) {
 		if ns := nw.Stamp(); ns != atomiccell.Newer(stamp, now) || int32(ns-stamp) < 0 {
 			t.Fatalf("Next stamp %d from stamp %d at now %d", ns, stamp, now)
 		}
-		// Fresh is Next with no delta, and Value is the float64 decayed score.
-		if f := r.Fresh(w, now); f != r.Next(w, now, 0) {
-			t.Fatalf("Fresh = %#x, Next(w, now, 0) = %#x", uint64(f), uint64(r.Next(w, now, 0)))
-		}
+		// Value is the float64 decayed score.
 		if v := r.Value(w, now); v != r.Decay(float64(score), el) {
 			t.Fatalf("Value = %v, Decay = %v", v, r.Decay(float64(score), el))
 		}
