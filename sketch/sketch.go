@@ -211,12 +211,14 @@ func (s *Sketch) QueryString(key string) float64 {
 
 func (s *Sketch) query(h uint64, ms int64) float64 {
 	var off [MaxLevels]int
+	var w [MaxLevels]atomiccell.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
 	now := s.stamp(ms)
 	for l := range s.levels {
-		v[l] = s.rules.Value(s.cells[off[l]].Load(), now)
+		w[l] = s.cells[off[l]].Load()
 	}
+	s.rules.ValueN(&w, s.levels, now, &v) // one decay dispatch per key, as update does
 	return s.agg.Aggregate(v[:s.levels])
 }
 
