@@ -3,17 +3,22 @@ package asm
 import "runtime"
 
 const (
-	// maxSpinShift caps one round at 1<<maxSpinShift = 64 Pause calls.
-	maxSpinShift = 6
+	// defaultMaxSpins caps one round of the zero Backoff: 64 Pause calls.
+	defaultMaxSpins = 64
+	// maxRound caps any round at 2^20 Pause calls (milliseconds of
+	// spinning: far past any sensible setting), so the count fits an int
+	// on 32-bit platforms too.
+	maxRound = 1 << 20
 	// yieldAfter is the number of spinning rounds before Spin yields the
 	// processor with runtime.Gosched instead.
 	yieldAfter = 10
 )
 
 // Backoff is bounded exponential backoff for CAS and spin loops: round k
-// (counting from 0) spins min(2^k, 64) Pause calls, and from round 10 on
-// each Spin calls runtime.Gosched instead, so a waiter whose peer was
-// descheduled lets it run. The zero value is ready to use.
+// (counting from 0) spins min(first<<k, max) Pause calls, and from round
+// 10 on each Spin calls runtime.Gosched instead, so a waiter whose peer was
+// descheduled lets it run. The zero value is ready to use and spins 1, 2,
+// 4, ... 64 Pause calls; [NewBackoff] sets another first round and cap.
 //
 // A Backoff belongs to one goroutine, typically as a local in the retry
 // loop; it is not safe for concurrent use.
@@ -26,6 +31,30 @@ const (
 type Backoff struct {
 	// n counts the rounds spun so far. Invariant: n <= yieldAfter.
 	n uint32
+	// first and max are the Pause calls of round 0 and the cap on one
+	// round; 0 means the zero value's 1 and 64. Invariant: first <= max
+	// once both are set (NewBackoff clamps).
+	first, max uint32
+}
+
+// NewBackoff returns a Backoff whose first round spins first Pause calls
+// and whose rounds double up to max (first is raised to 1 and max to
+// first where they are smaller). A long first round suits a lost race on
+// a hot cache line: waiting a few of the winner's operation times lets it
+// run them on a line that stays in its cache, instead of both cores paying
+// a transfer on every operation.
+func NewBackoff(first, max uint32) Backoff {
+	first = min(max1(first), maxRound)
+	return Backoff{first: first, max: min(maxU(max, first), maxRound)}
+}
+
+func max1(v uint32) uint32 { return maxU(v, 1) }
+
+func maxU(a, b uint32) uint32 {
+	if a > b {
+		return a
+	}
+	return b
 }
 
 // spins returns how many Pause calls the next Spin makes; 0 means it will
@@ -34,11 +63,17 @@ func (b *Backoff) spins() int {
 	if b.n >= yieldAfter {
 		return 0
 	}
-	return 1 << min(b.n, maxSpinShift)
+	first, limit := uint64(max1(b.first)), uint64(b.max)
+	if limit == 0 {
+		limit = defaultMaxSpins
+	}
+	// n < yieldAfter = 10 and first <= 2^20, so the shift cannot overflow.
+	return int(min(first<<b.n, limit))
 }
 
-// Spin waits one round: 1, 2, 4, ... up to 64 Pause calls, then, after
-// yieldAfter rounds, runtime.Gosched on every call.
+// Spin waits one round: first, 2*first, 4*first, ... up to max Pause
+// calls (1, 2, ... 64 for the zero value), then, after yieldAfter rounds,
+// runtime.Gosched on every call.
 func (b *Backoff) Spin() {
 	k := b.spins()
 	if k == 0 {
@@ -51,6 +86,6 @@ func (b *Backoff) Spin() {
 	b.n++
 }
 
-// Reset returns b to its zero state, for reuse after the contended
-// operation succeeded.
+// Reset returns b to its first round, keeping its schedule, for reuse
+// after the contended operation succeeded.
 func (b *Backoff) Reset() { b.n = 0 }

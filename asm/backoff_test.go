@@ -28,6 +28,36 @@ func TestBackoffCaps(t *testing.T) {
 	}
 }
 
+func TestNewBackoffSchedule(t *testing.T) {
+	for _, tc := range []struct {
+		first, max uint32
+		want       []int
+	}{
+		{64, 1024, []int{64, 128, 256, 512, 1024, 1024, 1024, 1024, 1024, 1024, 0, 0}},
+		{1, 64, []int{1, 2, 4, 8, 16, 32, 64, 64, 64, 64, 0}},
+		{0, 0, []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0}},                        // first raised to 1, max to first
+		{100, 10, []int{100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 0}}, // max raised to first
+		{3, 20, []int{3, 6, 12, 20, 20, 20, 20, 20, 20, 20, 0}},
+		{1 << 31, 1<<32 - 1, []int{maxRound, maxRound, maxRound, maxRound, maxRound, maxRound, maxRound, maxRound, maxRound, maxRound, 0}}, // both capped
+	} {
+		b := NewBackoff(tc.first, tc.max)
+		for round, w := range tc.want {
+			if got := b.spins(); got != w {
+				t.Fatalf("NewBackoff(%d, %d) round %d: next Spin pauses %d times; want %d (0 = Gosched)", tc.first, tc.max, round, got, w)
+			}
+			if w <= 1024 { // do not actually spin 2^31 times
+				b.Spin()
+			} else {
+				b.n++
+			}
+		}
+		b.Reset()
+		if got := b.spins(); got != tc.want[0] {
+			t.Fatalf("NewBackoff(%d, %d) after Reset spins %d; want the first round %d", tc.first, tc.max, got, tc.want[0])
+		}
+	}
+}
+
 // TestBackoffCASCounter uses Backoff in the loop it is for and checks the
 // conserved quantity: every increment lands exactly once.
 func TestBackoffCASCounter(t *testing.T) {

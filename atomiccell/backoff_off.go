@@ -2,6 +2,6 @@
 
 package atomiccell
 
-// useBackoff is off under -tags grudge_nobackoff: failed CASes retry at
+// useBackoff is off under -tags grudge_nobackoff: lost CASes retry at
 // once. Only for measuring the backoff's effect.
 const useBackoff = false

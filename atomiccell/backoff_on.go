@@ -2,5 +2,6 @@
 
 package atomiccell
 
-// useBackoff enables asm.Backoff after a failed CAS (the default).
+// useBackoff enables the contention backoff after a lost CAS (the
+// default).
 const useBackoff = true

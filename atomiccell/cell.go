@@ -25,18 +25,56 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 	return c.w.CompareAndSwap(uint64(old), uint64(new))
 }
 
-// backoffAfter is the number of consecutive lost races after which Add
-// starts backing off.
-const backoffAfter = 3
+// Contention backoff schedule (docs/design.md, "Hot keys and backoff").
+// A lost CAS means another core holds the line and is updating it.
+// Retrying at once pulls the line back mid-streak, and on a hot key both
+// cores then pay a line transfer (~90 ns on the development VM) on every
+// operation. Waiting a few of the winner's operation times (~120 ns each)
+// lets it run them on lines that stay in its cache: throughput through
+// unfairness, which sync.Mutex's spin phase gets too. The first wait is 32
+// Pause calls (~0.7 us on the development VM, PAUSE ~22 ns); rounds double
+// up to 1024, so many cores on one line spread out (every loss means some
+// other core made progress). Longer first rounds bought more one-hot-key
+// throughput at 2 cores for a longer p99; shorter ones bought neither.
+const (
+	contendedFirst = 32
+	contendedMax   = 1024
+)
+
+// ContentionBackoff returns the backoff a writer uses after losing a race
+// on a hot cell: asm.NewBackoff(32, 1024). Under -tags grudge_nobackoff
+// it is the zero asm.Backoff (1 to 64 Pause calls), which waiters on a
+// held stripe still need to make progress; Cell's own CAS loops do not
+// spin at all under that tag.
+func ContentionBackoff() asm.Backoff {
+	if !useBackoff {
+		return asm.Backoff{}
+	}
+	return asm.NewBackoff(contendedFirst, contendedMax)
+}
 
 // Add applies delta at time now under r with a CAS loop and returns the
 // word it stored (or found already equal). w is the caller's last view of
-// the cell (a Load); passing a stale word is allowed and only costs a
-// retry. delta must be finite. Lock-free: each failed CAS means another
-// update succeeded.
+// the cell (a Load); passing a stale word is allowed and costs a retry
+// and one round of backoff. delta must be finite. Lock-free: each failed
+// CAS means another update succeeded.
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
-	var bo asm.Backoff
-	fails := 0 // consecutive lost races; back off only from backoffAfter on
+	bo := ContentionBackoff()
+	return c.add(r, now, delta, w, &bo)
+}
+
+// AddContended is Add for a caller that has just lost a CAS race on this
+// cell (Update's first pass): it backs off one round before loading the
+// cell, as Add does after a loss, and continues the same schedule.
+func (c *Cell) AddContended(r *Rules, now uint32, delta float64) Word {
+	bo := ContentionBackoff()
+	if useBackoff {
+		bo.Spin()
+	}
+	return c.add(r, now, delta, c.Load(), &bo)
+}
+
+func (c *Cell) add(r *Rules, now uint32, delta float64, w Word, bo *asm.Backoff) Word {
 	for {
 		nw := r.Next(w, now, delta)
 		// No shortcut for nw == w: w may be stale, and only the CAS
@@ -44,12 +82,9 @@ func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 		if c.w.CompareAndSwap(uint64(w), uint64(nw)) {
 			return nw
 		}
-		if fails++; useBackoff && fails >= backoffAfter {
-			// Lost several races in a row: back off (PAUSE,
-			// exponentially) before re-reading, so contending cores
-			// stop bouncing the line. A loss or two is normal on a hot
-			// key and retries at once (on 2 cores, backing off from the
-			// first loss cost ~10%: docs/design.md).
+		if useBackoff {
+			// Lost the race: let the winner keep the line for a
+			// while before pulling it back (see contendedFirst).
 			bo.Spin()
 		}
 		w = Word(c.w.Load())

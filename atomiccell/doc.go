@@ -47,6 +47,7 @@
 // # Core operation (pseudo-code)
 //
 //	func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
+//		bo := ContentionBackoff() // 32, 64, ... 1024 PAUSEs per round
 //		for {
 //			s := r.Decay(w.Score(), Elapsed(w.Stamp(), now)) // float64
 //			s = clamp(s+delta, r.Lo, r.Hi)
@@ -54,11 +55,14 @@
 //			if c.CompareAndSwap(w, nw) { // also when nw == w: w may be stale
 //				return nw
 //			}
-//			w = c.Load() // someone else won: redo with the fresh word
+//			bo.Spin()    // someone else won: let it keep the line a while
+//			w = c.Load() // then redo with the fresh word
 //		}
 //	}
 //
 // The loop is lock-free: a CAS fails only because another update succeeded.
+// The backoff after a lost race is what makes a hot key fast: see
+// [ContentionBackoff].
 // All operations use sync/atomic, which is sequentially consistent on every
 // architecture Go supports (including arm64), so no extra fences are needed.
 package atomiccell

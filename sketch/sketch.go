@@ -153,20 +153,22 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	// so interleaving compute and CAS would serialise L table lookups.
 	var nw [MaxLevels]atomiccell.Word
 	s.rules.NextN(&w, s.levels, now, delta, &nw)
-	contended := false
 	for l := range s.levels {
 		c := &s.cells[off[l]]
-		if !contended {
-			if c.CompareAndSwap(w[l], nw[l]) {
-				continue
-			}
-			// Lost a race: the key is hot. The words computed for the
-			// remaining cells are likely stale too, and a failed CAS
-			// costs a cache-line transfer, so go straight to the CAS
-			// loop on fresh words for this cell and the rest.
-			contended = true
+		if c.CompareAndSwap(w[l], nw[l]) {
+			continue
 		}
-		c.Add(s.rules, now, delta, c.Load())
+		// Lost a race: the key is hot. Back off so the winner keeps the
+		// line for a few operations (atomiccell.ContentionBackoff), then
+		// CAS-loop on a fresh word. The words computed for the remaining
+		// cells are likely stale too, and a failed CAS costs a cache-line
+		// transfer, so they go straight to the CAS loop on fresh words.
+		c.AddContended(s.rules, now, delta)
+		for j := l + 1; j < s.levels; j++ {
+			c = &s.cells[off[j]]
+			c.Add(s.rules, now, delta, c.Load())
+		}
+		return
 	}
 }
 

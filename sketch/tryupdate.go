@@ -1,7 +1,6 @@
 package sketch
 
 import (
-	"github.com/lfgrudge/grudge/asm"
 	"github.com/lfgrudge/grudge/atomiccell"
 )
 
@@ -48,7 +47,7 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 	s.offsets(h, &sn.off)
 	st := &s.stripes[stripeOf(h)]
 	now := s.stamp(ms)
-	var bo asm.Backoff
+	bo := atomiccell.ContentionBackoff()
 	for {
 		// Seqlock read side: seq, then the cells. If seq is unchanged when
 		// we acquire the stripe below, no TryUpdate of this stripe wrote
@@ -67,9 +66,19 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
 			return s.commitAndRelease(st, &sn, now, delta, limit)
 		}
+		// Another admitted TryUpdate holds the stripe (or took it
+		// first). Wait for its release watching seq alone: reloading the
+		// cells meanwhile would pull their lines out of the committer's
+		// cache in the middle of its CASes. The contention backoff lets
+		// the winner run a few commits on lines that stay in its cache
+		// (atomiccell.ContentionBackoff); after 10 rounds each round
+		// yields the processor, so a preempted holder gets to run.
 		// Keep now: a snapshot decayed to a slightly stale time is
 		// higher, never lower, and stamps never move backwards.
 		bo.Spin()
+		for st.seq.Load()&1 != 0 {
+			bo.Spin()
+		}
 	}
 }
 
