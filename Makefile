@@ -75,12 +75,14 @@ bench-arm64:
 	$(QEMU) $(ARM64_BIN)/matrix -impls lockfree,reference -workloads update,tryupdate-denied \
 		-dists uniform,hot8 -procs 1,2 -duration 20ms -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
 
-## bench-matrix: build the matrix and the sketch benchmarks as static
-## binaries (bin/matrix, bin/sketch.test) for bench/run16.sh on another
+## bench-matrix: build the matrix (also without the contention backoff)
+## and the sketch benchmarks as static binaries (bin/matrix,
+## bin/matrix-nobackoff, bin/sketch.test) for bench/run16.sh on another
 ## machine.
 bench-matrix:
 	mkdir -p bin
 	CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o bin/matrix ./bench/cmd/matrix
+	CGO_ENABLED=0 $(GO) build -tags grudge_nobackoff -ldflags "-X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)-nobackoff" -o bin/matrix-nobackoff ./bench/cmd/matrix
 	CGO_ENABLED=0 $(GO) test -c -o bin/sketch.test ./sketch/
 
 .PHONY: bench-arm64 bench-matrix

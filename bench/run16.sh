@@ -6,14 +6,16 @@
 #
 #	make bench-matrix
 #	# = CGO_ENABLED=0 go build -ldflags "-X main.commit=$(git rev-parse --short HEAD)" -o bin/matrix ./bench/cmd/matrix
+#	#   CGO_ENABLED=0 go build -tags grudge_nobackoff ... -o bin/matrix-nobackoff ./bench/cmd/matrix
 #	#   CGO_ENABLED=0 go test -c -o bin/sketch.test ./sketch/
 #
 # then run it there from the repository root with bin/ beside it
-# (bin/ is git-ignored: carry it), results under $OUT:
+# (bin/ is git-ignored: carry bin/matrix, bin/matrix-nobackoff and
+# bin/sketch.test by name; bin/arm64 may be large), results under $OUT:
 #
 #	OUT=/some/dir bash bench/run16.sh
 #
-# It writes at most 7 files into $OUT, none deeper than one folder:
+# It writes at most 9 files into $OUT, none deeper than one folder:
 #
 #	run16.log          machine, CPU affinity read back, progress lines, the
 #	                   pinning verdict and the clock-vs-design table
@@ -22,10 +24,16 @@
 #	results.json       the same as JSON
 #	throughput-default.png, latency-default.png
 #	sketch-bench.txt   go test benchmarks of package sketch at -cpu 1,2,4,8,16
+#	clock-bench.txt    BenchmarkUpdateClock: Update on each clock (default
+#	                   nanotime, asm.Clock, nanotime via Clock, wall)
+#	nobackoff.md       lock-free hot-key cells built with -tags
+#	                   grudge_nobackoff (no contention backoff), to set
+#	                   against the same cells in results.md
 #
-# Budget (timeouts): matrix 165 s + clock split 30 s + go test benchmarks
-# 60 s, plus 10 s grace for the matrix to write what it measured when
-# timeout(1) stops it: 265 s at most; about 3 minutes expected.
+# Budget (timeouts): matrix 150 s + clock split 25 s + go test benchmarks
+# 50 s + clock benchmark 20 s + no-backoff cells 25 s, plus 10 s grace for
+# the matrix to write what it measured when timeout(1) stops it: 280 s at
+# most; about 3.5 minutes expected.
 set -u
 cd "$(dirname "$0")/.." || exit 2
 OUT=${OUT:-bench-results/run16}
@@ -33,7 +41,7 @@ D=${RUN16_DURATION:-200ms} # cell duration; set shorter only to try the script o
 mkdir -p "$OUT"
 log="$OUT/run16.log"
 
-for b in bin/matrix bin/sketch.test; do
+for b in bin/matrix bin/matrix-nobackoff bin/sketch.test; do
 	if [ ! -x "$b" ]; then
 		echo "run16: $b is missing; build it first with: make bench-matrix" | tee "$log"
 		exit 2
@@ -58,7 +66,7 @@ done
 #    200ms, about 110 s. On SIGTERM it ends after the cell in progress and
 #    still writes its files.
 echo "== matrix" >>"$log"
-timeout -k 10 165 bin/matrix -clock default \
+timeout -k 10 150 bin/matrix -clock default \
 	-workloads update,query,tryupdate-admitted,tryupdate-denied \
 	-dists uniform,hot8,hot1 -procs 1,2,4,8,16 -duration "$D" \
 	-out "$OUT" >/dev/null 2>>"$log"
@@ -67,16 +75,30 @@ echo "matrix exit: $?" >>"$log"
 # 2. Clock vs cell design: lockfree and reference on each default clock
 #    and on the shared one (16 cells).
 echo "== clock split" >>"$log"
-timeout -k 5 30 bin/matrix -clock both -impls lockfree,reference -workloads update \
+timeout -k 5 25 bin/matrix -clock both -impls lockfree,reference -workloads update \
 	-dists uniform,hot8 -procs 1,16 -duration "$D" -out "" -plots=false >>"$log" 2>&1
 echo "clock split exit: $?" >>"$log"
 
 # 3. The go test benchmarks (lockfree vs reference vs atomicadd in one
 #    benchmark) at -cpu 1,2,4,8,16; feed two such files to benchstat.
-(cd sketch && timeout 60 ../bin/sketch.test -test.run '^$' \
+(cd sketch && timeout 50 ../bin/sketch.test -test.run '^$' \
 	-test.bench '^Benchmark(Update|TryUpdateDenied)$/^keys=(uniform1M|hot1)$/^mode=parallel$' \
 	-test.cpu 1,2,4,8,16 -test.count 1 -test.benchtime 100ms -test.benchmem) >"$OUT/sketch-bench.txt" 2>&1
 echo "sketch.test exit: $?" >>"$log"
+
+# 4. The default-clock question: Update on each clock the sketch could
+#    use, single thread, 3 counts (docs/design.md, "Clock").
+(cd sketch && timeout 20 ../bin/sketch.test -test.run '^$' \
+	-test.bench '^BenchmarkUpdateClock$' -test.count 3 -test.benchtime 100ms) >"$OUT/clock-bench.txt" 2>&1
+echo "clock bench exit: $?" >>"$log"
+
+# 5. The backoff question: the lock-free hot-key cells without the
+#    contention backoff (-tags grudge_nobackoff); compare with the same
+#    rows of results.md.
+timeout -k 5 25 bin/matrix-nobackoff -clock default -impls lockfree \
+	-workloads update,tryupdate-admitted -dists hot8,hot1 -procs 2,8,16 \
+	-duration "$D" -out "" -plots=false >"$OUT/nobackoff.md" 2>>"$log"
+echo "nobackoff exit: $?" >>"$log"
 
 # The verdicts, also on stdout.
 {
