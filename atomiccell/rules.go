@@ -195,7 +195,14 @@ func (r *Rules) Value(w Word, now uint32) float64 {
 // decay for the elapsed age, add, clamp to [lo, hi], narrow with RoundUp,
 // stamp with the newer of w's stamp and now. delta must be finite.
 func (r *Rules) Next(w Word, now uint32, delta float64) Word {
-	return Pack(r.round(r.Value(w, now)+delta), Newer(w.Stamp(), now))
+	return r.Apply(w, r.Value(w, now), now, delta)
+}
+
+// Apply is Next for a caller that has the value already: v must be
+// r.Value(w, now) (from Value or ValueN), and then Apply(w, v, now, delta)
+// == Next(w, now, delta). It saves decaying the word a second time.
+func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
+	return Pack(r.round(v+delta), Newer(w.Stamp(), now))
 }
 
 // round clamps v to [lo, hi] and narrows it upward. Because lo and hi are

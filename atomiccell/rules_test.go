@@ -324,6 +324,10 @@ func TestNext(t *testing.T) {
 		if v := r.Value(w, now); v != r.Decay(float64(score), el) {
 			t.Fatalf("Value = %v, Decay = %v", v, r.Decay(float64(score), el))
 		}
+		// Apply on the value is Next (TryUpdate's commit relies on it).
+		if a := r.Apply(w, r.Value(w, now), now, delta); a != nw {
+			t.Fatalf("Apply(w, Value(w, now), now, delta) = %v, Next = %v", a, nw)
+		}
 	})
 }
 

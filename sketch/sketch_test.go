@@ -670,8 +670,8 @@ func TestScorerSwap(t *testing.T) {
 
 // TestTryUpdateCommitConflict drives the conflict paths of an admitted
 // TryUpdate deterministically: the TryUpdate of key A (cells x, y at
-// levels 0, 1) is held after its CAS on x and before its CAS on y (a
-// gated custom decay law runs between the two), while Updates of other
+// levels 0, 1) is held after its CAS on x and before its CAS on y (by the
+// commit hook, newCommitGate), while Updates of other
 // keys change y (and x). On release the CAS on y fails and the decision
 // is taken again on fresh values: still admitted (the commit goes on),
 // or denied with x rolled back, by the exact undo when x is untouched or
@@ -696,15 +696,12 @@ func TestTryUpdateCommitConflict(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			const marker = 0.5 // y before the TryUpdate, and only y
-			clock := sketchtest.NewFakeClock()
-			gate := newLinGate(t, marker, 2) // the TryUpdate's 1st evaluation of y is its snapshot, the 2nd its commit
-			cfg := sketch.Config{Levels: 2, CellsPerLevel: 4, Hi: 1e9, Decay: linGateLaw{[]*linGate{gate}}, Clock: clock}
+			cfg := sketch.Config{Levels: 2, CellsPerLevel: 4, Hi: 1e9, Clock: sketchtest.NewFakeClock()}
 			a, b, d := conflictKeys(t, cfg)
 			s := mustNewSketch(t, cfg)
-			s.Update(b, 10)     // x = 10
-			s.Update(a, marker) // x = 10.5, y = 0.5
-			clock.Advance(time.Millisecond)
+			gate := newCommitGate(t, s, 1) // after the CAS on x (level 0), before y
+			s.Update(b, 10)                // x = 10
+			s.Update(a, 0.5)               // x = 10.5, y = 0.5
 
 			done := make(chan bool, 1)
 			go func() { done <- s.TryUpdate(a, 1, 5) }() // snapshot min(10.5, 0.5) + 1 <= 5: admitted

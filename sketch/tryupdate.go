@@ -33,8 +33,17 @@ type snapshot struct {
 	v   [MaxLevels]float64
 }
 
-// load refreshes levels [from, L) of the snapshot and returns nothing; the
-// caller aggregates.
+// loadAll fills the snapshot: it loads the L words, then decays them in
+// one batch (Rules.ValueN: one dispatch on the decay law, as Query does).
+func (s *Sketch) loadAll(sn *snapshot, now uint32) {
+	for l := range s.levels {
+		sn.w[l] = s.cells[sn.off[l]].Load()
+	}
+	s.rules.ValueN(&sn.w, s.levels, now, &sn.v)
+}
+
+// load refreshes levels [from, L) of the snapshot (the conflict path of
+// commit) and returns nothing; the caller aggregates.
 func (s *Sketch) load(sn *snapshot, from uint32, now uint32) {
 	for l := from; l < s.levels; l++ {
 		sn.w[l] = s.cells[sn.off[l]].Load()
@@ -54,7 +63,7 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 		// in between, so the snapshot still holds every commit of the
 		// stripe in full.
 		seq := st.seq.Load()
-		s.load(&sn, 0, now)
+		s.loadAll(&sn, now)
 		if !(s.agg.Aggregate(sn.v[:s.levels])+delta <= limit) {
 			// Deny without writing anything. The cells hold every
 			// completed commit, plus possibly part of one in flight,
@@ -91,6 +100,12 @@ func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, now uint32, delta, l
 	return s.commit(sn, now, delta, limit)
 }
 
+// testHookCommit, when set (only by tests, through export_test.go), is
+// called by commit before the CAS of each level. The deterministic
+// conflict and linearizability replays hold an admitted TryUpdate there,
+// between the CASes of two levels, where no user code (decay law) runs.
+var testHookCommit func(s *Sketch, level uint32)
+
 // commit applies delta to each cell, CASing it from the snapshot word. A
 // CAS fails only when a writer outside the stripe (an Update, or a
 // TryUpdate of a colliding key on another stripe) changed the cell; then
@@ -104,7 +119,13 @@ func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64) bool {
 	var fresh [MaxLevels]float64
 	L := s.levels
 	for i := uint32(0); i < L; {
-		nw[i] = s.rules.Next(sn.w[i], now, delta)
+		if testHookCommit != nil {
+			testHookCommit(s, i)
+		}
+		// sn.v[i] is sn.w[i] decayed to now (loadAll, or load after a
+		// conflict), so this is Next(sn.w[i], now, delta) without a
+		// second decay.
+		nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, delta)
 		if s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
 			i++
 			continue
