@@ -5,13 +5,13 @@ BENCHTIME ?= 300ms
 QEMU      ?= qemu-aarch64-static
 ARM64_BIN := bin/arm64
 
-.PHONY: all test test-race test-purego test-arm64 vet fmt fmt-check cover bench bench-go clean
+.PHONY: all test test-race test-purego test-nobackoff test-arm64 vet fmt fmt-check cover bench bench-go clean
 
 all: test
 
 ## test: the whole suite: format and vet (amd64 + arm64), race tests,
 ## purego tests, and the arm64 suite under qemu.
-test: fmt-check vet test-race test-purego test-arm64
+test: fmt-check vet test-race test-purego test-nobackoff test-arm64
 	@echo "make test: all checks passed"
 
 test-race:
@@ -19,6 +19,12 @@ test-race:
 
 test-purego:
 	$(GO) test -tags purego -count=1 -short -timeout 10m $(PKGS)
+
+## test-nobackoff: the cell and sketch tests with the contention backoff
+## compiled out (-tags grudge_nobackoff, the build bench/run16.sh compares
+## against), so that build stays correct.
+test-nobackoff:
+	$(GO) test -tags grudge_nobackoff -count=1 -short -timeout 10m ./atomiccell/ ./sketch/
 
 ## test-arm64: cross-compile every package's tests for arm64 and run them
 ## under qemu user emulation (-short: emulation is slow).
