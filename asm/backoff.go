@@ -15,7 +15,7 @@ const (
 )
 
 // Backoff is bounded exponential backoff for CAS and spin loops: round k
-// (counting from 0) spins min(first<<k, max) Pause calls, and from round
+// (counting from 0) spins min(first<<k, limit) Pause calls, and from round
 // 10 on each Spin calls runtime.Gosched instead, so a waiter whose peer was
 // descheduled lets it run. The zero value is ready to use and spins 1, 2,
 // 4, ... 64 Pause calls; [NewBackoff] sets another first round and cap.
@@ -31,30 +31,22 @@ const (
 type Backoff struct {
 	// n counts the rounds spun so far. Invariant: n <= yieldAfter.
 	n uint32
-	// first and max are the Pause calls of round 0 and the cap on one
-	// round; 0 means the zero value's 1 and 64. Invariant: first <= max
+	// first and limit are the Pause calls of round 0 and the cap on one
+	// round; 0 means the zero value's 1 and 64. Invariant: first <= limit
 	// once both are set (NewBackoff clamps).
-	first, max uint32
+	first, limit uint32
 }
 
 // NewBackoff returns a Backoff whose first round spins first Pause calls
-// and whose rounds double up to max (first is raised to 1 and max to
-// first where they are smaller). A long first round suits a lost race on
-// a hot cache line: waiting a few of the winner's operation times lets it
-// run them on a line that stays in its cache, instead of both cores paying
-// a transfer on every operation.
-func NewBackoff(first, max uint32) Backoff {
-	first = min(max1(first), maxRound)
-	return Backoff{first: first, max: min(maxU(max, first), maxRound)}
-}
-
-func max1(v uint32) uint32 { return maxU(v, 1) }
-
-func maxU(a, b uint32) uint32 {
-	if a > b {
-		return a
-	}
-	return b
+// and whose rounds double up to limit Pause calls (first is raised to 1
+// and limit to first where they are smaller; both are capped at 2^20). A
+// long first round suits a lost race on a hot cache line: waiting a few
+// of the winner's operation times lets it run them on a line that stays
+// in its cache, instead of both cores paying a transfer on every
+// operation.
+func NewBackoff(first, limit uint32) Backoff {
+	first = min(max(first, 1), maxRound)
+	return Backoff{first: first, limit: min(max(limit, first), maxRound)}
 }
 
 // spins returns how many Pause calls the next Spin makes; 0 means it will
@@ -63,7 +55,7 @@ func (b *Backoff) spins() int {
 	if b.n >= yieldAfter {
 		return 0
 	}
-	first, limit := uint64(max1(b.first)), uint64(b.max)
+	first, limit := uint64(max(b.first, 1)), uint64(b.limit)
 	if limit == 0 {
 		limit = defaultMaxSpins
 	}
@@ -71,7 +63,7 @@ func (b *Backoff) spins() int {
 	return int(min(first<<b.n, limit))
 }
 
-// Spin waits one round: first, 2*first, 4*first, ... up to max Pause
+// Spin waits one round: first, 2*first, 4*first, ... up to limit Pause
 // calls (1, 2, ... 64 for the zero value), then, after yieldAfter rounds,
 // runtime.Gosched on every call.
 func (b *Backoff) Spin() {
