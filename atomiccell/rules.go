@@ -93,7 +93,52 @@ func (r *Rules) Decay(score float64, dt int64) float64 {
 		}
 		return math.Min(score+drop, 0)
 	default:
-		return r.law.Apply(score, dt)
+		return sanitize(score, r.law.Apply(score, dt))
+	}
+}
+
+// sanitize keeps a custom law's result v for score on the safe side of
+// the contract (monotone toward 0, never crossing it): NaN or ±Inf, or a
+// v that grew away from 0, reads as no decay (score); a v that crossed 0
+// reads as 0. So a faulty law can only keep scores high, never poison a
+// cell or lose mass.
+func sanitize(score, v float64) float64 {
+	switch {
+	case v-v != 0: // NaN or ±Inf
+		return score
+	case score > 0:
+		return min(max(v, 0), score)
+	case score < 0:
+		return max(min(v, 0), score)
+	}
+	return score
+}
+
+// Remain returns a lower bound on what is left, dt ms later, of an
+// increment inc > 0 that was added to a cell, and an upper bound on the
+// magnitude left of an inc < 0: the amount a refund may take back without
+// taking any other key's mass. For the exponential law each contribution
+// decays on its own, so it is inc*exp(-lambda*dt), nudged toward -Inf.
+// A cell under the linear law drains at the law's rate whatever it holds,
+// so the least that can be left of inc > 0 is Linear.Apply(inc, dt) (as
+// if the drain took inc first); for inc < 0 the whole of inc may be left.
+// A custom law is treated as the linear one is, through its Apply.
+func (r *Rules) Remain(inc float64, dt int64) float64 {
+	if dt <= 0 || inc == 0 {
+		return inc
+	}
+	switch r.kind {
+	case decay.KindNone:
+		return inc
+	case decay.KindExponential:
+		v := inc * math.Exp(-r.param*float64(dt)/1000)
+		return v - math.Abs(v)*expNudge
+	default:
+		if inc < 0 {
+			return inc
+		}
+		v := r.Decay(inc, dt)
+		return max(v-v*expNudge, 0)
 	}
 }
 
@@ -202,12 +247,12 @@ func (r *Rules) Next(w Word, now uint32, delta float64) Word {
 // r.Value(w, now) (from Value or ValueN), and then Apply(w, v, now, delta)
 // == Next(w, now, delta). It saves decaying the word a second time.
 func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
-	return Pack(r.round(v+delta), Newer(w.Stamp(), now))
+	return Pack(r.Round(v+delta), Newer(w.Stamp(), now))
 }
 
-// round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
-// float32 values, the result stays inside the bounds.
-func (r *Rules) round(v float64) float32 {
+// Round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
+// float32 values, the result stays inside the bounds. v must not be NaN.
+func (r *Rules) Round(v float64) float32 {
 	if v < r.lo {
 		v = r.lo
 	} else if v > r.hi {

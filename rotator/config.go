@@ -25,6 +25,9 @@ type Config struct {
 	// millisecond (clocks count whole milliseconds). A score lives at
 	// most Generations x Period after its last write.
 	Period time.Duration
+	// Manual turns rotation on access off: generations rotate only when
+	// Rotate is called (grudge's ticker-driven rotation is built on it).
+	Manual bool
 }
 
 // normalize returns cfg with defaults filled in and validated. Errors name

@@ -34,6 +34,17 @@ func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 	p := r.periodMs
 	over := now - gs.deadline // >= 0
 	k := uint64(over/p) + 1
+	next := r.successorN(gs, k)
+	// The deadline stays on the grid of the original one: the first
+	// multiple of p past gs.deadline that is after now. Saturate rather
+	// than overflow near the end of int64.
+	next.deadline = addSat(now-over%p, p)
+	return next, k
+}
+
+// successorN returns gs with its k oldest generations retired and fresh
+// ones appended; the caller sets the deadline.
+func (r *Rotator) successorN(gs *genSet, k uint64) *genSet {
 	n := len(gs.gens)
 	next := &genSet{gens: make([]*sketch.Sketch, n), next: gs.next}
 	keep := 0
@@ -45,11 +56,7 @@ func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 		next.gens[i] = r.build(next.next)
 		next.next++
 	}
-	// The deadline stays on the grid of the original one: the first
-	// multiple of p past gs.deadline that is after now. Saturate rather
-	// than overflow near the end of int64.
-	next.deadline = addSat(now-over%p, p)
-	return next, k
+	return next
 }
 
 // addSat returns a+b (b >= 0), saturated at MaxInt64.

@@ -2,6 +2,7 @@ package rotator
 
 import (
 	"sync/atomic"
+	"time"
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/sketch"
@@ -28,9 +29,9 @@ type Rotator struct {
 	// cur is the current generation set; replaced (never mutated) by the
 	// operation that claims its promotion.
 	cur      atomic.Pointer[genSet]
-	clock    sketch.Clock // cfg.Sketch.Clock; nil means ask the primary (the sketch default clock)
-	periodMs int64        // cfg.Period in ms, >= 1
-	cfg      Config       // normalized, as given to New
+	tb       *sketch.Timebase // the one time scale and high-water mark of every generation
+	periodMs int64            // cfg.Period in ms, >= 1
+	cfg      Config           // normalized, as given to New
 
 	// Counters, written only by the operation performing a promotion.
 	promotions atomic.Uint64
@@ -79,15 +80,14 @@ func New(cfg Config) (*Rotator, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &Rotator{clock: cfg.Sketch.Clock, periodMs: cfg.Period.Milliseconds(), cfg: cfg}
+	r := &Rotator{tb: sketch.NewTimebase(cfg.Sketch.Clock), periodMs: cfg.Period.Milliseconds(), cfg: cfg}
 	n := int(cfg.Generations)
 	gs := &genSet{gens: make([]*sketch.Sketch, n)}
 	for i := range gs.gens {
 		gs.gens[i] = r.build(gs.next)
 		gs.next++
 	}
-	now := r.now(gs)
-	gs.deadline = addSat(now, r.periodMs)
+	gs.deadline = addSat(r.tb.NowMillis(), r.periodMs)
 	r.cur.Store(gs)
 	return r, nil
 }
@@ -96,6 +96,7 @@ func New(cfg Config) (*Rotator, error) {
 // creation counter gen.
 func (r *Rotator) build(gen uint64) *sketch.Sketch {
 	c := r.cfg.Sketch
+	c.Clock = r.tb // one time scale for every generation
 	c.Seed = genSeed(r.cfg.Sketch.Seed, gen)
 	s, err := sketch.New(c)
 	if err != nil {
@@ -106,24 +107,17 @@ func (r *Rotator) build(gen uint64) *sketch.Sketch {
 	return s
 }
 
-// now reads the clock: Config.Sketch.Clock, or the sketch default clock
-// through the primary.
-func (r *Rotator) now(gs *genSet) int64 {
-	if r.clock != nil {
-		return r.clock.NowMillis()
-	}
-	return gs.gens[0].NowMillis()
-}
-
 // acquire returns the generation set to operate on and the time of the
 // operation: one clock read, and a promotion when the deadline has passed.
-func (r *Rotator) acquire() (*genSet, int64) {
+// The time is returned as the Timebase's time.Time of that reading, which
+// every generation converts back without reading the clock again.
+func (r *Rotator) acquire() (*genSet, time.Time) {
 	gs := r.cur.Load()
-	now := r.now(gs)
-	if now >= gs.deadline {
+	now := r.tb.NowMillis()
+	if now >= gs.deadline && !r.cfg.Manual {
 		gs = r.promote(gs, now)
 	}
-	return gs, now
+	return gs, r.tb.Time(now)
 }
 
 // Config returns the normalized configuration: defaults filled in, Clock
@@ -165,39 +159,39 @@ func (r *Rotator) Close() {}
 // Update adds delta to the key's score in every generation, at one time.
 // It panics if delta is NaN or ±Inf, before touching any cell.
 func (r *Rotator) Update(key []byte, delta float64) {
-	gs, now := r.acquire()
+	gs, t := r.acquire()
 	for _, s := range gs.gens {
-		s.UpdateAt(key, delta, now)
+		s.UpdateAt(t, key, delta)
 	}
 }
 
 // UpdateString is Update for a string key, without allocating.
 func (r *Rotator) UpdateString(key string, delta float64) {
-	gs, now := r.acquire()
+	gs, t := r.acquire()
 	for _, s := range gs.gens {
-		s.UpdateStringAt(key, delta, now)
+		s.UpdateStringAt(t, key, delta)
 	}
 }
 
 // Query returns the key's score in the primary (oldest) generation.
 func (r *Rotator) Query(key []byte) float64 {
-	gs, now := r.acquire()
-	return gs.gens[0].QueryAt(key, now)
+	gs, t := r.acquire()
+	return gs.gens[0].QueryAt(t, key)
 }
 
 // QueryString is Query for a string key, without allocating.
 func (r *Rotator) QueryString(key string) float64 {
-	gs, now := r.acquire()
-	return gs.gens[0].QueryStringAt(key, now)
+	gs, t := r.acquire()
+	return gs.gens[0].QueryStringAt(t, key)
 }
 
 // UpdateAndQuery adds delta as Update does and returns the primary's
 // aggregate after its update. It panics if delta is NaN or ±Inf.
 func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
-	gs, now := r.acquire()
-	v := gs.gens[0].UpdateAndQueryAt(key, delta, now)
+	gs, t := r.acquire()
+	v := gs.gens[0].UpdateAndQueryAt(t, key, delta)
 	for _, s := range gs.gens[1:] {
-		s.UpdateAt(key, delta, now)
+		s.UpdateAt(t, key, delta)
 	}
 	return v
 }
@@ -205,46 +199,94 @@ func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
 // UpdateAndQueryString is UpdateAndQuery for a string key, without
 // allocating.
 func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
-	gs, now := r.acquire()
-	v := gs.gens[0].UpdateAndQueryStringAt(key, delta, now)
+	gs, t := r.acquire()
+	v := gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
 	for _, s := range gs.gens[1:] {
-		s.UpdateStringAt(key, delta, now)
+		s.UpdateStringAt(t, key, delta)
 	}
 	return v
 }
 
-// TryUpdate decides on the primary with its exact TryUpdate and, if
-// admitted, adds delta to every other generation with Update; it reports
-// the primary's decision. Within one period (no promotion in between) it
-// is as exact as sketch.Sketch.TryUpdate: N goroutines racing
-// TryUpdate(k, 1, 1000) with no decay admit exactly 1000. It panics if
-// delta or limit is NaN or ±Inf.
+// TryUpdate adds delta to the key's score in every generation only if
+// the primary's aggregate plus delta is at most limit, and reports
+// whether it did; the decision is the primary's exact
+// sketch.Sketch.TryUpdate. It stays exact across promotions: the younger
+// generations receive the increment before the primary decides (and
+// give it back on a denial), so a generation holds every admitted
+// increment before it becomes the primary; and a call that finds the
+// generation set replaced under it gives its increments back and decides
+// again on the new set. So with no decay N goroutines racing
+// TryUpdate(k, 1, 1000) admit exactly 1000 within the life of a
+// generation, however many promotions happen meanwhile (the price: a
+// concurrent reader of a younger generation may see an increment that is
+// then given back, which can only make it deny). A denial found by the
+// primary's read writes nothing. It panics if delta or limit is NaN or
+// ±Inf, or limit is above Hi.
 func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
-	gs, now := r.acquire()
-	if !gs.gens[0].TryUpdateAt(key, delta, limit, now) {
-		return false
-	}
-	for _, s := range gs.gens[1:] {
-		s.UpdateAt(key, delta, now)
-	}
-	return true
+	return r.tryUpdate(nil, bytesView(key), delta, limit, nil)
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
-	gs, now := r.acquire()
-	if !gs.gens[0].TryUpdateStringAt(key, delta, limit, now) {
-		return false
+	return r.tryUpdate(nil, key, delta, limit, nil)
+}
+
+// bytesView returns b's bytes as a string without copying. The sketches
+// only hash their keys (a read), and hash both forms alike.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// maxInlineGens is how many generations' receipts a TryUpdate keeps on
+// the stack; a rotator with more allocates them.
+const maxInlineGens = 4
+
+// tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
+// and the call is admitted, it records every generation's receipt there.
+func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation) bool {
+	r.cfg.Sketch.CheckTryUpdate(delta, limit)
+	var inline [maxInlineGens]sketch.Receipt
+	for {
+		var gs *genSet
+		var t time.Time
+		if at == nil {
+			gs, t = r.acquire()
+		} else {
+			gs, t = r.acquireAt(*at)
+		}
+		p := gs.gens[0]
+		if !(p.QueryStringAt(t, key)+delta <= limit) {
+			return false // denied on a read: nothing written
+		}
+		rcs := inline[:]
+		if len(gs.gens) > maxInlineGens {
+			rcs = make([]sketch.Receipt, len(gs.gens))
+		}
+		for i, s := range gs.gens[1:] {
+			rcs[i+1] = s.AddStringAt(t, key, delta)
+		}
+		rc, ok := p.TryReserveStringAt(t, key, delta, limit)
+		if ok && r.cur.Load() == gs {
+			if res != nil {
+				rcs[0] = rc
+				*res = Reservation{gs: gs, rcs: append([]sketch.Receipt(nil), rcs[:len(gs.gens)]...)}
+			}
+			return true
+		}
+		for i, s := range gs.gens[1:] {
+			s.Refund(&rcs[i+1])
+		}
+		if !ok {
+			return false
+		}
+		// A promotion replaced the set while we decided: the primary
+		// that admitted is retired, and the new one may have admitted
+		// others without seeing our increment. Decide again.
+		p.Refund(&rc)
 	}
-	for _, s := range gs.gens[1:] {
-		s.UpdateStringAt(key, delta, now)
-	}
-	return true
 }
 
 // QueryDetailed returns the primary's per-level view of the key. It
 // allocates its result.
 func (r *Rotator) QueryDetailed(key []byte) sketch.Detail {
-	gs, now := r.acquire()
-	return gs.gens[0].QueryDetailedAt(key, now)
+	gs, t := r.acquire()
+	return gs.gens[0].QueryDetailedAt(t, key)
 }

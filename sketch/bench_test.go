@@ -43,7 +43,7 @@ const (
 	keyMask     = numKeys - 1
 	keyLen      = 16
 	// hugeLimit admits every TryUpdate (it must be finite).
-	hugeLimit = 1e300
+	hugeLimit = benchHi
 	// deniedFill is the score every key gets before BenchmarkTryUpdateDenied:
 	// with Exponential(1) it stays above limit=1 for about 20 s.
 	deniedFill = 1e9

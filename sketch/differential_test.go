@@ -255,7 +255,7 @@ func (h *diffHarness) queryDetailed(k int) {
 func (h *diffHarness) tryUpdate(k int, delta, offset float64, str bool) {
 	lfPre, refPre := h.lf.QueryDetailed(h.keys[k]), h.ref.QueryDetailed(h.keys[k])
 	h.checkDetail(k, lfPre, refPre)
-	limit := refPre.Score + delta + offset
+	limit := min(refPre.Score+delta+offset, h.lf.Config().Hi) // a limit above Hi panics
 	h.record("TryUpdate(%d, %v, %v)", k, delta, limit)
 	var lfOK, refOK bool
 	if str {

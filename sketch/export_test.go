@@ -1,13 +1,19 @@
 package sketch
 
-import "testing"
-
-// SetCommitHook installs f as the commit hook (testHookCommit) until t
-// ends. f runs before every level's CAS of every admitted TryUpdate of
-// every sketch in the process; it should filter on the sketch. Tests that
-// set it must not be parallel.
-func SetCommitHook(t testing.TB, f func(s *Sketch, level uint32)) {
-	t.Helper()
-	testHookCommit = f
-	t.Cleanup(func() { testHookCommit = nil })
+// Hooks are the test seams of one sketch's TryUpdate (see testHooks):
+// each gets the level about to be touched. A nil field is not called.
+type Hooks struct {
+	BeforeCAS func(level uint32) // commit, before each level's CAS
+	Conflict  func(level uint32) // commit, after the CAS of level failed
+	Reread    func(level uint32) // commit, after the undo, before the fresh snapshot
+	Rollback  func(level uint32) // undo, before each level's undo
 }
+
+// SetHooks installs h on s (not concurrently with s's operations).
+func SetHooks(s *Sketch, h Hooks) {
+	s.hooks = &testHooks{beforeCAS: h.BeforeCAS, conflict: h.Conflict, reread: h.Reread, rollback: h.Rollback}
+}
+
+// Floor and Due expose the horizon state.
+func Floor(s *Sketch) int64 { return s.sweep.floor.Load() }
+func Due(s *Sketch) int64   { return s.sweep.due.Load() }

@@ -422,17 +422,16 @@ func newLinGate(t *testing.T, marker float64, n int32) *linGate {
 
 // newCommitGate returns a gate that holds the first admitted TryUpdate of
 // s to reach the CAS of level in its commit (after the CASes of the
-// levels before it), through sketch.SetCommitHook. The test must not be
-// parallel.
+// levels before it), through the sketch's BeforeCAS hook.
 func newCommitGate(t *testing.T, s *sketch.Sketch, level uint32) *linGate {
 	g := &linGate{what: fmt.Sprintf("a TryUpdate's commit before its CAS of level %d", level),
 		n: 1, reached: make(chan struct{}), release: make(chan struct{})}
-	sketch.SetCommitHook(t, func(hs *sketch.Sketch, l uint32) {
-		if hs == s && l == level && g.calls.Add(1) == g.n {
+	sketch.SetHooks(s, sketch.Hooks{BeforeCAS: func(l uint32) {
+		if l == level && g.calls.Add(1) == g.n {
 			g.hold()
 		}
-	})
-	t.Cleanup(g.open) // runs before SetCommitHook's cleanup (LIFO)
+	}})
+	t.Cleanup(g.open)
 	return g
 }
 

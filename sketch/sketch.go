@@ -24,15 +24,21 @@ type Sketch struct {
 	stripes []stripe          // numStripes TryUpdate sequence stripes, one per cache line
 	rules   *atomiccell.Rules // decay law and clamp bounds
 	hasher  Hasher
-	clock   Clock      // nil means the fast system clock (systemMillis)
-	mono    *Monotonic // filters Clock readings and At times so time never goes back
-	epoch   int64      // clock reading at New; stamps count ms from here, mod 2^32
+	tb      *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
+	epoch   int64     // clock reading at New; stamps count ms from here, mod 2^32
 	stride  int        // cells between row starts, a multiple of cellsPerLine
 	levels  uint32
 	m       uint32
 	agg     Aggregator
 	cfg     Config // normalized, as given to New
 	bytes   int    // bytes allocated for cells and stripes
+	hooks   *testHooks // nil except in tests (export_test.go)
+
+	// sweep keeps every stamp inside the 2^31 ms window (horizon.go).
+	// Written once per sweep; on its own lines.
+	_     [cacheLine]byte
+	sweep sweeper
+	_     [cacheLine]byte
 }
 
 var _ Scorer = (*Sketch)(nil)
@@ -47,8 +53,7 @@ func New(cfg Config) (*Sketch, error) {
 	s := &Sketch{
 		rules:  atomiccell.NewRules(cfg.Decay, cfg.Lo, cfg.Hi),
 		hasher: cfg.Hasher(cfg.Seed),
-		clock:  cfg.Clock,
-		mono:   NewMonotonic(),
+		tb:     NewTimebase(cfg.Clock),
 		stride: rowStride(cfg.CellsPerLevel),
 		levels: cfg.Levels,
 		m:      cfg.CellsPerLevel,
@@ -60,6 +65,7 @@ func New(cfg Config) (*Sketch, error) {
 	s.stripes = allocStripes()
 	s.bytes = n + (numStripes+3)*cacheLine
 	s.epoch = s.nowMillis()
+	s.initHorizon(s.epoch)
 	return s, nil
 }
 
@@ -73,19 +79,12 @@ func (s *Sketch) Sizes() Sizes {
 	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atomiccell.Cell{}))
 	return Sizes{
 		Cells: cells,
-		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atomiccell.Rules{})) + int(unsafe.Sizeof(Monotonic{})),
+		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atomiccell.Rules{})) + int(unsafe.Sizeof(Timebase{})),
 	}
 }
 
-// nowMillis reads the clock through the Monotonic filter. The default
-// clock is monotonic already, but the At twins may have been given later
-// times, and one high-water mark for every path keeps them consistent.
-func (s *Sketch) nowMillis() int64 {
-	if s.clock == nil {
-		return s.mono.Observe(systemMillis())
-	}
-	return s.mono.Observe(s.clock.NowMillis())
-}
+// nowMillis reads the clock through the Timebase's high-water mark.
+func (s *Sketch) nowMillis() int64 { return s.tb.NowMillis() }
 
 // stamp converts a clock reading to a cell stamp: ms since epoch mod 2^32.
 func (s *Sketch) stamp(ms int64) uint32 { return uint32(ms - s.epoch) }
@@ -138,6 +137,7 @@ func (s *Sketch) UpdateString(key string, delta float64) {
 }
 
 func (s *Sketch) update(h uint64, delta float64, ms int64) {
+	s.maintain(ms)
 	var off [MaxLevels]int
 	var w [MaxLevels]atomiccell.Word
 	s.offsets(h, &off)
@@ -187,6 +187,7 @@ func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 }
 
 func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
+	s.maintain(ms)
 	var off [MaxLevels]int
 	var w [MaxLevels]atomiccell.Word
 	var v [MaxLevels]float64
@@ -212,6 +213,7 @@ func (s *Sketch) QueryString(key string) float64 {
 }
 
 func (s *Sketch) query(h uint64, ms int64) float64 {
+	s.maintain(ms)
 	var off [MaxLevels]int
 	var w [MaxLevels]atomiccell.Word
 	var v [MaxLevels]float64
@@ -231,6 +233,7 @@ func (s *Sketch) QueryDetailed(key []byte) Detail {
 }
 
 func (s *Sketch) queryDetailed(h uint64, ms int64) Detail {
+	s.maintain(ms)
 	var off [MaxLevels]int
 	s.offsets(h, &off)
 	now := s.stamp(ms)
@@ -248,10 +251,15 @@ func (s *Sketch) queryDetailed(h uint64, ms int64) Detail {
 // runs concurrently may see some cells reset and others not, and its
 // writes may survive the reset. Call it on a sketch nobody else is using.
 // It does not allocate, but costs an atomic store per cell (milliseconds
-// at the default size; the rotator allocates fresh generations instead,
-// see docs/design.md). The epoch and seed stay as they were.
+// at the default size). The epoch and seed stay as they were.
 func (s *Sketch) Reset() {
+	ms := s.nowMillis()
+	s.sweep.mu.Lock()
+	defer s.sweep.mu.Unlock()
+	w := atomiccell.Pack(0, s.stamp(ms))
 	for i := range s.cells {
-		s.cells[i].Store(0)
+		s.cells[i].Store(w)
 	}
+	s.sweep.active = false
+	s.initHorizon(ms)
 }

@@ -233,7 +233,7 @@ func TestZeroAllocs(t *testing.T) {
 			s := mustNewSketch(t, sketch.Config{Hi: 1e9, Decay: decay.Exponential(0.01), Clock: c.clock})
 			key := []byte("alloc-key")
 			const skey = "alloc-key"
-			const admit, deny = 1e300, -1.0
+			const admit, deny = 1e9, -1.0
 			var sink float64
 			if !s.TryUpdate(key, 1, admit) || s.TryUpdate(key, 1, deny) ||
 				!s.TryUpdateString(skey, 1, admit) || s.TryUpdateString(skey, 1, deny) {
@@ -485,7 +485,7 @@ func TestInfiniteBoundsNeverStoreInf(t *testing.T) {
 	for i := range 20 {
 		s.Update(up, math.MaxFloat64)
 		finite("UpdateAndQuery(+1e308)", s.UpdateAndQuery(up, 1e308))
-		s.TryUpdate(up, math.MaxFloat64, math.MaxFloat64)
+		s.TryUpdate(up, math.MaxFloat64, math.MaxFloat32) // the largest limit Hi=+Inf takes
 		s.Update(down, -math.MaxFloat64)
 		finite("UpdateAndQuery(-1e308)", s.UpdateAndQuery(down, -1e308))
 		if i%5 == 0 {

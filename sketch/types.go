@@ -14,6 +14,10 @@ type Scorer interface {
 	UpdateAndQuery(key []byte, delta float64) float64
 	TryUpdate(key []byte, delta, limit float64) bool
 	QueryDetailed(key []byte) Detail
+	UpdateString(key string, delta float64)
+	QueryString(key string) float64
+	UpdateAndQueryString(key string, delta float64) float64
+	TryUpdateString(key string, delta, limit float64) bool
 }
 
 // Detail is the per-level view of one key, as QueryDetailed returns it.

@@ -30,7 +30,7 @@
 //	update              Update(k, 1)
 //	query               Query(k)
 //	updateandquery      UpdateAndQuery(k, 1)
-//	tryupdate-admitted  TryUpdate(k, 1, 1e300): every call admitted
+//	tryupdate-admitted  TryUpdate(k, 1, 1e12 = Hi): every call admitted
 //	tryupdate-denied    TryUpdate(k, 1, 1) on keys pre-filled with 1e9: the
 //	                    abuse path, (almost) every call denied
 //	mix90               9 Query then 1 Update, repeating

@@ -57,7 +57,7 @@ const (
 	// lambda is the decay rate per second: decay.Exponential(lambda).
 	lambda = 1
 	// admitLimit admits every TryUpdate (it must be finite).
-	admitLimit = 1e300
+	admitLimit = sketchHi
 	// denyLimit and denyFill set up the abuse path: keys filled with
 	// denyFill stay above denyLimit for about ln(1e9) = 20.7 s under
 	// Exponential(1).

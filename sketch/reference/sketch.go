@@ -52,8 +52,7 @@ func (wallClock) NowMillis() int64 { return time.Now().UnixMilli() }
 type Sketch struct {
 	cfg    sketch.Config     // normalized; Clock nil when the caller left it nil
 	hasher sketch.Hasher     // cfg.Hasher(cfg.Seed)
-	clock  sketch.Clock      // cfg.Clock, or wallClock{}
-	mono   *sketch.Monotonic // high-water mark of the clock: time never goes back
+	tb     *sketch.Timebase  // cfg.Clock (or wallClock{}) and the high-water mark of time
 	decay  decay.Decay       // cfg.Decay, never nil
 	lo, hi float64           // clamp bounds, lo < hi, both finite (an infinite bound saturates at ±MaxFloat64, so a sum that overflows is clamped back and no cell holds Inf)
 	agg    sketch.Aggregator // cfg.Aggregator, valid
@@ -72,7 +71,6 @@ func New(cfg sketch.Config) (*Sketch, error) {
 	s := &Sketch{
 		cfg:    cfg,
 		hasher: cfg.Hasher(cfg.Seed),
-		clock:  cfg.Clock,
 		decay:  cfg.Decay,
 		lo:     math.Max(cfg.Lo, -math.MaxFloat64),
 		hi:     math.Min(cfg.Hi, math.MaxFloat64),
@@ -80,10 +78,11 @@ func New(cfg sketch.Config) (*Sketch, error) {
 		levels: cfg.Levels,
 		m:      cfg.CellsPerLevel,
 	}
-	if s.clock == nil {
-		s.clock = wallClock{}
+	clk := cfg.Clock
+	if clk == nil {
+		clk = wallClock{}
 	}
-	s.mono = sketch.NewMonotonic()
+	s.tb = sketch.NewTimebase(clk)
 	// Creation time is the earliest time the sketch uses, as for the
 	// lock-free sketch (its epoch): a clock that starts behind it reads
 	// as standing still at it.
@@ -92,12 +91,12 @@ func New(cfg sketch.Config) (*Sketch, error) {
 	return s, nil
 }
 
-// now reads the clock through a high-water mark (sketch.Monotonic), as the
+// now reads the clock through a high-water mark (sketch.Timebase), as the
 // lock-free sketch does, so a backwards step holds time still for every
 // cell instead of letting a cell stamped earlier decay less: the two
 // implementations keep one time semantics and stay comparable cell for
 // cell.
-func (s *Sketch) now() int64 { return s.mono.Observe(s.clock.NowMillis()) }
+func (s *Sketch) now() int64 { return s.tb.NowMillis() }
 
 // Config returns the normalized configuration (defaults filled in). Clock
 // is nil when New was given nil; the sketch then reads the wall clock.
@@ -180,17 +179,16 @@ func panicNotFinite(op, what string, v float64) {
 // level order. It panics if delta is NaN or ±Inf.
 func (s *Sketch) Update(key []byte, delta float64) {
 	checkFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64(key), delta)
+	s.update(s.hasher.Sum64(key), delta, s.now())
 }
 
 // UpdateString is Update for a string key, without allocating.
 func (s *Sketch) UpdateString(key string, delta float64) {
-	checkFinite("UpdateString", "delta", delta)
-	s.update(s.hasher.Sum64String(key), delta)
+	checkFinite("Update", "delta", delta)
+	s.update(s.hasher.Sum64String(key), delta, s.now())
 }
 
-func (s *Sketch) update(h uint64, delta float64) {
-	now := s.now()
+func (s *Sketch) update(h uint64, delta float64, now int64) {
 	for l := uint32(0); l < s.levels; l++ {
 		c := s.cellFor(h, l)
 		c.mu.Lock()
@@ -204,17 +202,16 @@ func (s *Sketch) update(h uint64, delta float64) {
 // As in grudge, the decayed score is written back. It locks one cell at a
 // time, in ascending level order.
 func (s *Sketch) Query(key []byte) float64 {
-	return s.query(s.hasher.Sum64(key))
+	return s.query(s.hasher.Sum64(key), s.now())
 }
 
 // QueryString is Query for a string key, without allocating.
 func (s *Sketch) QueryString(key string) float64 {
-	return s.query(s.hasher.Sum64String(key))
+	return s.query(s.hasher.Sum64String(key), s.now())
 }
 
-func (s *Sketch) query(h uint64) float64 {
+func (s *Sketch) query(h uint64, now int64) float64 {
 	var scores [sketch.MaxLevels]float64
-	now := s.now()
 	for l := uint32(0); l < s.levels; l++ {
 		c := s.cellFor(h, l)
 		c.mu.Lock()
@@ -230,19 +227,18 @@ func (s *Sketch) query(h uint64) float64 {
 // is NaN or ±Inf.
 func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
 	checkFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64(key), delta)
+	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.now())
 }
 
 // UpdateAndQueryString is UpdateAndQuery for a string key, without
 // allocating.
 func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
-	checkFinite("UpdateAndQueryString", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64String(key), delta)
+	checkFinite("UpdateAndQuery", "delta", delta)
+	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.now())
 }
 
-func (s *Sketch) updateAndQuery(h uint64, delta float64) float64 {
+func (s *Sketch) updateAndQuery(h uint64, delta float64, now int64) float64 {
 	var scores [sketch.MaxLevels]float64
-	now := s.now()
 	for l := uint32(0); l < s.levels; l++ {
 		c := s.cellFor(h, l)
 		c.mu.Lock()
@@ -258,10 +254,12 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64) float64 {
 // its score decayed to now (written back, as Query does). It allocates the
 // Levels slice.
 func (s *Sketch) QueryDetailed(key []byte) sketch.Detail {
-	h := s.hasher.Sum64(key)
+	return s.queryDetailed(s.hasher.Sum64(key), s.now())
+}
+
+func (s *Sketch) queryDetailed(h uint64, now int64) sketch.Detail {
 	var scores [sketch.MaxLevels]float64
 	d := sketch.Detail{Levels: make([]sketch.LevelDetail, s.levels)}
-	now := s.now()
 	for l := uint32(0); l < s.levels; l++ {
 		idx := sketch.Index(h, l, s.m)
 		c := s.cellFor(h, l)

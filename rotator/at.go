@@ -1,0 +1,153 @@
+package rotator
+
+import (
+	"time"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// The At twins take the time as their first argument, as
+// golang.org/x/time/rate's AllowN(t, n) does, and convert it once through
+// the rotator's Timebase (see sketch.Timebase: a t before a time already
+// used counts as that time, a t after the clock's current reading counts
+// as that reading). The time drives decay and rotation alike.
+
+// Timebase returns the time scale every generation shares.
+func (r *Rotator) Timebase() *sketch.Timebase { return r.tb }
+
+// acquireAt is acquire at time t.
+func (r *Rotator) acquireAt(t time.Time) (*genSet, time.Time) {
+	gs := r.cur.Load()
+	now := r.tb.Millis(t)
+	if now >= gs.deadline && !r.cfg.Manual {
+		gs = r.promote(gs, now)
+	}
+	return gs, r.tb.Time(now)
+}
+
+// Rotate retires the primary now and builds a fresh newest generation,
+// whatever the deadline; the next deadline is one Period from now. It is
+// how a Manual rotator rotates (grudge's Ticker), and may be called on
+// any rotator. Safe for concurrent use: concurrent calls each rotate once.
+func (r *Rotator) Rotate() {
+	for {
+		gs := r.cur.Load()
+		if !gs.claimed.CompareAndSwap(false, true) {
+			continue // a promotion is being published; take the next set
+		}
+		now := r.tb.NowMillis()
+		next := r.successorN(gs, 1)
+		next.deadline = addSat(now, r.periodMs)
+		if !r.cur.CompareAndSwap(gs, next) {
+			panic("rotator: generation set replaced without its claim")
+		}
+		r.promotions.Add(1)
+		r.periods.Add(1)
+		return
+	}
+}
+
+// UpdateAt is Update at time t.
+func (r *Rotator) UpdateAt(t time.Time, key []byte, delta float64) {
+	gs, t := r.acquireAt(t)
+	for _, s := range gs.gens {
+		s.UpdateAt(t, key, delta)
+	}
+}
+
+// UpdateStringAt is UpdateString at time t.
+func (r *Rotator) UpdateStringAt(t time.Time, key string, delta float64) {
+	gs, t := r.acquireAt(t)
+	for _, s := range gs.gens {
+		s.UpdateStringAt(t, key, delta)
+	}
+}
+
+// QueryAt is Query at time t.
+func (r *Rotator) QueryAt(t time.Time, key []byte) float64 {
+	gs, t := r.acquireAt(t)
+	return gs.gens[0].QueryAt(t, key)
+}
+
+// QueryStringAt is QueryString at time t.
+func (r *Rotator) QueryStringAt(t time.Time, key string) float64 {
+	gs, t := r.acquireAt(t)
+	return gs.gens[0].QueryStringAt(t, key)
+}
+
+// UpdateAndQueryAt is UpdateAndQuery at time t.
+func (r *Rotator) UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64 {
+	gs, t := r.acquireAt(t)
+	v := gs.gens[0].UpdateAndQueryAt(t, key, delta)
+	for _, s := range gs.gens[1:] {
+		s.UpdateAt(t, key, delta)
+	}
+	return v
+}
+
+// UpdateAndQueryStringAt is UpdateAndQueryString at time t.
+func (r *Rotator) UpdateAndQueryStringAt(t time.Time, key string, delta float64) float64 {
+	gs, t := r.acquireAt(t)
+	v := gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
+	for _, s := range gs.gens[1:] {
+		s.UpdateStringAt(t, key, delta)
+	}
+	return v
+}
+
+// TryUpdateAt is TryUpdate at time t.
+func (r *Rotator) TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool {
+	return r.tryUpdate(&t, bytesView(key), delta, limit, nil)
+}
+
+// TryUpdateStringAt is TryUpdateString at time t.
+func (r *Rotator) TryUpdateStringAt(t time.Time, key string, delta, limit float64) bool {
+	return r.tryUpdate(&t, key, delta, limit, nil)
+}
+
+// QueryDetailedAt is QueryDetailed at time t.
+func (r *Rotator) QueryDetailedAt(t time.Time, key []byte) sketch.Detail {
+	gs, t := r.acquireAt(t)
+	return gs.gens[0].QueryDetailedAt(t, key)
+}
+
+// Reservation is what an admitted TryReserve added to the generations it
+// was admitted by, so that Refund can take it back (a limiter's Cancel, or
+// a multi-window decision undone). The zero Reservation refunds nothing.
+type Reservation struct {
+	gs  *genSet
+	rcs []sketch.Receipt
+}
+
+// TryReserveAt is TryUpdateAt that also returns a Reservation of what
+// the admitted call added. It allocates the Reservation's receipts.
+func (r *Rotator) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Reservation, bool) {
+	var res Reservation
+	ok := r.tryUpdate(&t, bytesView(key), delta, limit, &res)
+	return res, ok
+}
+
+// TryReserveStringAt is TryReserveAt for a string key.
+func (r *Rotator) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Reservation, bool) {
+	var res Reservation
+	ok := r.tryUpdate(&t, key, delta, limit, &res)
+	return res, ok
+}
+
+// Refund takes back what res added to each generation that is still
+// live (sketch.Sketch.Refund: never more than is left of it). Generations
+// retired since need nothing. Refunding twice takes it back twice.
+func (r *Rotator) Refund(res *Reservation) {
+	if res.gs == nil {
+		return
+	}
+	live := r.cur.Load().gens
+	for i, s := range res.gs.gens {
+		for _, l := range live {
+			if l == s {
+				s.Refund(&res.rcs[i])
+				break
+			}
+		}
+	}
+}
