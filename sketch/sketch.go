@@ -26,12 +26,12 @@ type Sketch struct {
 	hasher  Hasher
 	tb      *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
 	epoch   int64     // clock reading at New; stamps count ms from here, mod 2^32
-	stride  int        // cells between row starts, a multiple of cellsPerLine
+	stride  int       // cells between row starts, a multiple of cellsPerLine
 	levels  uint32
 	m       uint32
 	agg     Aggregator
-	cfg     Config // normalized, as given to New
-	bytes   int    // bytes allocated for cells and stripes
+	cfg     Config     // normalized, as given to New
+	bytes   int        // bytes allocated for cells and stripes
 	hooks   *testHooks // nil except in tests (export_test.go)
 
 	// sweep keeps every stamp inside the 2^31 ms window (horizon.go).
