@@ -1,7 +1,6 @@
 package rotator
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/lfgrudge/grudge/sketch"
@@ -43,13 +42,13 @@ func (cfg Config) normalize() (Config, error) {
 		cfg.Generations = DefaultGenerations
 	}
 	if cfg.Generations < 2 {
-		return cfg, fmt.Errorf("rotator: Generations must be >= 2; got %d", cfg.Generations)
+		return cfg, sketch.NewConfigError("rotator", "Generations", cfg.Generations, "Generations must be >= 2; got %d", cfg.Generations)
 	}
 	if cfg.Period <= 0 {
-		return cfg, fmt.Errorf("rotator: Period must be > 0; got %v", cfg.Period)
+		return cfg, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be > 0; got %v", cfg.Period)
 	}
 	if cfg.Period < time.Millisecond {
-		return cfg, fmt.Errorf("rotator: Period must be at least 1ms (the clock counts milliseconds); got %v", cfg.Period)
+		return cfg, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be at least 1ms (the clock counts milliseconds); got %v", cfg.Period)
 	}
 	return cfg, nil
 }

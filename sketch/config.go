@@ -1,7 +1,6 @@
 package sketch
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/lfgrudge/grudge/decay"
@@ -15,74 +14,108 @@ const (
 	// MaxCellsPerLevel bounds M so that a level index fits the 32-bit
 	// multiply-shift reduction and a row stays addressable.
 	MaxCellsPerLevel = 1 << 30
+	// DefaultMaxBytes is the cap on a sketch's cell block when
+	// Config.MaxBytes is 0: 4 GiB (L=8, M=2^26).
+	DefaultMaxBytes = 4 << 30
 )
 
-// Config describes a sketch. The zero value is not valid on its own: Lo
-// and Hi must bracket 0 with Lo < Hi (for example Lo: 0, Hi: 1e9). Every
+// Config describes a sketch. The zero value is not valid on its own: Hi
+// must be set (Lo <= 0 <= Hi, Lo < Hi; for example Lo: 0, Hi: 1e9). Every
 // other zero field takes the default its comment names.
 type Config struct {
 	Levels        uint32        // L; 0 means 4; at most 8
 	CellsPerLevel uint32        // M; 0 means 100_000; at most 2^30
 	Decay         decay.Decay   // nil means decay.None()
-	Lo, Hi        float64       // clamp bounds; need Lo <= 0 <= Hi and Lo < Hi; an infinite bound only with a decay that drains
+	Lo, Hi        float64       // clamp bounds; Lo <= 0 <= Hi, Lo < Hi, within the float32 range; ±Inf only with a decay that drains
 	Aggregator    Aggregator    // zero value means Min; Min, Max, Mean provided
 	Hasher        HasherFactory // nil means XXH3(); SipHash() is the keyed PRF
 	Seed          uint64        // hash seed (SipHash key is expanded from it)
-	Clock         Clock         // nil means the fast system clock
+	Clock         Clock         // nil means the fast system clock; a *Timebase is shared as is
+	MaxBytes      int64         // cap on the cell block in bytes; 0 means DefaultMaxBytes
 }
 
 // Normalize returns cfg with defaults filled in and validated: Levels,
-// CellsPerLevel, Decay and Hasher are set, Clock stays nil when it was nil
-// (each implementation picks its own default clock). The error names the
-// field and the offending value, prefixed "sketch: ".
+// CellsPerLevel, Decay, Hasher and MaxBytes are set, Clock stays nil when
+// it was nil (each implementation picks its own default clock). An error
+// is a *ConfigError (errors.Is(err, ErrInvalidConfig)) naming the field
+// and the offending value, prefixed "sketch: ".
 func (cfg Config) Normalize() (Config, error) {
+	bad := func(field string, value any, format string, args ...any) (Config, error) {
+		return cfg, NewConfigError("sketch", field, value, format, args...)
+	}
 	if cfg.Levels == 0 {
 		cfg.Levels = DefaultLevels
 	}
 	if cfg.Levels > MaxLevels {
-		return cfg, fmt.Errorf("sketch: Levels must be <= %d; got %d", MaxLevels, cfg.Levels)
+		return bad("Levels", cfg.Levels, "Levels must be <= %d; got %d", MaxLevels, cfg.Levels)
 	}
 	if cfg.CellsPerLevel == 0 {
 		cfg.CellsPerLevel = DefaultCellsPerLevel
 	}
 	if cfg.CellsPerLevel > MaxCellsPerLevel {
-		return cfg, fmt.Errorf("sketch: CellsPerLevel must be <= %d; got %d", MaxCellsPerLevel, cfg.CellsPerLevel)
+		return bad("CellsPerLevel", cfg.CellsPerLevel, "CellsPerLevel must be <= %d; got %d", MaxCellsPerLevel, cfg.CellsPerLevel)
+	}
+	if cfg.MaxBytes < 0 {
+		return bad("MaxBytes", cfg.MaxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", DefaultMaxBytes, cfg.MaxBytes)
+	}
+	if cfg.MaxBytes == 0 {
+		cfg.MaxBytes = DefaultMaxBytes
+	}
+	if n := CellBytes(cfg.Levels, cfg.CellsPerLevel); n > cfg.MaxBytes {
+		return bad("CellsPerLevel", cfg.CellsPerLevel, "Levels x CellsPerLevel = %d x %d needs %d bytes of cells, above MaxBytes %d; raise MaxBytes or shrink the sketch", cfg.Levels, cfg.CellsPerLevel, n, cfg.MaxBytes)
 	}
 	if cfg.Decay == nil {
 		cfg.Decay = decay.None()
 	}
 	if err := decay.Validate(cfg.Decay); err != nil {
-		return cfg, fmt.Errorf("sketch: Decay is invalid: %w", err)
+		e := NewConfigError("sketch", "Decay", cfg.Decay, "Decay is invalid: %v", err)
+		e.err = err
+		return cfg, e
 	}
 	if math.IsNaN(cfg.Lo) {
-		return cfg, fmt.Errorf("sketch: Lo must not be NaN; got %v", cfg.Lo)
+		return bad("Lo", cfg.Lo, "Lo must not be NaN; got %v", cfg.Lo)
 	}
 	if math.IsNaN(cfg.Hi) {
-		return cfg, fmt.Errorf("sketch: Hi must not be NaN; got %v", cfg.Hi)
+		return bad("Hi", cfg.Hi, "Hi must not be NaN; got %v", cfg.Hi)
 	}
-	if cfg.Lo > 0 {
-		return cfg, fmt.Errorf("sketch: Lo must be <= 0; got %v", cfg.Lo)
-	}
-	if cfg.Hi < 0 {
-		return cfg, fmt.Errorf("sketch: Hi must be >= 0; got %v", cfg.Hi)
+	if cfg.Lo == 0 && cfg.Hi == 0 {
+		return bad("Hi", cfg.Hi, "Hi must be set: scores are clamped to [Lo, Hi] and Lo = Hi = 0 leaves no room (for example Hi: 1e9); got Lo=0, Hi=0")
 	}
 	if !(cfg.Lo < cfg.Hi) {
-		return cfg, fmt.Errorf("sketch: Lo must be < Hi; got Lo=%v, Hi=%v", cfg.Lo, cfg.Hi)
+		return bad("Hi", cfg.Hi, "Hi must be > Lo; got Lo=%v, Hi=%v", cfg.Lo, cfg.Hi)
+	}
+	if cfg.Lo > 0 {
+		return bad("Lo", cfg.Lo, "Lo must be <= 0; got %v", cfg.Lo)
+	}
+	if cfg.Hi < 0 {
+		return bad("Hi", cfg.Hi, "Hi must be >= 0; got %v", cfg.Hi)
+	}
+	if !math.IsInf(cfg.Lo, 0) && cfg.Lo < -math.MaxFloat32 {
+		return bad("Lo", cfg.Lo, "Lo must be within the float32 range (>= %v) or -Inf; got %v", -math.MaxFloat32, cfg.Lo)
+	}
+	if !math.IsInf(cfg.Hi, 0) && cfg.Hi > math.MaxFloat32 {
+		return bad("Hi", cfg.Hi, "Hi must be within the float32 range (<= %v) or +Inf; got %v", math.MaxFloat32, cfg.Hi)
 	}
 	drains := decay.Drains(cfg.Decay)
 	if math.IsInf(cfg.Hi, 1) && !drains {
-		return cfg, fmt.Errorf("sketch: Hi = +Inf needs a Decay that drains; got Hi=%v with %v decay", cfg.Hi, kindName(cfg.Decay))
+		return bad("Hi", cfg.Hi, "Hi = +Inf needs a Decay that drains; got Hi=%v with %v decay", cfg.Hi, kindName(cfg.Decay))
 	}
 	if math.IsInf(cfg.Lo, -1) && !drains {
-		return cfg, fmt.Errorf("sketch: Lo = -Inf needs a Decay that drains; got Lo=%v with %v decay", cfg.Lo, kindName(cfg.Decay))
+		return bad("Lo", cfg.Lo, "Lo = -Inf needs a Decay that drains; got Lo=%v with %v decay", cfg.Lo, kindName(cfg.Decay))
 	}
 	if cfg.Aggregator > Mean {
-		return cfg, fmt.Errorf("sketch: Aggregator must be Min, Max or Mean; got %v", cfg.Aggregator)
+		return bad("Aggregator", cfg.Aggregator, "Aggregator must be Min, Max or Mean; got %v", cfg.Aggregator)
 	}
 	if cfg.Hasher == nil {
 		cfg.Hasher = XXH3()
 	}
 	return cfg, nil
+}
+
+// CellBytes returns the bytes of the cell block of a sketch of levels rows
+// of m cells, rows padded to whole cache lines (guard lines excluded).
+func CellBytes(levels, m uint32) int64 {
+	return int64(levels) * int64(rowStride(m)) * 8
 }
 
 func kindName(d decay.Decay) string {

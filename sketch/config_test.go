@@ -72,7 +72,7 @@ func TestNormalizeDefaults(t *testing.T) {
 	// Set fields are kept, and Normalize is idempotent.
 	clk := cfgtClock{}
 	set := Config{Levels: 8, CellsPerLevel: MaxCellsPerLevel, Decay: decay.Linear(2), Lo: -3, Hi: 9,
-		Aggregator: Mean, Hasher: SipHash(), Seed: 77, Clock: clk}
+		Aggregator: Mean, Hasher: SipHash(), Seed: 77, Clock: clk, MaxBytes: 1 << 36}
 	got, err = set.Normalize()
 	if err != nil {
 		t.Fatalf("Normalize(%+v): %v", set, err)
@@ -147,6 +147,42 @@ func TestNormalizeRejects(t *testing.T) {
 	}
 }
 
+// TestConfigErrorMessages lists every bad input with its exact message;
+// each is a *ConfigError naming the field, matched by ErrInvalidConfig.
+func TestConfigErrorMessages(t *testing.T) {
+	inf := math.Inf(1)
+	tests := []struct {
+		cfg   Config
+		field string
+		msg   string
+	}{
+		{Config{}, "Hi", "sketch: Hi must be set: scores are clamped to [Lo, Hi] and Lo = Hi = 0 leaves no room (for example Hi: 1e9); got Lo=0, Hi=0"},
+		{Config{Lo: 5, Hi: 1}, "Hi", "sketch: Hi must be > Lo; got Lo=5, Hi=1"},
+		{Config{Lo: 1, Hi: 2}, "Lo", "sketch: Lo must be <= 0; got 1"},
+		{Config{Lo: -2, Hi: -1}, "Hi", "sketch: Hi must be >= 0; got -1"},
+		{Config{Hi: 1e39}, "Hi", "sketch: Hi must be within the float32 range (<= 3.4028234663852886e+38) or +Inf; got 1e+39"},
+		{Config{Lo: -1e39, Hi: 1}, "Lo", "sketch: Lo must be within the float32 range (>= -3.4028234663852886e+38) or -Inf; got -1e+39"},
+		{Config{Hi: inf}, "Hi", "sketch: Hi = +Inf needs a Decay that drains; got Hi=+Inf with none decay"},
+		{Config{Levels: 9, Hi: 1}, "Levels", "sketch: Levels must be <= 8; got 9"},
+		{Config{CellsPerLevel: 1<<30 + 1, Hi: 1}, "CellsPerLevel", "sketch: CellsPerLevel must be <= 1073741824; got 1073741825"},
+		{Config{Levels: 8, CellsPerLevel: 1 << 30, Hi: 1}, "CellsPerLevel", "sketch: Levels x CellsPerLevel = 8 x 1073741824 needs 68719476736 bytes of cells, above MaxBytes 4294967296; raise MaxBytes or shrink the sketch"},
+		{Config{Hi: 1, MaxBytes: -1}, "MaxBytes", "sketch: MaxBytes must be >= 0 (0 means 4294967296); got -1"},
+		{Config{Hi: 1, Aggregator: 3}, "Aggregator", "sketch: Aggregator must be Min, Max or Mean; got Aggregator(3)"},
+		{Config{Hi: 1, Decay: decay.Linear(0)}, "Decay", "sketch: Decay is invalid: decay: Linear rate must be finite and > 0; got 0"},
+	}
+	for _, tt := range tests {
+		_, err := tt.cfg.Normalize()
+		var ce *ConfigError
+		if !errors.As(err, &ce) || !errors.Is(err, ErrInvalidConfig) {
+			t.Errorf("Normalize(%+v) = %v, want a *ConfigError matching ErrInvalidConfig", tt.cfg, err)
+			continue
+		}
+		if ce.Field != tt.field || err.Error() != tt.msg {
+			t.Errorf("Normalize(%+v):\n got field %q, %q\nwant field %q, %q", tt.cfg, ce.Field, err.Error(), tt.field, tt.msg)
+		}
+	}
+}
+
 func TestNormalizeAccepts(t *testing.T) {
 	inf := math.Inf(1)
 	tests := []struct {
@@ -161,7 +197,9 @@ func TestNormalizeAccepts(t *testing.T) {
 		{"Lo<0=Hi", Config{Lo: -1, Hi: 0}},
 		{"tiny Hi", Config{Hi: math.SmallestNonzeroFloat64}},
 		{"Levels=1,M=1", Config{Levels: 1, CellsPerLevel: 1, Hi: 1}},
-		{"Levels=8,M=2^30", Config{Levels: MaxLevels, CellsPerLevel: MaxCellsPerLevel, Hi: 1}},
+		{"Levels=8,M=2^30 with MaxBytes", Config{Levels: MaxLevels, CellsPerLevel: MaxCellsPerLevel, Hi: 1, MaxBytes: 1 << 36}},
+		{"Levels=8,M=2^26 at the default cap", Config{Levels: MaxLevels, CellsPerLevel: 1 << 26, Hi: 1}},
+		{"Hi=MaxFloat32", Config{Hi: math.MaxFloat32}},
 		{"Max,Mean", Config{Hi: 1, Aggregator: Mean}},
 		{"custom Validator ok", Config{Hi: 1, Decay: cfgtValidatingDecay{}}},
 	}

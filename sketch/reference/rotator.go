@@ -1,7 +1,6 @@
 package reference
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -64,10 +63,13 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 		cfg.Generations = 2
 	}
 	if cfg.Generations < 2 {
-		return nil, fmt.Errorf("rotator: Generations must be >= 2; got %d", cfg.Generations)
+		return nil, sketch.NewConfigError("rotator", "Generations", cfg.Generations, "Generations must be >= 2; got %d", cfg.Generations)
+	}
+	if cfg.Period <= 0 {
+		return nil, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be > 0; got %v", cfg.Period)
 	}
 	if cfg.Period < time.Millisecond {
-		return nil, fmt.Errorf("rotator: Period must be at least 1ms; got %v", cfg.Period)
+		return nil, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be at least 1ms (the clock counts milliseconds); got %v", cfg.Period)
 	}
 	r := &Rotator{
 		cfg:  cfg,

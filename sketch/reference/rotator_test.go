@@ -44,8 +44,8 @@ func TestRotatorValidates(t *testing.T) {
 		want string
 	}{
 		{rotTestConfig(nil, 1, time.Second), "rotator: Generations must be >= 2; got 1"},
-		{rotTestConfig(nil, 2, 0), "rotator: Period must be at least 1ms; got 0s"},
-		{rotTestConfig(nil, 2, -time.Second), "rotator: Period must be at least 1ms; got -1s"},
+		{rotTestConfig(nil, 2, 0), "rotator: Period must be > 0; got 0s"},
+		{rotTestConfig(nil, 2, -time.Second), "rotator: Period must be > 0; got -1s"},
 		{reference.RotatorConfig{Sketch: sketch.Config{Lo: 1, Hi: 2}, Period: time.Second}, "sketch: Lo must be <= 0; got 1"},
 	} {
 		r, err := reference.NewRotator(tc.cfg)
