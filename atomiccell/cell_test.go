@@ -140,17 +140,10 @@ func TestAddStaleWordRetries(t *testing.T) {
 	}
 }
 
-// TestAddStaleWordNoOp documents a bug in Cell.Add.
-//
-// Add's doc says "passing a stale word is allowed and only costs a retry",
-// but the loop returns early when Next(w, now, delta) == w without checking
-// that the cell still holds w. When the caller's stale view is already at
-// the result (clamped at Hi, or a delta absorbed by float32 rounding, or
-// delta 0), Add returns the stale word, reports it as stored, and the
-// delta is never applied to the cell's real value. In the first case below
-// a +1 is lost, so the cell ends below the float64 reference (breaking "no
-// update loses mass"). A fix: return early only if a fresh Load still
-// equals w (or drop the shortcut and let CompareAndSwap(w, w) check it).
+// TestAddStaleWordNoOp: a stale view that is already at the result
+// (clamped at Hi, a delta absorbed by float32 rounding, or delta 0) must
+// not short-circuit Add: only the CAS proves the cell holds the word, so
+// the delta reaches the cell's real value and Add returns what it stored.
 func TestAddStaleWordNoOp(t *testing.T) {
 	tests := []struct {
 		name         string

@@ -167,12 +167,19 @@ func (r *Rules) expDecay(score float64, dt int64) float64 {
 func (r *Rules) expSlow(score float64, dt int64) float64 {
 	v := score * math.Exp(-r.param*float64(dt)/1000)
 	if math.Abs(v) < tinyDecayed {
-		// No relative bias survives near the subnormal range. Return the
-		// value as math.Exp gives it, so a decayed score still reaches 0
-		// (a floor would leave every decayed cell at the smallest float32
-		// forever). The price: below 1e-290 absolute, a value may differ
-		// from a reference that composed its decay over other gaps by
-		// subnormal rounding, in either direction (docs/precision.md).
+		// Near the subnormal range the relative bias alone no longer
+		// covers a reference that composed its decay over other gaps
+		// (subnormal products round in absolute steps): add eight
+		// subnormal ulps (4e-323) too, toward +Inf but never across 0,
+		// so the result stays >= the reference's. An exact 0
+		// (underflow) stays 0, so a decayed score still reaches 0.
+		const tinyBias = 8 * math.SmallestNonzeroFloat64
+		switch {
+		case v > 0:
+			return v + v*expNudge + tinyBias
+		case v < 0:
+			return min(v-v*expNudge+tinyBias, 0)
+		}
 		return v
 	}
 	// Nudged like the table path: the reference composes decay over the

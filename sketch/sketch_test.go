@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"reflect"
 	"runtime"
 	"strings"
@@ -41,9 +40,6 @@ func forEachGOMAXPROCS(t *testing.T, f func(t *testing.T)) {
 	}
 }
 
-// knownBugsEnabled reports whether tests that document open bugs should run
-// (and fail) instead of skipping: SKETCH_KNOWN_BUGS=1 go test ./sketch/.
-func knownBugsEnabled() bool { return os.Getenv("SKETCH_KNOWN_BUGS") != "" }
 
 func mustNewSketch(t testing.TB, cfg sketch.Config) *sketch.Sketch {
 	t.Helper()
