@@ -1,0 +1,201 @@
+package sketch_test
+
+import (
+	"fmt"
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+// Deterministic replays of the interleavings the TryUpdate argument
+// worries about (docs/design.md, "TryUpdate"), driven through the
+// sketch's test hooks: one goroutine is held at a hook while the test
+// goroutine runs other operations, then released.
+
+// holdPoint holds the n-th call of a hook (counting from 1) until
+// released; other calls pass.
+type holdPoint struct {
+	mu       sync.Mutex
+	level    uint32
+	n, calls int
+	reached  chan struct{}
+	release  chan struct{}
+}
+
+func newHoldPoint(level uint32, n int) *holdPoint {
+	return &holdPoint{level: level, n: n, reached: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *holdPoint) hook(level uint32) {
+	if level != h.level {
+		return
+	}
+	h.mu.Lock()
+	h.calls++
+	hit := h.calls == h.n
+	h.mu.Unlock()
+	if hit {
+		close(h.reached)
+		<-h.release
+	}
+}
+
+func (h *holdPoint) wait(t *testing.T, what string) {
+	t.Helper()
+	select {
+	case <-h.reached:
+	case <-time.After(10 * time.Second):
+		t.Fatalf("no operation reached %s", what)
+	}
+}
+
+// keysOnDistinctStripes returns n keys whose TryUpdate stripes differ.
+func keysOnDistinctStripes(t *testing.T, s *sketch.Sketch, n int) [][]byte {
+	t.Helper()
+	seen := map[uint64]bool{}
+	var keys [][]byte
+	for i := 0; len(keys) < n; i++ {
+		k := []byte(fmt.Sprintf("key-%d", i))
+		if st := sketch.StripeOf(s, k); !seen[st] {
+			seen[st] = true
+			keys = append(keys, k)
+		}
+	}
+	return keys
+}
+
+// TestReplayCrossStripeOverAdmission replays the interleaving that
+// over-admitted before the commit learned to undo and re-snapshot: L=2,
+// M=1 (every key's estimate is the total), limit 2, keys X, Y, Z on three
+// stripes.
+//
+//	X snapshots (0,0), CASes c0 to 1, is held before its CAS on c1
+//	Z sees (1,0): admitted, writes (2,1)
+//	X's CAS on c1 fails; X is held at the conflict
+//	Y sees (2,1): admitted, writes (3,2)
+//	X resumes: it must not be admitted (the old protocol combined a
+//	stale c0 with a fresh c1 and admitted a third)
+func TestReplayCrossStripeOverAdmission(t *testing.T) {
+	s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 100, Clock: sketchtest.NewFakeClock()})
+	keys := keysOnDistinctStripes(t, s, 3)
+	x, y, z := keys[0], keys[1], keys[2]
+	beforeCAS1 := newHoldPoint(1, 1) // X, before its CAS on c1
+	conflict1 := newHoldPoint(1, 1)  // X, after that CAS failed
+	sketch.SetHooks(s, sketch.Hooks{BeforeCAS: beforeCAS1.hook, Conflict: conflict1.hook})
+	xDone := make(chan bool)
+	go func() { xDone <- s.TryUpdate(x, 1, 2) }()
+	beforeCAS1.wait(t, "X's CAS on c1")
+	if !s.TryUpdate(z, 1, 2) {
+		t.Fatal("Z denied at (1,0)")
+	}
+	close(beforeCAS1.release)
+	conflict1.wait(t, "X's conflict on c1")
+	if !s.TryUpdate(y, 1, 2) {
+		t.Fatal("Y denied at (2,1)")
+	}
+	close(conflict1.release)
+	if <-xDone {
+		t.Fatalf("X admitted after Z and Y: 3 admitted with limit 2; cells %v", s.QueryDetailed(x).Levels)
+	}
+	for l, c := range s.QueryDetailed(x).Levels {
+		if c.Score != 2 {
+			t.Errorf("level %d holds %v after X's undo, want 2 (Z and Y)", l, c.Score)
+		}
+	}
+}
+
+// expLaw is exact exponential decay as a custom law (so it takes the
+// sketch's slow path, like a user's own law).
+type expLaw struct{ lambda float64 }
+
+func (e expLaw) Apply(score float64, dt int64) float64 {
+	if dt <= 0 {
+		return score
+	}
+	return score * math.Exp(-e.lambda*float64(dt)/1000)
+}
+
+// TestReplayRollbackAfterLaterDecay replays the roll-back that removed
+// more than it added: an admitted TryUpdate(k) CASes c0 and is held
+// before c1; the clock moves 2 s and an Update of a key B sharing both
+// cells decays them to the later time and adds to them; k's CAS on c1
+// fails and its undo of c0 must take only what is left of its increment
+// at c0's newer stamp. Every key's estimate must stay >= its exact
+// score. Run for the built-in exponential law and the same law as a
+// custom one, and for Linear.
+func TestReplayRollbackAfterLaterDecay(t *testing.T) {
+	laws := []struct {
+		name  string
+		law   decay.Decay
+		truth func(v float64, dt time.Duration) float64 // one key's score decayed on its own
+	}{
+		{"Exponential(0.5)", decay.Exponential(0.5), func(v float64, dt time.Duration) float64 { return v * math.Exp(-0.5*dt.Seconds()) }},
+		{"custom exponential", expLaw{0.5}, func(v float64, dt time.Duration) float64 { return v * math.Exp(-0.5*dt.Seconds()) }},
+		{"Linear(1)", decay.Linear(1), func(v float64, dt time.Duration) float64 { return max(v-dt.Seconds(), 0) }},
+	}
+	for _, lw := range laws {
+		t.Run(lw.name, func(t *testing.T) {
+			clk := sketchtest.NewFakeClock()
+			clk.Set(1_000_000)
+			s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 1e6, Decay: lw.law, Clock: clk})
+			keys := keysOnDistinctStripes(t, s, 2)
+			k, b := keys[0], keys[1]
+			hold := newHoldPoint(1, 1)
+			// Deny k's retry, so the undo is final: its limit is just
+			// above what the cells hold before its own +5.
+			sketch.SetHooks(s, sketch.Hooks{BeforeCAS: hold.hook})
+			s.Update(b, 10) // B: 10 at t0 in both cells
+			done := make(chan bool)
+			go func() { done <- s.TryUpdate(k, 5, 15) }()
+			hold.wait(t, "k's CAS on c1")
+			clk.Advance(2 * time.Second)
+			s.Update(b, 20) // B at t0+2s: decays both cells (c0 holds k's +5) and adds 20
+			close(hold.release)
+			admitted := <-done
+			clk.Advance(time.Second)
+			bTruth := lw.truth(lw.truth(10, 2*time.Second)+20, time.Second)
+			kTruth := 0.0
+			if admitted {
+				kTruth = lw.truth(5, 3*time.Second)
+			}
+			if got := s.Query(b); got < bTruth*(1-1e-6) {
+				t.Errorf("Query(B) = %v < its true score %v (k admitted: %v): the undo took B's mass", got, bTruth, admitted)
+			}
+			if got := s.Query(k); got < kTruth*(1-1e-6) {
+				t.Errorf("Query(k) = %v < its true score %v", got, kTruth)
+			}
+		})
+	}
+}
+
+// TestReplayRefundAtNewerStamp: Refund of a receipt whose cells were
+// since decayed to a later stamp by another key's Update takes back only
+// what is left of the increment there (Rules.Remain), so the other key
+// keeps its score; and a refund right away restores the cells exactly.
+func TestReplayRefundAtNewerStamp(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 1e6, Decay: decay.Exponential(1), Clock: clk})
+	rc, ok := s.TryReserveAt(clk.Now(), []byte("k"), 4, 100)
+	if !ok {
+		t.Fatal("TryReserve denied")
+	}
+	clk.Advance(time.Second)
+	s.Update([]byte("b"), 3)
+	s.Refund(&rc)
+	if got, want := s.Query([]byte("b")), 3.0; got < want {
+		t.Fatalf("Query(b) = %v after k's refund, want >= %v", got, want)
+	}
+	if got, want := s.Query([]byte("b")), 3.0+4*math.Exp(-1)*1e-6; got > want {
+		t.Fatalf("Query(b) = %v: the refund left more than rounding of k behind (want <= %v)", got, want)
+	}
+	rc2, _ := s.TryReserveAt(clk.Now(), []byte("k"), 2, 100)
+	s.Refund(&rc2)
+	if got := s.Query([]byte("b")); got < 3 || got > 3*(1+1e-6) {
+		t.Fatalf("Query(b) = %v after an immediate refund, want 3", got)
+	}
+}
