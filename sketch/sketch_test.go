@@ -40,7 +40,6 @@ func forEachGOMAXPROCS(t *testing.T, f func(t *testing.T)) {
 	}
 }
 
-
 func mustNewSketch(t testing.TB, cfg sketch.Config) *sketch.Sketch {
 	t.Helper()
 	s, err := sketch.New(cfg)
