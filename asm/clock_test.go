@@ -227,6 +227,7 @@ func crossCPURun(t *testing.T, c *Clock, cpus []int, procs int, dur time.Duratio
 	latest.Store(&stamp{writer: -1})
 	var stop atomic.Bool
 	var reads, cross, violations atomic.Int64
+	var crossSeen atomic.Bool // some worker observed another's stamp
 	var first sync.Once
 	var firstMsg string
 	var pinned atomic.Int64
@@ -247,6 +248,9 @@ func crossCPURun(t *testing.T, c *Clock, cpus []int, procs int, dur time.Duratio
 				nReads++
 				if p.writer != w && p.writer >= 0 {
 					nCross++
+					if nCross&255 == 1 {
+						crossSeen.Store(true)
+					}
 				}
 				if tk < p.ticks || ns < p.nanos || ms < p.millis {
 					violations.Add(1)
@@ -261,7 +265,13 @@ func crossCPURun(t *testing.T, c *Clock, cpus []int, procs int, dur time.Duratio
 			cross.Add(nCross)
 		})
 	}
+	// Run for dur, and on a loaded machine (where the workers may take
+	// turns on one CPU) until at least one cross-CPU observation, up to
+	// 20 s.
 	time.Sleep(dur)
+	for deadline := time.Now().Add(20 * time.Second); !crossSeen.Load() && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
 	stop.Store(true)
 	wg.Wait()
 	t.Logf("workers=%d pinned=%d cpus=%v reads=%d cross-CPU observations=%d publications=%d",

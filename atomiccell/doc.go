@@ -34,15 +34,12 @@
 // cell is touched at least every 2^31-1 ms (24.8 days). A difference <= 0 is
 // zero elapsed time: a clock that steps backwards never grows a score.
 //
-// A cell left idle for T >= 2^31 ms is read as if int32(T mod 2^32) ms had
-// passed: for 2^31 <= T mod 2^32 < 2^32 that is negative, so the cell is
-// treated as not aged at all, and its stamp is kept, so it is seen again
-// as aging once T mod 2^32 wraps past 0. Either way the error is under-decay:
-// the score stays higher than the truth, never lower, so the one-sided
-// guarantee (estimate >= truth) survives; what is lost is forgetting. Users
-// who idle keys for weeks should use the rotator, whose generations are
-// rebuilt every Period, far inside the horizon. TestHorizon sets stamps next
-// to both edges.
+// On its own, a cell left idle for T >= 2^31 ms would read as if
+// int32(T mod 2^32) ms had passed (under-decay: the safe side, but no
+// forgetting). The owner keeps every stamp inside the window instead:
+// package sketch re-stamps old cells lazily, from its own operations, so
+// no age it computes reaches 2^31 (Rules.Decay takes the true int64 age
+// when it re-stamps). TestHorizon sets stamps next to both edges.
 //
 // # Core operation (pseudo-code)
 //

@@ -62,10 +62,16 @@
 //     the Period grid. A backwards step is zero elapsed time: it rotates
 //     nothing, and decays nothing. A clock read near the end of int64
 //     saturates the deadline instead of overflowing.
-//   - TryUpdate decides on the primary with its exact TryUpdate and, if
-//     admitted, Updates the other generations. Within one period it is as
-//     exact as sketch.Sketch: 50 goroutines racing TryUpdate(k, 1, 1000)
-//     admit exactly 1000.
+//   - TryUpdate is decided by the primary's exact TryUpdate, and is exact
+//     across promotions too: the younger generations receive the
+//     increment before the primary decides (and give it back on a
+//     denial), and a decision taken on a set that was replaced meanwhile
+//     is given back and taken again. No generation's admitted total ever
+//     exceeds the limit: 50 goroutines racing TryUpdate(k, 1, 1000) with
+//     no decay admit exactly 1000 per generation lifetime, whatever the
+//     promotions. A denial found on the primary's read writes nothing.
+//   - Manual rotators (Config.Manual) rotate only on Rotate, which the
+//     grudge-compatible root package drives from a Ticker.
 //   - Update, Query, UpdateAndQuery, TryUpdate and their string twins do
 //     not allocate, except in the one operation per Period that performs
 //     the promotion. NaN or ±Inf delta or limit panics with a message
@@ -78,13 +84,8 @@
 // that set. Its writes reach the N-1 generations that carry over but not
 // the newborn one, so the newborn may miss the few writes made during the
 // promotion: writes at the very start of its window, N-1 periods before
-// it is read. A TryUpdate racing a promotion may be decided by the old
-// primary while another is decided by the new one before the first has
-// committed to it, so TryUpdate is exact within a period; across the
-// instant of a rotation it may over-admit by at most the number of
-// TryUpdates still in flight on the old set. grudge's rotator closes
-// that window with its write lock, at the price of a read lock on every
-// operation.
+// it is read. TryUpdate is the exception: it checks that the set it
+// decided on is still current, and decides again if not.
 //
 // # Allocate, don't reset
 //
@@ -94,9 +95,7 @@
 // the 2-core x86-64 machine): sketch.Reset stores every cell atomically,
 // 2.9-9 ms, while sketch.New costs 36 us when fresh pages come from the
 // OS and 0.6-2 ms with the zeroing and GC work of steady state. A fresh
-// sketch also gets a fresh epoch (cell stamps are 32-bit ms since the
-// sketch's epoch, see package atomiccell: a reused sketch would drift
-// past the 2^31 ms horizon after 24.8 days) and a fresh seed (a reused
+// sketch also gets a fresh epoch and a fresh seed (a reused
 // one would bring its collisions back every N+1 periods). And no writer
 // can be stalled inside a generation being reset: a late writer writes to
 // garbage. The rotator references exactly N sketches; retired ones (one
@@ -116,6 +115,6 @@
 //   - Period must be at least 1 ms (clocks count whole milliseconds).
 //   - Sizes counts the live generations; Stats counts promotions, periods
 //     and sketches built.
-//   - Generations * Period should stay below 2^31 ms (24.8 days), the
-//     horizon of sketch.Sketch's cell stamps.
+//   - Any Period works: the generations keep their own stamps inside the
+//     32-bit window (sketch.Sketch's lazy sweep).
 package rotator

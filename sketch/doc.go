@@ -26,9 +26,14 @@
 //     and a denied TryUpdate only read. An admitted TryUpdate waits only
 //     for an admitted TryUpdate on the same stripe (see below).
 //   - A backwards clock step counts as zero elapsed time, never as growth:
-//     every clock reading and At time passes a high-water mark
-//     (Monotonic), so after a step back time stands still until the clock
-//     catches up.
+//     every clock reading and At time passes the high-water mark of the
+//     sketch's Timebase, so after a step back time stands still until the
+//     clock catches up. An At time ahead of the clock counts as the
+//     clock's reading.
+//   - Any idle time, 1 ms to years, decays as the reference's int64
+//     stamps do: cell stamps are 32-bit, and a lazy sweep, performed by
+//     the operations themselves, keeps every stamp within 2^31 ms of now
+//     (no goroutine; see docs/design.md, "The stamp horizon").
 //   - Each cell is linearizable on its own. Operations on several cells
 //     are not atomic snapshots: a Query can combine levels read before and
 //     after a concurrent Update (as with grudge's per-cell locks), so only
@@ -42,10 +47,11 @@
 //     score, and >= what sketch/reference returns for the same history
 //     (docs/precision.md has the measured error).
 //   - TryUpdate(k, d, limit) applies d to all L cells only if
-//     aggregate + d <= limit. Admitted TryUpdates on the same stripe (a
-//     function of the key's hash, so always for the same key) commit one
-//     at a time: N goroutines racing TryUpdate(k, 1, 1000) with no decay
-//     admit exactly 1000, every run.
+//     aggregate + d <= limit, atomically with respect to every other
+//     TryUpdate, of k or of any key sharing cells with it: N goroutines
+//     racing TryUpdate(k, 1, 1000) with no decay admit exactly 1000, and
+//     with every key colliding the total admitted never exceeds the limit.
+//     A limit above Hi panics (it could never deny).
 //
 // # TryUpdate (pseudo-code)
 //
@@ -60,10 +66,13 @@
 //		}
 //		backoff
 //	}
-//	for each cell i {                        // commit
+//	commit:
+//	for each cell i {
 //		if !cell[i].CAS(w[i], next(w[i], d)) {
-//			re-decide on fresh values (own increments removed)
-//			if still admitted { retry cell i } else { roll back; deny }
+//			undo cells < i                 // exact, or what is left of d
+//			w, v := a fresh snapshot
+//			if agg(v)+d > limit { release; return false }
+//			goto commit                    // decide again
 //		}
 //	}
 //	stripe.Add(1)                            // release
@@ -72,11 +81,11 @@
 //
 // # Differences from grudge
 //
-//   - Scores are float32 (rounded up) and ages are 32-bit: a cell idle for
-//     more than 2^31 ms (24.8 days) stops decaying until touched (see
-//     package atomiccell); use the rotator for long-lived sketches.
+//   - Scores are float32 (rounded up) and ages 32-bit, kept exact by the
+//     lazy sweep.
 //   - Aggregator is an enum (Min, Max, Mean) rather than a function, so
-//     the zero value means Min; custom aggregators are not supported.
+//     the zero value means Min.
+//   - The At twins take a time.Time first, as golang.org/x/time/rate does.
 //   - Index uses multiply-shift instead of mod M (same uniformity, no
 //     divide); sketch/reference uses the same layout.
 //   - The default clock is the runtime's monotonic clock, not wall time.
