@@ -494,4 +494,3 @@ func TestDeps(t *testing.T) {
 		}
 	}
 }
-
