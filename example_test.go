@@ -16,7 +16,7 @@ func Example() {
 	r, err := grudge.NewRotator(grudge.RotatorConfig{
 		Sketch: grudge.Config{
 			Decay: grudge.Linear(5), // 5 tokens per second
-			Lo:    0, Hi: 10, // burst 10
+			Lo:    0, Hi: 10,        // burst 10
 			Aggregator: grudge.Min,
 			Hasher:     grudge.SipHash(),
 			Clock:      clock,
