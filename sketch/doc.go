@@ -76,7 +76,9 @@
 //     more than 2^31 ms (24.8 days) stops decaying until touched (see
 //     package atomiccell); use the rotator for long-lived sketches.
 //   - Aggregator is an enum (Min, Max, Mean) rather than a function, so
-//     the zero value means Min; custom aggregators are not supported.
+//     the zero value means Min; a custom function goes in
+//     Config.AggregateFunc (the slow path: an indirect call on a pooled
+//     copy of the scores).
 //   - Index uses multiply-shift instead of mod M (same uniformity, no
 //     divide); sketch/reference uses the same layout.
 //   - The default clock is the runtime's monotonic clock, not wall time.
