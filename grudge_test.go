@@ -37,13 +37,15 @@ func TestModelVsReference(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clock := grudgetest.NewFakeClock()
 		decays := []grudge.Decay{grudge.None, grudge.Exponential(0.5), grudge.Linear(2)}
-		aggs := []grudge.Aggregator{grudge.Min, grudge.Max, grudge.Mean}
+		// The fourth is a user's function: the core and the reference both
+		// run it through sketch.Config.AggregateFunc.
+		aggs := []grudge.Aggregator{grudge.Min, grudge.Max, grudge.Mean, func(v []float64) float64 { return v[0] + v[len(v)-1] }}
 		cfg := grudge.Config{
 			Levels:        uint32(rapid.IntRange(1, 8).Draw(rt, "L")),
 			CellsPerLevel: uint32(rapid.IntRange(1, 64).Draw(rt, "M")),
 			Decay:         decays[rapid.IntRange(0, 2).Draw(rt, "decay")],
 			Lo:            -100, Hi: 1000,
-			Aggregator: aggs[rapid.IntRange(0, 2).Draw(rt, "agg")],
+			Aggregator: aggs[rapid.IntRange(0, 3).Draw(rt, "agg")],
 			Clock:      clock,
 		}
 		s, err := grudge.New(cfg)
@@ -367,6 +369,15 @@ func TestCustomAggregatorAndDecay(t *testing.T) {
 	// 15+1 > 15.5 denies.
 	if !s.TryUpdate(k, 1, 15.5) || s.TryUpdate(k, 1, 15.5) {
 		t.Fatal("TryUpdate does not decide on the custom aggregate")
+	}
+	r, err := grudge.NewRotator(grudge.RotatorConfig{
+		Sketch: grudge.Config{Levels: 2, Lo: 0, Hi: 100, Aggregator: sum, Clock: clock}, Period: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := r.UpdateAndQuery(k, 3); got != 6 || r.QueryDetailed(k).Aggregate != 6 {
+		t.Fatalf("rotator with a custom aggregator: %v, want 6", got)
 	}
 }
 
