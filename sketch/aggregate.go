@@ -1,6 +1,9 @@
 package sketch
 
-import "fmt"
+import (
+	"fmt"
+	"sync"
+)
 
 // Aggregator combines the L per-level scores of a key into its estimate.
 // The zero value is Min.
@@ -61,5 +64,21 @@ func (a Aggregator) Aggregate(scores []float64) float64 {
 			}
 		}
 	}
+	return r
+}
+
+// scratchPool holds the copies CustomAggregate hands to a custom
+// aggregator, so the slow path does not allocate in the steady state.
+var scratchPool = sync.Pool{New: func() any { return new([MaxLevels]float64) }}
+
+// CustomAggregate returns f(scores) where f sees a pooled copy of scores
+// (len(scores) <= MaxLevels), so that scores itself never escapes: callers
+// keep it on their stack and the built-in path stays allocation-free. It
+// is how both implementations honour Config.AggregateFunc.
+func CustomAggregate(f func(scores []float64) float64, scores []float64) float64 {
+	buf := scratchPool.Get().(*[MaxLevels]float64)
+	n := copy(buf[:], scores)
+	r := f(buf[:n])
+	scratchPool.Put(buf)
 	return r
 }

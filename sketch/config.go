@@ -28,6 +28,14 @@ type Config struct {
 	Decay         decay.Decay   // nil means decay.None()
 	Lo, Hi        float64       // clamp bounds; Lo <= 0 <= Hi, Lo < Hi, within the float32 range; ±Inf only with a decay that drains
 	Aggregator    Aggregator    // zero value means Min; Min, Max, Mean provided
+	// AggregateFunc, when non-nil, replaces Aggregator: it combines the L
+	// per-level scores of a key (len(scores) == L >= 1) into its estimate.
+	// It must be safe for concurrent use and must not retain or modify
+	// scores beyond the call. It is the slow path (an indirect call and a
+	// copy per operation, see CustomAggregate); Min, Max and Mean are
+	// faster as Aggregator. It must return a finite value for finite
+	// scores; TryUpdate compares its result with the limit.
+	AggregateFunc func(scores []float64) float64
 	Hasher        HasherFactory // nil means XXH3(); SipHash() is the keyed PRF
 	Seed          uint64        // hash seed (SipHash key is expanded from it)
 	Clock         Clock         // nil means the fast system clock; a *Timebase is shared as is

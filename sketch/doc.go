@@ -84,7 +84,9 @@
 //   - Scores are float32 (rounded up) and ages 32-bit, kept exact by the
 //     lazy sweep.
 //   - Aggregator is an enum (Min, Max, Mean) rather than a function, so
-//     the zero value means Min.
+//     the zero value means Min; a custom function goes in
+//     Config.AggregateFunc (the slow path: an indirect call on a pooled
+//     copy of the scores).
 //   - The At twins take a time.Time first, as golang.org/x/time/rate does.
 //   - Index uses multiply-shift instead of mod M (same uniformity, no
 //     divide); sketch/reference uses the same layout.

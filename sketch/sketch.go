@@ -30,9 +30,10 @@ type Sketch struct {
 	levels  uint32
 	m       uint32
 	agg     Aggregator
-	cfg     Config     // normalized, as given to New
-	bytes   int        // bytes allocated for cells and stripes
-	hooks   *testHooks // nil except in tests (export_test.go)
+	aggFunc func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
+	cfg     Config                  // normalized, as given to New
+	bytes   int                     // bytes allocated for cells and stripes
+	hooks   *testHooks              // nil except in tests (export_test.go)
 
 	// sweep keeps every stamp inside the 2^31 ms window (horizon.go).
 	// Written once per sweep; on its own lines.
@@ -51,14 +52,15 @@ func New(cfg Config) (*Sketch, error) {
 		return nil, err
 	}
 	s := &Sketch{
-		rules:  atomiccell.NewRules(cfg.Decay, cfg.Lo, cfg.Hi),
-		hasher: cfg.Hasher(cfg.Seed),
-		tb:     NewTimebase(cfg.Clock),
-		stride: rowStride(cfg.CellsPerLevel),
-		levels: cfg.Levels,
-		m:      cfg.CellsPerLevel,
-		agg:    cfg.Aggregator,
-		cfg:    cfg,
+		rules:   atomiccell.NewRules(cfg.Decay, cfg.Lo, cfg.Hi),
+		hasher:  cfg.Hasher(cfg.Seed),
+		tb:      NewTimebase(cfg.Clock),
+		stride:  rowStride(cfg.CellsPerLevel),
+		levels:  cfg.Levels,
+		m:       cfg.CellsPerLevel,
+		agg:     cfg.Aggregator,
+		aggFunc: cfg.AggregateFunc,
+		cfg:     cfg,
 	}
 	var n int
 	s.cells, n = allocRows(int(s.levels), s.stride)
@@ -67,6 +69,16 @@ func New(cfg Config) (*Sketch, error) {
 	s.epoch = s.nowMillis()
 	s.initHorizon(s.epoch)
 	return s, nil
+}
+
+// aggregate combines the per-level scores v with the configured
+// aggregator: the built-in one, or Config.AggregateFunc through
+// CustomAggregate (v does not escape either way).
+func (s *Sketch) aggregate(v []float64) float64 {
+	if s.aggFunc != nil {
+		return CustomAggregate(s.aggFunc, v)
+	}
+	return s.agg.Aggregate(v)
 }
 
 // Config returns the normalized configuration the sketch was built with.
@@ -199,7 +211,7 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	for l := range s.levels {
 		v[l] = float64(s.cells[off[l]].Add(s.rules, now, delta, w[l]).Score())
 	}
-	return s.agg.Aggregate(v[:s.levels])
+	return s.aggregate(v[:s.levels])
 }
 
 // Query returns the key's aggregated score, decayed to now. It only reads:
@@ -223,7 +235,7 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 		w[l] = s.cells[off[l]].Load()
 	}
 	s.rules.ValueN(&w, s.levels, now, &v) // one decay dispatch per key, as update does
-	return s.agg.Aggregate(v[:s.levels])
+	return s.aggregate(v[:s.levels])
 }
 
 // QueryDetailed returns the aggregate and each level's cell index and
@@ -243,7 +255,7 @@ func (s *Sketch) queryDetailed(h uint64, ms int64) Detail {
 		v[l] = s.rules.Value(s.cells[off[l]].Load(), now)
 		d.Levels[l] = LevelDetail{Level: l, Index: uint32(off[l] - int(l)*s.stride), Score: v[l]}
 	}
-	d.Score = s.agg.Aggregate(v)
+	d.Score = s.aggregate(v)
 	return d
 }
 

@@ -145,7 +145,7 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		// stripe in full.
 		seq := st.seq.Load()
 		s.loadAll(&sn, now)
-		if !(s.agg.Aggregate(sn.v[:s.levels])+delta <= limit) {
+		if !(s.aggregate(sn.v[:s.levels])+delta <= limit) {
 			// Deny without writing anything. The cells hold every
 			// completed commit, plus possibly part of one in flight,
 			// which can only make the aggregate larger if the delta is
@@ -233,7 +233,7 @@ func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64) bool {
 			s.hooks.call(s.hooks.reread, i)
 		}
 		s.loadAll(sn, now)
-		if !(s.agg.Aggregate(sn.v[:L])+delta <= limit) {
+		if !(s.aggregate(sn.v[:L])+delta <= limit) {
 			return false
 		}
 	}

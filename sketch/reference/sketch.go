@@ -50,15 +50,16 @@ func (wallClock) NowMillis() int64 { return time.Now().UnixMilli() }
 // TryUpdate is atomic with respect to every other operation on the key's
 // L cells.
 type Sketch struct {
-	cfg    sketch.Config     // normalized; Clock nil when the caller left it nil
-	hasher sketch.Hasher     // cfg.Hasher(cfg.Seed)
-	tb     *sketch.Timebase  // cfg.Clock (or wallClock{}) and the high-water mark of time
-	decay  decay.Decay       // cfg.Decay, never nil
-	lo, hi float64           // clamp bounds, lo < hi, both finite (an infinite bound saturates at ±MaxFloat64, so a sum that overflows is clamped back and no cell holds Inf)
-	agg    sketch.Aggregator // cfg.Aggregator, valid
-	levels uint32            // L, 1..sketch.MaxLevels
-	m      uint32            // M, 1..sketch.MaxCellsPerLevel
-	cells  []cell            // L*M cells; row l is cells[l*M : (l+1)*M]
+	cfg    sketch.Config           // normalized; Clock nil when the caller left it nil
+	hasher sketch.Hasher           // cfg.Hasher(cfg.Seed)
+	tb     *sketch.Timebase        // cfg.Clock (or wallClock{}) and the high-water mark of time
+	decay  decay.Decay             // cfg.Decay, never nil
+	lo, hi float64                 // clamp bounds, lo < hi, both finite (an infinite bound saturates at ±MaxFloat64, so a sum that overflows is clamped back and no cell holds Inf)
+	agg    sketch.Aggregator       // cfg.Aggregator, valid
+	aggFn  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg
+	levels uint32                  // L, 1..sketch.MaxLevels
+	m      uint32                  // M, 1..sketch.MaxCellsPerLevel
+	cells  []cell                  // L*M cells; row l is cells[l*M : (l+1)*M]
 }
 
 // New builds a reference sketch for cfg. It calls cfg.Normalize and
@@ -75,6 +76,7 @@ func New(cfg sketch.Config) (*Sketch, error) {
 		lo:     math.Max(cfg.Lo, -math.MaxFloat64),
 		hi:     math.Min(cfg.Hi, math.MaxFloat64),
 		agg:    cfg.Aggregator,
+		aggFn:  cfg.AggregateFunc,
 		levels: cfg.Levels,
 		m:      cfg.CellsPerLevel,
 	}
@@ -219,7 +221,7 @@ func (s *Sketch) query(h uint64, now int64) float64 {
 		scores[l] = c.score
 		c.mu.Unlock()
 	}
-	return s.agg.Aggregate(scores[:s.levels])
+	return s.aggregate(scores[:s.levels])
 }
 
 // UpdateAndQuery is Update followed by the aggregate of the post-update
@@ -247,7 +249,7 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, now int64) float64 {
 		scores[l] = c.score
 		c.mu.Unlock()
 	}
-	return s.agg.Aggregate(scores[:s.levels])
+	return s.aggregate(scores[:s.levels])
 }
 
 // QueryDetailed returns the aggregate and, per level, the cell index and
@@ -269,6 +271,16 @@ func (s *Sketch) queryDetailed(h uint64, now int64) sketch.Detail {
 		c.mu.Unlock()
 		d.Levels[l] = sketch.LevelDetail{Level: l, Index: idx, Score: scores[l]}
 	}
-	d.Score = s.agg.Aggregate(scores[:s.levels])
+	d.Score = s.aggregate(scores[:s.levels])
 	return d
+}
+
+// aggregate combines per-level scores with Config.AggregateFunc when set
+// (through sketch.CustomAggregate, as the lock-free sketch does), else
+// with the built-in Aggregator.
+func (s *Sketch) aggregate(scores []float64) float64 {
+	if s.aggFn != nil {
+		return sketch.CustomAggregate(s.aggFn, scores)
+	}
+	return s.agg.Aggregate(scores)
 }

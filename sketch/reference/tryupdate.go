@@ -34,7 +34,7 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, now int64) bool {
 		cells[l] = c
 		scores[l] = c.score
 	}
-	ok := s.agg.Aggregate(scores[:s.levels])+delta <= limit
+	ok := s.aggregate(scores[:s.levels])+delta <= limit
 	if ok {
 		for _, c := range cells[:s.levels] {
 			s.addLocked(c, delta)

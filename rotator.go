@@ -1,0 +1,152 @@
+package grudge
+
+import (
+	"sync"
+	"time"
+
+	"github.com/lfgrudge/grudge/rotator"
+)
+
+// RotatorConfig describes a Rotator, as grudge v0.1.0 has it.
+type RotatorConfig struct {
+	// Sketch configures every generation; each hashes under its own seed.
+	Sketch Config
+	// Generations is N, the live generations; 0 means 2; at least 2.
+	Generations uint32
+	// Period is how long a generation stays the primary. Required (at
+	// least 1ms) without a Ticker; with one it is optional.
+	Period time.Duration
+	// Ticker drives rotation: one rotation per tick, by one goroutine that
+	// Close stops. nil means rotation every Period, done lazily by the
+	// operation that finds the period over: no goroutine, no timer.
+	Ticker Ticker
+}
+
+// Ticker delivers ticks, as *time.Ticker does (wrap one with C returning
+// its C). grudgetest.FakeTicker is one for tests. A Ticker may also have a
+// method TickHandled(), which the rotator calls after each rotation it made
+// for a tick, so a fake can wait until its tick is visible.
+type Ticker interface {
+	C() <-chan time.Time
+	Stop()
+}
+
+// tickHandler is the optional method of a Ticker described above.
+type tickHandler interface{ TickHandled() }
+
+// periodWithTicker stands in for an unset Period when a Ticker drives
+// rotation: the core needs one but, rotating only on Rotate, never uses it.
+const periodWithTicker = time.Hour
+
+// Rotator keeps N generations of a Sketch: writes go to all, reads to the
+// oldest (the primary, warmed by a full period of writes), and the
+// primary retires every period, so a score lives at most N x Period after
+// its last write. It is a thin face over *rotator.Rotator. Build one with
+// NewRotator; call Close when done if it has a Ticker. Safe for
+// concurrent use; the hot-path methods do not allocate.
+type Rotator struct {
+	r      *rotator.Rotator
+	ticker Ticker        // nil: lazy rotation
+	stop   chan struct{} // closed by Close
+	done   chan struct{} // closed when the tick goroutine returns
+	once   sync.Once
+}
+
+// NewRotator builds a Rotator for cfg. With a Ticker it starts the one
+// goroutine that rotates on its ticks; without one it starts nothing. An
+// invalid cfg yields the core's error unchanged.
+func NewRotator(cfg RotatorConfig) (*Rotator, error) {
+	rc := rotator.Config{
+		Sketch:      cfg.Sketch.native(newSeed()),
+		Generations: cfg.Generations,
+		Period:      cfg.Period,
+		Manual:      cfg.Ticker != nil,
+	}
+	if rc.Manual && rc.Period == 0 {
+		rc.Period = periodWithTicker
+	}
+	r, err := rotator.New(rc)
+	if err != nil {
+		return nil, err
+	}
+	rot := &Rotator{r: r, ticker: cfg.Ticker}
+	if cfg.Ticker != nil {
+		rot.stop = make(chan struct{})
+		rot.done = make(chan struct{})
+		go rot.run()
+	}
+	return rot, nil
+}
+
+// run rotates once per tick until Close (or until the tick channel is
+// closed).
+func (rot *Rotator) run() {
+	defer close(rot.done)
+	ticks := rot.ticker.C()
+	h, _ := rot.ticker.(tickHandler)
+	for {
+		select {
+		case <-rot.stop:
+			return
+		case _, ok := <-ticks:
+			if !ok {
+				return
+			}
+			rot.r.Rotate()
+			if h != nil {
+				h.TickHandled()
+			}
+		}
+	}
+}
+
+// Close stops ticker-driven rotation: it stops the goroutine, waits for it
+// to return and stops the Ticker. It is idempotent, and a no-op for a lazy
+// rotator. Operations keep working after Close; a ticker-driven rotator no
+// longer rotates.
+func (rot *Rotator) Close() {
+	rot.once.Do(func() {
+		if rot.ticker == nil {
+			return
+		}
+		close(rot.stop)
+		<-rot.done
+		rot.ticker.Stop()
+	})
+}
+
+// Rotations returns the number of rotations so far. For a lazy rotator it
+// first brings rotation up to date, as any operation does, and counts the
+// periods that elapsed (a clock jump over k periods counts k, as k ticks
+// would have).
+func (rot *Rotator) Rotations() int64 {
+	if rot.ticker == nil {
+		rot.r.QueryString("") // an access: promotes if a period is over
+	}
+	return int64(rot.r.Stats().Periods)
+}
+
+// Native returns the lock-free rotator underneath, for its native API.
+func (rot *Rotator) Native() *rotator.Rotator { return rot.r }
+
+// Update applies Update to every generation.
+func (rot *Rotator) Update(key []byte, delta float64) { rot.r.Update(key, delta) }
+
+// Query returns the primary generation's score for key.
+func (rot *Rotator) Query(key []byte) float64 { return rot.r.Query(key) }
+
+// UpdateAndQuery updates every generation and returns the primary's
+// updated score.
+func (rot *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
+	return rot.r.UpdateAndQuery(key, delta)
+}
+
+// TryUpdate applies delta to every generation only if the primary's
+// aggregate + delta <= limit, exactly across concurrent callers and
+// rotations, and reports whether it did.
+func (rot *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
+	return rot.r.TryUpdate(key, delta, limit)
+}
+
+// QueryDetailed returns the primary generation's per-level view of key.
+func (rot *Rotator) QueryDetailed(key []byte) Result { return resultOf(rot.r.QueryDetailed(key)) }
