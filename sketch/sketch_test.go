@@ -60,59 +60,6 @@ func mustNewReference(t testing.TB, cfg sketch.Config) *reference.Sketch {
 
 var allAggregators = []sketch.Aggregator{sketch.Min, sketch.Max, sketch.Mean}
 
-// TestTryUpdateSentinel is the headline guarantee: 50 goroutines racing
-// TryUpdate(k, 1, 1000) with no decay admit exactly 1000, every run, at
-// every GOMAXPROCS, through both the []byte and the string entry points.
-func TestTryUpdateSentinel(t *testing.T) {
-	const (
-		goroutines = 50
-		limit      = 1000
-	)
-	reps := 100
-	if testing.Short() {
-		reps = 10
-	}
-	key := []byte("sentinel")
-	apis := []struct {
-		name string
-		try  func(s *sketch.Sketch) bool
-	}{
-		{"bytes", func(s *sketch.Sketch) bool { return s.TryUpdate(key, 1, limit) }},
-		{"string", func(s *sketch.Sketch) bool { return s.TryUpdateString("sentinel", 1, limit) }},
-	}
-	for _, api := range apis {
-		t.Run("api="+api.name, func(t *testing.T) {
-			forEachGOMAXPROCS(t, func(t *testing.T) {
-				for rep := range reps {
-					s := mustNewSketch(t, sketch.Config{Hi: 1e9, CellsPerLevel: 1024, Seed: uint64(rep)})
-					var admitted atomic.Int64
-					start := make(chan struct{})
-					var wg sync.WaitGroup
-					for range goroutines {
-						wg.Go(func() {
-							<-start
-							for api.try(s) {
-								admitted.Add(1)
-							}
-						})
-					}
-					close(start)
-					wg.Wait()
-					if got := admitted.Load(); got != limit {
-						t.Fatalf("rep %d: admitted %d, want exactly %d", rep, got, limit)
-					}
-					d := s.QueryDetailed(key)
-					for _, lv := range d.Levels {
-						if lv.Score != limit {
-							t.Fatalf("rep %d: level %d holds %v after the race, want %d", rep, lv.Level, lv.Score, limit)
-						}
-					}
-				}
-			})
-		})
-	}
-}
-
 // TestTryUpdateCollisions races TryUpdates with per-key limits and
 // positive Updates on 40 keys in a sketch of M=4 cells per level, where
 // every key collides with many others at every level. No key may be
@@ -210,55 +157,6 @@ func TestTryUpdateCollisions(t *testing.T) {
 	}
 }
 
-// TestZeroAllocs checks that the hot paths, and their string twins, never
-// allocate, with the default clock and with an injected FakeClock (moved
-// on every call so the decay path runs).
-func TestZeroAllocs(t *testing.T) {
-	fc := sketchtest.NewFakeClock()
-	clocks := []struct {
-		name  string
-		clock sketch.Clock
-		tick  func()
-	}{
-		{"default", nil, func() {}},
-		{"fake", fc, func() { fc.Advance(time.Millisecond) }},
-	}
-	for _, c := range clocks {
-		t.Run("clock="+c.name, func(t *testing.T) {
-			s := mustNewSketch(t, sketch.Config{Hi: 1e9, Decay: decay.Exponential(0.01), Clock: c.clock})
-			key := []byte("alloc-key")
-			const skey = "alloc-key"
-			const admit, deny = 1e9, -1.0
-			var sink float64
-			if !s.TryUpdate(key, 1, admit) || s.TryUpdate(key, 1, deny) ||
-				!s.TryUpdateString(skey, 1, admit) || s.TryUpdateString(skey, 1, deny) {
-				t.Fatal("admit/deny limits do not take the intended paths")
-			}
-			ops := []struct {
-				name string
-				f    func()
-			}{
-				{"Update", func() { s.Update(key, 1) }},
-				{"Query", func() { sink += s.Query(key) }},
-				{"UpdateAndQuery", func() { sink += s.UpdateAndQuery(key, 1) }},
-				{"TryUpdate/admitted", func() { s.TryUpdate(key, 1, admit) }},
-				{"TryUpdate/denied", func() { s.TryUpdate(key, 1, deny) }},
-				{"UpdateString", func() { s.UpdateString(skey, 1) }},
-				{"QueryString", func() { sink += s.QueryString(skey) }},
-				{"UpdateAndQueryString", func() { sink += s.UpdateAndQueryString(skey, 1) }},
-				{"TryUpdateString/admitted", func() { s.TryUpdateString(skey, 1, admit) }},
-				{"TryUpdateString/denied", func() { s.TryUpdateString(skey, 1, deny) }},
-			}
-			for _, op := range ops {
-				if n := testing.AllocsPerRun(200, func() { c.tick(); op.f() }); n != 0 {
-					t.Errorf("%s: %v allocations per call, want 0", op.name, n)
-				}
-			}
-			_ = sink
-		})
-	}
-}
-
 // recoverMessage runs f and returns what it panicked with, as a string, or
 // "" if it returned normally.
 func recoverMessage(f func()) (msg string) {
@@ -272,44 +170,6 @@ func recoverMessage(f func()) (msg string) {
 	}()
 	f()
 	return ""
-}
-
-// TestNonFinitePanics checks that a NaN or ±Inf delta or limit panics
-// with a "sketch:" message and leaves every cell of the key as it was.
-func TestNonFinitePanics(t *testing.T) {
-	fc := sketchtest.NewFakeClock()
-	s := mustNewSketch(t, sketch.Config{Levels: 3, CellsPerLevel: 64, Lo: -1e6, Hi: 1e6, Decay: decay.Exponential(0.5), Clock: fc})
-	key := []byte("victim")
-	s.Update(key, 42)
-	fc.Advance(1500 * time.Millisecond) // cells now have an age; the clock stays here
-	ops := []struct {
-		name string
-		f    func(v float64)
-	}{
-		{"Update", func(v float64) { s.Update(key, v) }},
-		{"UpdateString", func(v float64) { s.UpdateString("victim", v) }},
-		{"UpdateAndQuery", func(v float64) { s.UpdateAndQuery(key, v) }},
-		{"UpdateAndQueryString", func(v float64) { s.UpdateAndQueryString("victim", v) }},
-		{"TryUpdate/delta", func(v float64) { s.TryUpdate(key, v, 1e6) }},
-		{"TryUpdate/limit", func(v float64) { s.TryUpdate(key, 1, v) }},
-		{"TryUpdateString/delta", func(v float64) { s.TryUpdateString("victim", v, 1e6) }},
-		{"TryUpdateString/limit", func(v float64) { s.TryUpdateString("victim", 1, v) }},
-	}
-	for _, op := range ops {
-		for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
-			before := s.QueryDetailed(key)
-			msg := recoverMessage(func() { op.f(v) })
-			switch {
-			case msg == "":
-				t.Errorf("%s(%v) did not panic", op.name, v)
-			case !strings.HasPrefix(msg, "sketch:"):
-				t.Errorf("%s(%v) panicked with %q, want a message starting \"sketch:\"", op.name, v, msg)
-			}
-			if after := s.QueryDetailed(key); !reflect.DeepEqual(before, after) {
-				t.Errorf("%s(%v) changed the key's cells: before %+v, after %+v", op.name, v, before, after)
-			}
-		}
-	}
 }
 
 var drainingDecays = []struct {

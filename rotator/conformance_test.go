@@ -1,0 +1,18 @@
+package rotator
+
+import (
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+// TestConformance runs the contract suite on the lock-free rotator (a
+// period of a day: the suite's clock jumps rotate it, which the contract
+// allows).
+func TestConformance(t *testing.T) {
+	sketchtest.TestScorer(t, func(t testing.TB, cfg sketch.Config) sketch.Scorer {
+		return newRotator(t, Config{Sketch: cfg, Period: 24 * time.Hour})
+	})
+}

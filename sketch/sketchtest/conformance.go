@@ -1,0 +1,409 @@
+package sketchtest
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Factory builds the Scorer under test for cfg. cfg.Clock is a *FakeClock
+// when the check needs to drive time (and nil otherwise); Levels,
+// CellsPerLevel, Decay, Lo, Hi and Aggregator are set. A wrapper that
+// cannot honour a field (a fixed hasher, say) may ignore Seed and Hasher:
+// no check depends on them.
+type Factory func(t testing.TB, cfg sketch.Config) sketch.Scorer
+
+// TestScorer checks the contract of sketch.Scorer (see package sketch)
+// against the implementation newScorer builds, in the manner of
+// testing/fstest.TestFS: one-sided error, the decay laws, the
+// aggregators, the clamp, the TryUpdate sentinel for one key and for
+// colliding keys, NaN/Inf panics that leave the cells untouched, a limit
+// above Hi panicking, clock safety (a backwards step is no growth), zero
+// allocations on the hot methods, and the time-first At twins when the
+// Scorer has them. Each check is a subtest; under -short the concurrent
+// ones run fewer repetitions.
+func TestScorer(t *testing.T, newScorer Factory) {
+	t.Run("OneSided", func(t *testing.T) { checkOneSided(t, newScorer) })
+	t.Run("DecayLaws", func(t *testing.T) { checkDecayLaws(t, newScorer) })
+	t.Run("Aggregators", func(t *testing.T) { checkAggregators(t, newScorer) })
+	t.Run("Clamp", func(t *testing.T) { checkClamp(t, newScorer) })
+	t.Run("Sentinel", func(t *testing.T) { checkSentinel(t, newScorer) })
+	t.Run("Collisions", func(t *testing.T) { checkCollisions(t, newScorer) })
+	t.Run("NonFinitePanics", func(t *testing.T) { checkNonFinite(t, newScorer) })
+	t.Run("LimitAboveHi", func(t *testing.T) { checkLimitAboveHi(t, newScorer) })
+	t.Run("ClockSafety", func(t *testing.T) { checkClockSafety(t, newScorer) })
+	t.Run("ZeroAllocs", func(t *testing.T) { checkZeroAllocs(t, newScorer) })
+	t.Run("AtTwins", func(t *testing.T) { checkAtTwins(t, newScorer) })
+}
+
+// ForEachGOMAXPROCS runs f as subtests "procs=N" at GOMAXPROCS 1, 2, 4
+// and 8, restoring the setting afterwards.
+func ForEachGOMAXPROCS(t *testing.T, f func(t *testing.T)) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
+	for _, p := range []int{1, 2, 4, 8} {
+		t.Run(fmt.Sprintf("procs=%d", p), func(t *testing.T) {
+			runtime.GOMAXPROCS(p)
+			f(t)
+		})
+	}
+}
+
+// Panics runs f and returns what it panicked with, as a string, or "" if
+// it returned normally.
+func Panics(f func()) (msg string) {
+	defer func() {
+		if r := recover(); r != nil {
+			msg = fmt.Sprint(r)
+			if msg == "" {
+				msg = "(empty panic value)"
+			}
+		}
+	}()
+	f()
+	return ""
+}
+
+func reps(full, short int) int {
+	if testing.Short() {
+		return short
+	}
+	return full
+}
+
+// checkOneSided: with Min and non-negative deltas, every key's estimate is
+// at least its own total, however many keys share cells.
+func checkOneSided(t *testing.T, newScorer Factory) {
+	s := newScorer(t, sketch.Config{Levels: 3, CellsPerLevel: 16, Hi: 1e9})
+	truth := make([]float64, 200)
+	for i := range 5000 {
+		k := (i * 7919) % len(truth)
+		d := float64(i%5) * 0.75
+		s.Update(keyOf(k), d)
+		truth[k] += d
+	}
+	for k, want := range truth {
+		if got := s.Query(keyOf(k)); got < want {
+			t.Fatalf("key %d: Query = %v < its true total %v", k, got, want)
+		}
+	}
+}
+
+func keyOf(i int) []byte { return []byte(fmt.Sprintf("key-%d", i)) }
+
+// checkDecayLaws: a single key decays as its law says, to float32
+// precision, and never below the law's value.
+func checkDecayLaws(t *testing.T, newScorer Factory) {
+	laws := []struct {
+		law decay.Decay
+	}{{decay.None()}, {decay.Exponential(0.5)}, {decay.Linear(3)}}
+	for _, lw := range laws {
+		t.Run(fmt.Sprintf("%v", lw.law), func(t *testing.T) {
+			clk := NewFakeClock()
+			clk.Set(1_000_000)
+			s := newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e9, Decay: lw.law, Clock: clk})
+			k := []byte("k")
+			s.Update(k, 100)
+			elapsed := int64(0)
+			for _, step := range []time.Duration{time.Millisecond, 700 * time.Millisecond, 3 * time.Second, 5 * time.Minute} {
+				clk.Advance(step)
+				elapsed += step.Milliseconds()
+				want := lw.law.Apply(100, elapsed)
+				got := s.Query(k)
+				if got < want || got > want+1e-5*max(1, want)+1e-6 {
+					t.Fatalf("after %d ms: Query = %v, want %v (>=, within float32 rounding)", elapsed, got, want)
+				}
+			}
+		})
+	}
+}
+
+// checkAggregators: QueryDetailed's Score is the aggregator of its level
+// scores, Query agrees with it, and Min <= Mean <= Max.
+func checkAggregators(t *testing.T, newScorer Factory) {
+	var byAgg [3]float64
+	for i, agg := range []sketch.Aggregator{sketch.Min, sketch.Mean, sketch.Max} {
+		s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 8, Hi: 1e9, Aggregator: agg})
+		for j := range 64 {
+			s.Update(keyOf(j), float64(j%7))
+		}
+		k := keyOf(3)
+		d := s.QueryDetailed(k)
+		if len(d.Levels) != 4 {
+			t.Fatalf("%v: QueryDetailed has %d levels, want 4", agg, len(d.Levels))
+		}
+		v := make([]float64, len(d.Levels))
+		for l, lv := range d.Levels {
+			v[l] = lv.Score
+			if lv.Level != uint32(l) || lv.Index >= 8 {
+				t.Fatalf("%v: level %d reports level %d, index %d", agg, l, lv.Level, lv.Index)
+			}
+		}
+		if want := agg.Aggregate(v); d.Score != want {
+			t.Fatalf("%v: QueryDetailed.Score = %v, aggregate of its levels %v is %v", agg, d.Score, v, want)
+		}
+		if q := s.Query(k); q != d.Score {
+			t.Fatalf("%v: Query = %v, QueryDetailed.Score = %v", agg, q, d.Score)
+		}
+		byAgg[i] = d.Score
+	}
+	if !(byAgg[0] <= byAgg[1] && byAgg[1] <= byAgg[2]) {
+		t.Fatalf("Min, Mean, Max = %v: not ordered", byAgg)
+	}
+}
+
+// checkClamp: scores stay within [Lo, Hi], whatever is added.
+func checkClamp(t *testing.T, newScorer Factory) {
+	s := newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Lo: -5, Hi: 100})
+	k := []byte("clamp")
+	s.Update(k, 1e6)
+	if got := s.Query(k); got != 100 {
+		t.Fatalf("after +1e6: Query = %v, want Hi = 100", got)
+	}
+	if got := s.UpdateAndQuery(k, -1e6); got != -5 {
+		t.Fatalf("after -1e6: UpdateAndQuery = %v, want Lo = -5", got)
+	}
+	if got := s.UpdateAndQueryString("clamp", 1e6); got != 100 {
+		t.Fatalf("UpdateAndQueryString(+1e6) = %v, want 100", got)
+	}
+	if s.TryUpdate(k, 1, 100) {
+		t.Fatal("TryUpdate(1, 100) admitted at Hi")
+	}
+	if !s.TryUpdate(k, -50, 100) || s.Query(k) != 50 {
+		t.Fatalf("TryUpdate(-50, 100) at Hi: Query = %v, want 50", s.Query(k))
+	}
+}
+
+// checkSentinel: 50 goroutines racing TryUpdate(k, 1, 1000), no decay,
+// admit exactly 1000, through the []byte and the string entry points, at
+// GOMAXPROCS 1, 2, 4 and 8.
+func checkSentinel(t *testing.T, newScorer Factory) {
+	const goroutines, limit = 50, 1000
+	for _, str := range []bool{false, true} {
+		t.Run(fmt.Sprintf("string=%v", str), func(t *testing.T) {
+			ForEachGOMAXPROCS(t, func(t *testing.T) {
+				for rep := range reps(20, 3) {
+					s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e9, Seed: uint64(rep)})
+					try := func() bool { return s.TryUpdate([]byte("sentinel"), 1, limit) }
+					if str {
+						try = func() bool { return s.TryUpdateString("sentinel", 1, limit) }
+					}
+					if got := race(goroutines, try); got != limit {
+						t.Fatalf("rep %d: admitted %d, want exactly %d", rep, got, limit)
+					}
+					for _, lv := range s.QueryDetailed([]byte("sentinel")).Levels {
+						if lv.Score != limit {
+							t.Fatalf("rep %d: level %d holds %v after the race, want %d", rep, lv.Level, lv.Score, limit)
+						}
+					}
+				}
+			})
+		})
+	}
+}
+
+// race starts n goroutines together, each calling try until it denies,
+// and returns the number of admissions.
+func race(n int, try func() bool) int64 {
+	var admitted atomic.Int64
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			<-start
+			for try() {
+				admitted.Add(1)
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	return admitted.Load()
+}
+
+// checkCollisions: with CellsPerLevel = 1 every key's estimate is the
+// total, so over many distinct keys racing TryUpdate the admissions never
+// exceed the limit; with M = 4 no key passes its own limit.
+func checkCollisions(t *testing.T, newScorer Factory) {
+	ForEachGOMAXPROCS(t, func(t *testing.T) {
+		for rep := range reps(20, 3) {
+			s := newScorer(t, sketch.Config{Levels: 3, CellsPerLevel: 1, Hi: 1e9, Seed: uint64(rep)})
+			var next atomic.Int64
+			const limit = 300
+			got := race(32, func() bool {
+				return s.TryUpdate(keyOf(int(next.Add(1))), 1, limit)
+			})
+			if got > limit {
+				t.Fatalf("rep %d: %d admitted over colliding keys, limit %d", rep, got, limit)
+			}
+			if got != limit {
+				t.Fatalf("rep %d: %d admitted over colliding keys, want exactly %d (no decay, positive deltas)", rep, got, limit)
+			}
+		}
+	})
+}
+
+// checkNonFinite: a NaN or ±Inf delta or limit panics with a "sketch:"
+// message and leaves every cell of the key as it was.
+func checkNonFinite(t *testing.T, newScorer Factory) {
+	clk := NewFakeClock()
+	s := newScorer(t, sketch.Config{Levels: 3, CellsPerLevel: 64, Lo: -1e6, Hi: 1e6, Decay: decay.Exponential(0.5), Clock: clk})
+	key := []byte("victim")
+	s.Update(key, 42)
+	clk.Advance(1500 * time.Millisecond) // the cells now have an age
+	ops := []struct {
+		name string
+		f    func(v float64)
+	}{
+		{"Update", func(v float64) { s.Update(key, v) }},
+		{"UpdateString", func(v float64) { s.UpdateString("victim", v) }},
+		{"UpdateAndQuery", func(v float64) { s.UpdateAndQuery(key, v) }},
+		{"UpdateAndQueryString", func(v float64) { s.UpdateAndQueryString("victim", v) }},
+		{"TryUpdate/delta", func(v float64) { s.TryUpdate(key, v, 1e6) }},
+		{"TryUpdate/limit", func(v float64) { s.TryUpdate(key, 1, v) }},
+		{"TryUpdateString/delta", func(v float64) { s.TryUpdateString("victim", v, 1e6) }},
+		{"TryUpdateString/limit", func(v float64) { s.TryUpdateString("victim", 1, v) }},
+	}
+	for _, op := range ops {
+		for _, v := range []float64{math.NaN(), math.Inf(1), math.Inf(-1)} {
+			before := s.QueryDetailed(key)
+			msg := Panics(func() { op.f(v) })
+			switch {
+			case msg == "":
+				t.Errorf("%s(%v) did not panic", op.name, v)
+			case !strings.HasPrefix(msg, "sketch:"):
+				t.Errorf("%s(%v) panicked with %q, want a message starting \"sketch:\"", op.name, v, msg)
+			}
+			if after := s.QueryDetailed(key); !reflect.DeepEqual(before, after) {
+				t.Errorf("%s(%v) changed the key's cells: before %+v, after %+v", op.name, v, before, after)
+			}
+		}
+	}
+}
+
+// checkLimitAboveHi: a limit above Hi could never deny, so it panics.
+func checkLimitAboveHi(t *testing.T, newScorer Factory) {
+	s := newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 10})
+	for name, f := range map[string]func(){
+		"TryUpdate":       func() { s.TryUpdate([]byte("k"), 1, 20) },
+		"TryUpdateString": func() { s.TryUpdateString("k", 1, 10.5) },
+	} {
+		if msg := Panics(f); !strings.HasPrefix(msg, "sketch:") || !strings.Contains(msg, "above Hi") {
+			t.Errorf("%s with a limit above Hi: panic %q, want \"sketch: ... above Hi ...\"", name, msg)
+		}
+	}
+	if !s.TryUpdate([]byte("k"), 1, 10) {
+		t.Error("TryUpdate(1, Hi) denied on an empty sketch")
+	}
+}
+
+// checkClockSafety: a clock that steps back counts as zero elapsed time:
+// no score grows without an update, and long jumps forward decay fully.
+func checkClockSafety(t *testing.T, newScorer Factory) {
+	for _, law := range []decay.Decay{decay.Linear(1), decay.Exponential(0.1)} {
+		clk := NewFakeClock()
+		clk.Set(10_000_000)
+		s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 256, Hi: 1e9, Decay: law, Clock: clk})
+		k := []byte("k")
+		s.Update(k, 50)
+		clk.Advance(5 * time.Second)
+		at := s.Query(k)
+		for _, step := range []time.Duration{-time.Second, -time.Hour, 500 * time.Millisecond, -24 * time.Hour} {
+			clk.Advance(step)
+			if got := s.Query(k); got > at {
+				t.Fatalf("%v: Query rose from %v to %v after a clock step of %v", law, at, got, step)
+			} else {
+				at = got
+			}
+		}
+		clk.Set(10_000_000 + (int64(1) << 33)) // ~99 days on
+		if got := s.Query(k); got != 0 {
+			t.Fatalf("%v: Query = %v after 99 days, want 0", law, got)
+		}
+	}
+}
+
+// checkZeroAllocs: Update, Query, UpdateAndQuery, TryUpdate (admitted and
+// denied) and their string twins do not allocate.
+func checkZeroAllocs(t *testing.T, newScorer Factory) {
+	clk := NewFakeClock()
+	s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e9, Decay: decay.Exponential(0.01), Clock: clk})
+	key := []byte("alloc-key")
+	const skey, admit, deny = "alloc-key", 1e9, -1.0
+	var sink float64
+	ops := []struct {
+		name string
+		f    func()
+	}{
+		{"Update", func() { s.Update(key, 1) }},
+		{"Query", func() { sink += s.Query(key) }},
+		{"UpdateAndQuery", func() { sink += s.UpdateAndQuery(key, 1) }},
+		{"TryUpdate/admitted", func() { s.TryUpdate(key, 1, admit) }},
+		{"TryUpdate/denied", func() { s.TryUpdate(key, 1, deny) }},
+		{"UpdateString", func() { s.UpdateString(skey, 1) }},
+		{"QueryString", func() { sink += s.QueryString(skey) }},
+		{"UpdateAndQueryString", func() { sink += s.UpdateAndQueryString(skey, 1) }},
+		{"TryUpdateString/admitted", func() { s.TryUpdateString(skey, 1, admit) }},
+		{"TryUpdateString/denied", func() { s.TryUpdateString(skey, 1, deny) }},
+	}
+	for _, op := range ops {
+		if n := testing.AllocsPerRun(200, func() { clk.Advance(time.Millisecond); op.f() }); n != 0 {
+			t.Errorf("%s: %v allocations per call, want 0", op.name, n)
+		}
+	}
+	_ = sink
+}
+
+// AtScorer is the time-first At twins that sketch.Sketch, the reference
+// and the rotators have; TestScorer checks them when the Scorer has them.
+type AtScorer interface {
+	UpdateAt(t time.Time, key []byte, delta float64)
+	QueryAt(t time.Time, key []byte) float64
+	UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64
+	TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool
+	UpdateStringAt(t time.Time, key string, delta float64)
+	QueryStringAt(t time.Time, key string) float64
+}
+
+// checkAtTwins: a time from the clock's Now() or a stored wall time means
+// what it says; a future time counts as the clock's reading and never
+// stops decay; a past one counts as the latest time used.
+func checkAtTwins(t *testing.T, newScorer Factory) {
+	clk := NewFakeClock()
+	clk.Set(1_700_000_000_000)
+	s := newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e6, Decay: decay.Linear(10), Clock: clk})
+	a, ok := s.(AtScorer)
+	if !ok {
+		return // the At twins are optional
+	}
+	k := []byte("k")
+	a.UpdateAt(clk.Now(), k, 100)
+	a.UpdateStringAt(time.UnixMilli(clk.NowMillis()), "wall", 100)
+	a.UpdateAt(clk.Now().Add(1000*time.Hour), []byte("future"), 1)
+	clk.Advance(time.Second)
+	for name, got := range map[string]float64{
+		"Query":                  s.Query(k),
+		"QueryAt(now)":           a.QueryAt(clk.Now(), k),
+		"QueryStringAt(wall)":    a.QueryStringAt(time.UnixMilli(clk.NowMillis()), "wall"),
+		"QueryAt(an hour ago)":   a.QueryAt(clk.Now().Add(-time.Hour), k),
+		"QueryAt(an hour ahead)": a.QueryAt(clk.Now().Add(time.Hour), k),
+	} {
+		if got != 90 {
+			t.Errorf("%s = %v one second after 100 at 10/s (and a future UpdateAt), want 90", name, got)
+		}
+	}
+	if !a.TryUpdateAt(clk.Now(), k, 5, 95) || a.TryUpdateAt(clk.Now(), k, 1, 95) {
+		t.Error("TryUpdateAt does not decide at the given time")
+	}
+	if got := a.UpdateAndQueryAt(clk.Now(), k, 5); got != 100 {
+		t.Errorf("UpdateAndQueryAt = %v, want 100", got)
+	}
+}
