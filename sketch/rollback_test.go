@@ -392,7 +392,7 @@ func rbLowerBound(ops []rbOp, now int64, g func(x float64, dt int64) float64, hi
 // before each call (see rbLowerBound), no timing assumption.
 func TestRollbackStress(t *testing.T) {
 	const workers = 4
-	rounds, opsPer := 300, 40
+	rounds, opsPer := 400, 12
 	if testing.Short() {
 		rounds = 30
 	}
@@ -413,7 +413,11 @@ func TestRollbackStress(t *testing.T) {
 	}
 	const (
 		step     = 50 * time.Millisecond
-		maxTicks = 20 // per round: about a second of fake time
+		maxTicks = 20 // per round: up to a second of fake time under the race
+		// rest is the fake time between rounds (quiescent): enough decay
+		// that each round starts well below the limit, so TryUpdates are
+		// admitted on their snapshots and then meet conflicts.
+		rest = 2 * time.Second
 	)
 	for _, tc := range cases {
 		for _, L := range []uint32{3, 4} {
@@ -427,6 +431,7 @@ func TestRollbackStress(t *testing.T) {
 						keys[i] = []byte(fmt.Sprintf("stress-%d", i))
 					}
 					var all []rbOp
+					admittedTU := 0
 					for round := range rounds {
 						perG := make([][]rbOp, workers)
 						var stop atomic.Bool
@@ -443,7 +448,7 @@ func TestRollbackStress(t *testing.T) {
 								for n := range opsPer {
 									before := clk.NowMillis()
 									switch {
-									case n%4 == 3:
+									case n%3 == 2:
 										s.Update(k, tc.upd)
 										perG[g] = append(perG[g], rbOp{tc.upd, before})
 									default:
@@ -462,6 +467,11 @@ func TestRollbackStress(t *testing.T) {
 						tick.Wait()
 						for _, ops := range perG {
 							all = append(all, ops...)
+							for _, op := range ops {
+								if op.d == 8 {
+									admittedTU++
+								}
+							}
 						}
 						now := clk.NowMillis()
 						lb := rbLowerBound(all, now, tc.g, tc.hi, tc.additive)
@@ -472,13 +482,14 @@ func TestRollbackStress(t *testing.T) {
 							}
 						}
 						if round == rounds-1 {
-							t.Logf("last round: Query %v, lower bound %v, %d writes in the history", s.Query(keys[0]), lb, len(all))
+							t.Logf("last round: Query %v, lower bound %v, %d writes in the history, %d TryUpdates admitted in all", s.Query(keys[0]), lb, len(all), admittedTU)
 						}
 						// Old writes have decayed away; keep the history short.
 						// Dropping ops only lowers the bound, so it stays sound.
 						if len(all) > 4000 {
 							all = slices.DeleteFunc(all, func(op rbOp) bool { return now-op.s > 60_000 })
 						}
+						clk.Advance(rest)
 					}
 				})
 			})
