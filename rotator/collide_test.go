@@ -180,7 +180,7 @@ type promoAdmission struct{ before, after int64 }
 // the old primary then writes a generation that the new primary's
 // admissions are already filling.
 func TestTryUpdateAcrossPromotion(t *testing.T) {
-	phases, reps := 10, 30
+	phases, reps := 10, 10
 	if testing.Short() {
 		phases, reps = 4, 3
 	}

@@ -222,9 +222,9 @@ func TestTryUpdateCollidingStripes(t *testing.T) {
 		goroutines = 12
 		attempts   = 3
 	)
-	runs := 600
+	runs := 300
 	if testing.Short() {
-		runs = 40
+		runs = 30
 	}
 	for _, v := range collideVariants {
 		t.Run("v="+v.name, func(t *testing.T) {
@@ -267,7 +267,7 @@ func TestTryUpdateCollidingStripes(t *testing.T) {
 // API promises exactness only for keys on one stripe.)
 func TestTryUpdateCollidingManyKeys(t *testing.T) {
 	const goroutines = 64
-	reps := 6
+	reps := 12
 	if testing.Short() {
 		reps = 1
 	}

@@ -392,7 +392,7 @@ func rbLowerBound(ops []rbOp, now int64, g func(x float64, dt int64) float64, hi
 // before each call (see rbLowerBound), no timing assumption.
 func TestRollbackStress(t *testing.T) {
 	const workers = 4
-	rounds, opsPer := 400, 12
+	rounds, opsPer := 150, 12
 	if testing.Short() {
 		rounds = 30
 	}
