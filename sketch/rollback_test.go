@@ -228,7 +228,7 @@ func TestRollbackReplay(t *testing.T) {
 		{"linearFloor", rbLinear(4), 0, 1e6},
 	}
 	for _, law := range laws {
-		for _, L := range []uint32{3, 4, 5} {
+		for _, L := range []uint32{3, 4} { // M=2 with L=5 has no key set with the needed index patterns
 			t.Run(fmt.Sprintf("law=%s/L=%d", law.name, L), func(t *testing.T) {
 				gl := &rbGatedLaw{inner: law.inner, marker: 9.5}
 				clk := sketchtest.NewFakeClock()
