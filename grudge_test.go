@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"runtime"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -120,52 +119,6 @@ func TestDecayComposition(t *testing.T) {
 
 type tryUpdater interface {
 	TryUpdate(key []byte, delta, limit float64) bool
-}
-
-// TestTryUpdateSentinel is grudge's strict-admission sentinel: goroutines
-// racing TryUpdate(k, 1, 1000) with no decay admit exactly 1000, at every
-// GOMAXPROCS, on the sketch and on both kinds of rotator.
-func TestTryUpdateSentinel(t *testing.T) {
-	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
-	workers, per := 16, 100
-	if testing.Short() {
-		workers = 8
-	}
-	for _, procs := range []int{1, 2, 4, 8} {
-		runtime.GOMAXPROCS(procs)
-		ticker := grudgetest.NewFakeTicker()
-		sk, err := grudge.New(grudge.Config{Lo: 0, Hi: 1000, CellsPerLevel: 1024})
-		if err != nil {
-			t.Fatal(err)
-		}
-		lazy, err := grudge.NewRotator(grudge.RotatorConfig{Sketch: grudge.Config{Lo: 0, Hi: 1000}, Period: time.Hour})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ticked, err := grudge.NewRotator(grudge.RotatorConfig{Sketch: grudge.Config{Lo: 0, Hi: 1000}, Ticker: ticker})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for name, s := range map[string]tryUpdater{"sketch": sk, "lazy": lazy, "ticker": ticked} {
-			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			for range workers {
-				wg.Go(func() {
-					for range per {
-						if s.TryUpdate([]byte("quota"), 1, 1000) {
-							admitted.Add(1)
-						}
-					}
-				})
-			}
-			wg.Wait()
-			if got, want := admitted.Load(), min(int64(workers*per), 1000); got != want {
-				t.Errorf("GOMAXPROCS=%d %s: admitted %d, want %d", procs, name, got, want)
-			}
-		}
-		ticked.Close()
-		lazy.Close()
-	}
 }
 
 // TestTryUpdateLimitAboveHiPanics: a limit above Hi could never deny.

@@ -127,10 +127,9 @@ func checkDecayLaws(t *testing.T, newScorer Factory) {
 }
 
 // checkAggregators: QueryDetailed's Score is the aggregator of its level
-// scores, Query agrees with it, and Min <= Mean <= Max.
+// scores, and Query agrees with it.
 func checkAggregators(t *testing.T, newScorer Factory) {
-	var byAgg [3]float64
-	for i, agg := range []sketch.Aggregator{sketch.Min, sketch.Mean, sketch.Max} {
+	for _, agg := range []sketch.Aggregator{sketch.Min, sketch.Mean, sketch.Max} {
 		s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 8, Hi: 1e9, Aggregator: agg})
 		for j := range 64 {
 			s.Update(keyOf(j), float64(j%7))
@@ -153,10 +152,6 @@ func checkAggregators(t *testing.T, newScorer Factory) {
 		if q := s.Query(k); q != d.Score {
 			t.Fatalf("%v: Query = %v, QueryDetailed.Score = %v", agg, q, d.Score)
 		}
-		byAgg[i] = d.Score
-	}
-	if !(byAgg[0] <= byAgg[1] && byAgg[1] <= byAgg[2]) {
-		t.Fatalf("Min, Mean, Max = %v: not ordered", byAgg)
 	}
 }
 
