@@ -5,14 +5,33 @@ BENCHTIME ?= 300ms
 QEMU      ?= qemu-aarch64-static
 ARM64_BIN := bin/arm64
 
-.PHONY: all test test-race test-purego test-nobackoff test-arm64 vet fmt fmt-check cover bench bench-go clean
+.PHONY: all lint tidy-check test test-race test-purego test-nobackoff test-arm64 vet fmt fmt-check cover bench bench-go clean
 
 all: test
 
 ## test: the whole suite: format and vet (amd64 + arm64), race tests,
 ## purego tests, and the arm64 suite under qemu.
-test: fmt-check vet test-race test-purego test-nobackoff test-arm64
+test: fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64
 	@echo "make test: all checks passed"
+
+## lint: staticcheck (installed by .ci/run; go install
+## honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)).
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
+lint:
+	@if [ ! -x "$(STATICCHECK)" ]; then \
+		echo "lint: staticcheck not found; install it with: go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)"; exit 1; \
+	fi
+	$(STATICCHECK) ./...
+
+## tidy-check: go mod tidy must leave go.mod and go.sum unchanged.
+tidy-check:
+	@cp go.mod bin-go.mod.bak && cp go.sum bin-go.sum.bak; \
+	$(GO) mod tidy; \
+	if ! cmp -s go.mod bin-go.mod.bak || ! cmp -s go.sum bin-go.sum.bak; then \
+		echo "tidy-check: go mod tidy changed go.mod/go.sum; run go mod tidy and commit"; \
+		mv bin-go.mod.bak go.mod; mv bin-go.sum.bak go.sum; exit 1; \
+	fi; rm -f bin-go.mod.bak bin-go.sum.bak
 
 test-race:
 	$(GO) test -race -count=1 -timeout 20m $(PKGS)

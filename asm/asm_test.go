@@ -15,7 +15,7 @@ var twins = []struct {
 	pause func()
 }{
 	{"impl=asm", Ticks, Pause},
-	{"impl=generic", TicksGeneric, PauseGeneric},
+	{"impl=generic", ticksGeneric, pauseGeneric},
 }
 
 func TestCounterInfo(t *testing.T) {
@@ -39,7 +39,7 @@ func TestTicksMonotonic(t *testing.T) {
 		ticks  func() uint64
 		rdtscp bool // value of useRDTSCP during the subtest
 	}
-	vs := []variant{{"impl=asm", Ticks, useRDTSCP}, {"impl=generic", TicksGeneric, useRDTSCP}}
+	vs := []variant{{"impl=asm", Ticks, useRDTSCP}, {"impl=generic", ticksGeneric, useRDTSCP}}
 	if runtime.GOARCH == "amd64" && useRDTSCP {
 		// Also cover the MFENCE; LFENCE; RDTSC path of CPUs without RDTSCP.
 		vs = append(vs, variant{"impl=asm/fences", Ticks, false})
@@ -77,18 +77,18 @@ func TestTicksRate(t *testing.T) {
 	// Warm up so that no read below pays for a first call (or, under qemu,
 	// for translating the code).
 	for range 100 {
-		_, _, _ = c.NowNanos(), TicksGeneric(), Nanotime()
+		_, _, _ = c.NowNanos(), ticksGeneric(), Nanotime()
 	}
 	// A descheduling between two adjacent reads can spoil one attempt on a
 	// loaded machine; a wrong rate spoils all three.
 	var errs []string
 	for range 3 {
 		n0 := Nanotime()
-		c0, g0 := c.NowNanos(), TicksGeneric()
+		c0, g0 := c.NowNanos(), ticksGeneric()
 		n0b := Nanotime()
 		time.Sleep(10 * time.Millisecond)
 		n1 := Nanotime()
-		c1, g1 := c.NowNanos(), TicksGeneric()
+		c1, g1 := c.NowNanos(), ticksGeneric()
 		n1b := Nanotime()
 		ref := float64((n1+n1b)/2 - (n0+n0b)/2)
 		errs = errs[:0]
@@ -100,7 +100,7 @@ func TestTicksRate(t *testing.T) {
 				t.Logf("%s/Nanotime = %.5f", name, r)
 			}
 		}
-		check("TicksGeneric", float64(g1-g0))
+		check("ticksGeneric", float64(g1-g0))
 		if c.fast {
 			check("Ticks*mult", float64(c1-c0))
 		}

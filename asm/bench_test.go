@@ -57,7 +57,7 @@ func BenchmarkPause(b *testing.B) {
 	})
 	b.Run("impl=generic", func(b *testing.B) {
 		for b.Loop() {
-			PauseGeneric()
+			pauseGeneric()
 		}
 	})
 }

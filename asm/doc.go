@@ -18,7 +18,7 @@
 // runtime.procyield and Rust's core::hint::spin_loop made the same choice).
 //
 // Every primitive has a pure-Go twin that is always compiled
-// ([TicksGeneric], [PauseGeneric]) so tests compare the two in one binary.
+// ([ticksGeneric], [pauseGeneric]) so tests compare the two in one binary.
 // Builds without the assembly (other GOARCHes, gccgo, -tags purego) use the
 // twins directly, and [FastTicks] reports false there.
 //

@@ -3,8 +3,8 @@ package asm
 import _ "unsafe" // for go:linkname
 
 // nanotime is the runtime's monotonic clock (vDSO clock_gettime on Linux).
-// runtime.nanotime is one of the symbols the runtime keeps open to
-// go:linkname for exactly this use.
+// runtime.nanotime is one of the symbols the runtime keeps open to being
+// linknamed for exactly this use.
 //
 //go:linkname nanotime runtime.nanotime
 func nanotime() int64
@@ -14,10 +14,11 @@ func nanotime() int64
 // the reference the amd64 calibration measures against.
 func Nanotime() int64 { return nanotime() }
 
-// TicksGeneric is the pure-Go twin of [Ticks]: runtime nanotime, so one tick
-// is one nanosecond. It is always compiled.
-func TicksGeneric() uint64 { return uint64(nanotime()) }
+// ticksGeneric is the pure-Go twin of [Ticks]: runtime nanotime, so one
+// tick is one nanosecond. It is always compiled, so tests compare the
+// assembly against it in one binary.
+func ticksGeneric() uint64 { return uint64(nanotime()) }
 
-// PauseGeneric is the pure-Go twin of [Pause]: it does nothing. It is always
-// compiled.
-func PauseGeneric() {}
+// pauseGeneric is the pure-Go twin of [Pause]: it does nothing. It is
+// always compiled.
+func pauseGeneric() {}

@@ -3,11 +3,11 @@
 package asm
 
 // Ticks returns a monotonic tick counter. Without the assembly it is
-// [TicksGeneric]: runtime nanotime, one tick per nanosecond.
-func Ticks() uint64 { return TicksGeneric() }
+// [ticksGeneric]: runtime nanotime, one tick per nanosecond.
+func Ticks() uint64 { return ticksGeneric() }
 
 // Pause is a spin-loop hint. Without the assembly it does nothing.
-func Pause() { PauseGeneric() }
+func Pause() { pauseGeneric() }
 
 // counterInfo reports no usable hardware counter: Clock falls back to
 // Nanotime and FastTicks reports false.

@@ -82,10 +82,9 @@ func idleCloseSwept(lf, ref float64, idle int64) bool {
 
 // idlePair is a lock-free sketch and the reference on clocks in step.
 type idlePair struct {
-	lf       *sketch.Sketch
-	ref      *reference.Sketch
-	lc, rc   *sketchtest.FakeClock
-	describe string
+	lf     *sketch.Sketch
+	ref    *reference.Sketch
+	lc, rc *sketchtest.FakeClock
 }
 
 func newIdlePair(t *testing.T, law decay.Decay, m uint32, epoch int64) *idlePair {

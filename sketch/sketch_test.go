@@ -157,21 +157,6 @@ func TestTryUpdateCollisions(t *testing.T) {
 	}
 }
 
-// recoverMessage runs f and returns what it panicked with, as a string, or
-// "" if it returned normally.
-func recoverMessage(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "(empty panic value)"
-			}
-		}
-	}()
-	f()
-	return ""
-}
-
 var drainingDecays = []struct {
 	name string
 	law  decay.Decay

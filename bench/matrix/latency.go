@@ -56,11 +56,11 @@ func mergeReservoirs(rs []*reservoir, scale float64) []weighted {
 	return out
 }
 
-// Percentiles returns the nearest-rank q-quantile of the weighted samples
+// percentiles returns the nearest-rank q-quantile of the weighted samples
 // for each q in qs (0 < q <= 1): the smallest value whose cumulative
 // weight reaches q of the total. With unit weights that is the
 // ceil(q*n)-th smallest value. NaN for no samples. It sorts s.
-func Percentiles(s []weighted, qs ...float64) []float64 {
+func percentiles(s []weighted, qs ...float64) []float64 {
 	out := make([]float64, len(qs))
 	if len(s) == 0 {
 		for i := range out {
@@ -98,11 +98,11 @@ func Percentiles(s []weighted, qs ...float64) []float64 {
 	return out
 }
 
-// PercentilesOf is Percentiles over unit-weight values.
+// PercentilesOf is percentiles over unit-weight values.
 func PercentilesOf(vals []float64, qs ...float64) []float64 {
 	s := make([]weighted, len(vals))
 	for i, v := range vals {
 		s[i] = weighted{v, 1}
 	}
-	return Percentiles(s, qs...)
+	return percentiles(s, qs...)
 }

@@ -36,7 +36,7 @@ func TestPercentilesWeighted(t *testing.T) {
 	for range 10 {
 		s = append(s, weighted{1, 9}, weighted{100, 1})
 	}
-	p := Percentiles(s, 0.5, 0.89, 0.91)
+	p := percentiles(s, 0.5, 0.89, 0.91)
 	if p[0] != 1 || p[1] != 1 || p[2] != 100 {
 		t.Fatalf("weighted: %v; want [1 1 100]", p)
 	}
@@ -86,7 +86,7 @@ func TestMergeReservoirs(t *testing.T) {
 		b.add(1000)
 	}
 	s := mergeReservoirs([]*reservoir{&a, &b}, 0.5)
-	p := Percentiles(s, 0.5, 0.99, 0.995)
+	p := percentiles(s, 0.5, 0.99, 0.995)
 	if p[0] != 5 || p[1] != 5 || p[2] != 500 {
 		t.Fatalf("merged: %v; want [5 5 500] (ticks x 0.5)", p)
 	}

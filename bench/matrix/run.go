@@ -287,7 +287,7 @@ func (r *runner) runCell(c cell) (res Result, pinWhy string, err error) {
 	if res.Seconds > 0 {
 		res.Mops = float64(res.Ops) / res.Seconds / 1e6
 	}
-	p := Percentiles(mergeReservoirs(rs, r.tm.NsPerTick), 0.50, 0.99, 0.999)
+	p := percentiles(mergeReservoirs(rs, r.tm.NsPerTick), 0.50, 0.99, 0.999)
 	for i := range p {
 		if p[i] != p[i] { // NaN: no samples
 			p[i] = 0

@@ -43,18 +43,6 @@ func rawScores(s *Sketch, key []byte) []float64 {
 	return out
 }
 
-// rawLasts returns the key's cell timestamps.
-func rawLasts(s *Sketch, key []byte) []int64 {
-	out := make([]int64, s.levels)
-	for l, i := range cellsOf(s, key) {
-		c := s.cellAtIndex(uint32(l), i)
-		c.mu.Lock()
-		out[l] = c.last
-		c.mu.Unlock()
-	}
-	return out
-}
-
 func TestCellSize(t *testing.T) {
 	if got := unsafe.Sizeof(cell{}); got != 24 {
 		t.Fatalf("unsafe.Sizeof(cell{}) = %d, want 24 (grudge's cell)", got)
