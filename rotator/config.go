@@ -29,10 +29,11 @@ type Config struct {
 	Manual bool
 }
 
-// normalize returns cfg with defaults filled in and validated. Errors name
-// the field and the offending value, prefixed "rotator: " (or "sketch: "
-// for a field of cfg.Sketch, as sketch.New reports it).
-func (cfg Config) normalize() (Config, error) {
+// Normalize returns cfg with defaults filled in and validated (the
+// reference rotator validates with it too). Errors are *sketch.ConfigError
+// naming the field and the offending value, prefixed "rotator: " (or
+// "sketch: " for a field of cfg.Sketch, as sketch.New reports it).
+func (cfg Config) Normalize() (Config, error) {
 	sc, err := cfg.Sketch.Normalize()
 	if err != nil {
 		return cfg, err
@@ -53,19 +54,16 @@ func (cfg Config) normalize() (Config, error) {
 	return cfg, nil
 }
 
-// genSeed returns the hash seed of generation gen (0 for the first
+// GenerationSeed returns the hash seed of generation gen (0 for the first
 // generation New builds, then 1, 2, ... in order of creation) of a
 // rotator whose Config.Sketch.Seed is base: output gen of the splitmix64
-// stream seeded with base (Steele, Lea, Flood, "Fast splittable
-// pseudorandom number generators", OOPSLA 2014). Consecutive generations
+// stream seeded with base (sketch.SplitMix64). Consecutive generations
 // therefore hash under unrelated seeds, so two keys that collide in one
-// generation almost surely do not in the next. reference.Rotator derives
-// its seeds the same way, so both map a key to the same cells generation
-// by generation.
-func genSeed(base, gen uint64) uint64 {
+// generation almost surely do not in the next. The reference rotator
+// derives its seeds with it too, so both map a key to the same cells
+// generation by generation.
+func GenerationSeed(base, gen uint64) uint64 {
 	const golden = 0x9e3779b97f4a7c15
-	z := base + (gen+1)*golden
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
+	st := base + gen*golden
+	return sketch.SplitMix64(&st)
 }

@@ -76,7 +76,7 @@ var _ sketch.Scorer = (*Rotator)(nil)
 // reading. It returns an error naming the first invalid field (see
 // Config).
 func New(cfg Config) (*Rotator, error) {
-	cfg, err := cfg.normalize()
+	cfg, err := cfg.Normalize()
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +97,7 @@ func New(cfg Config) (*Rotator, error) {
 func (r *Rotator) build(gen uint64) *sketch.Sketch {
 	c := r.cfg.Sketch
 	c.Clock = r.tb // one time scale for every generation
-	c.Seed = genSeed(r.cfg.Sketch.Seed, gen)
+	c.Seed = GenerationSeed(r.cfg.Sketch.Seed, gen)
 	s, err := sketch.New(c)
 	if err != nil {
 		// c is cfg.Sketch, validated by New; only the seed differs.

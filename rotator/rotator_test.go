@@ -95,8 +95,8 @@ func TestSeedsDistinct(t *testing.T) {
 	if len(seen) != 3+10 {
 		t.Fatalf("saw %d distinct seeds; want 13", len(seen))
 	}
-	if genSeed(42, 0) != 0xbdd732262feb6e95 { // first splitmix64 output for seed 42
-		t.Fatalf("genSeed(42, 0) = %#x", genSeed(42, 0))
+	if GenerationSeed(42, 0) != 0xbdd732262feb6e95 { // first splitmix64 output for seed 42
+		t.Fatalf("GenerationSeed(42, 0) = %#x", GenerationSeed(42, 0))
 	}
 }
 

@@ -393,7 +393,7 @@ var cfgtHashVectors = []struct {
 func TestHashKnownVectors(t *testing.T) {
 	for _, v := range cfgtHashVectors {
 		st := v.seed
-		if k0, k1 := splitmix64(&st), splitmix64(&st); k0 != v.k0 || k1 != v.k1 {
+		if k0, k1 := SplitMix64(&st), SplitMix64(&st); k0 != v.k0 || k1 != v.k1 {
 			t.Errorf("seed %#x: splitmix64 expansion %#x, %#x; want %#x, %#x", v.seed, k0, k1, v.k0, v.k1)
 		}
 		x, s := XXH3()(v.seed), SipHash()(v.seed)

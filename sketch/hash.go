@@ -38,8 +38,8 @@ func (h xxh3Hasher) Sum64String(key string) uint64 {
 func SipHash() HasherFactory {
 	return func(seed uint64) Hasher {
 		st := seed
-		k0 := splitmix64(&st)
-		k1 := splitmix64(&st)
+		k0 := SplitMix64(&st)
+		k1 := SplitMix64(&st)
 		return sipHasher{k0, k1}
 	}
 }
@@ -53,9 +53,12 @@ func (h sipHasher) Sum64String(key string) uint64 {
 	return siphash.Hash(h.k0, h.k1, unsafe.Slice(unsafe.StringData(key), len(key)))
 }
 
-// splitmix64 advances *state and returns the next output of Vigna's
-// SplitMix64 generator.
-func splitmix64(state *uint64) uint64 {
+// SplitMix64 advances *state and returns the next output of Vigna's
+// SplitMix64 generator (Steele, Lea, Flood, "Fast splittable pseudorandom
+// number generators", OOPSLA 2014). It expands the SipHash key from
+// Config.Seed and derives a rotator's generation seeds: the one copy in
+// the module.
+func SplitMix64(state *uint64) uint64 {
 	*state += 0x9E3779B97F4A7C15
 	z := *state
 	z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9

@@ -6,22 +6,16 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
-// RotatorConfig describes a Rotator: the same fields as rotator.Config.
-type RotatorConfig struct {
-	// Sketch configures every generation; its Seed is the base seed from
-	// which each generation's seed is derived (splitmix64, as package
-	// rotator derives it, so both map a key to the same cells generation
-	// by generation).
-	Sketch sketch.Config
-	// Generations is N; 0 means 2; at least 2.
-	Generations uint32
-	// Period is the ticker period: every Period the oldest generation is
-	// retired; at least one millisecond.
-	Period time.Duration
-}
+// RotatorConfig describes a Rotator: it is rotator.Config, validated by
+// rotator.Config.Normalize, so the two rotators share one configuration
+// type, one validation and one seed derivation (rotator.GenerationSeed).
+// Period is the ticker period; Manual leaves the ticker out (rotation by
+// Rotate only).
+type RotatorConfig = rotator.Config
 
 // Rotator is grudge's rotator: N reference sketches under distinct seeds,
 // read from the oldest, written to all, behind one sync.RWMutex. Every
@@ -54,22 +48,9 @@ var _ sketch.Scorer = (*Rotator)(nil)
 // field of cfg.Sketch, "rotator: " for the others), and then starts
 // nothing.
 func NewRotator(cfg RotatorConfig) (*Rotator, error) {
-	sc, err := cfg.Sketch.Normalize()
+	cfg, err := cfg.Normalize()
 	if err != nil {
 		return nil, err
-	}
-	cfg.Sketch = sc
-	if cfg.Generations == 0 {
-		cfg.Generations = 2
-	}
-	if cfg.Generations < 2 {
-		return nil, sketch.NewConfigError("rotator", "Generations", cfg.Generations, "Generations must be >= 2; got %d", cfg.Generations)
-	}
-	if cfg.Period <= 0 {
-		return nil, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be > 0; got %v", cfg.Period)
-	}
-	if cfg.Period < time.Millisecond {
-		return nil, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be at least 1ms (the clock counts milliseconds); got %v", cfg.Period)
 	}
 	r := &Rotator{
 		cfg:  cfg,
@@ -80,6 +61,10 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 	for i := range r.gens {
 		r.gens[i] = r.build()
 	}
+	if cfg.Manual {
+		close(r.done)
+		return r, nil
+	}
 	t := time.NewTicker(cfg.Period)
 	go r.run(t)
 	return r, nil
@@ -88,7 +73,7 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 // build returns a fresh generation and advances the creation counter.
 func (r *Rotator) build() *Sketch {
 	c := r.cfg.Sketch
-	c.Seed = rotatorSeed(r.cfg.Sketch.Seed, r.next.Add(1)-1)
+	c.Seed = rotator.GenerationSeed(r.cfg.Sketch.Seed, r.next.Add(1)-1)
 	s, err := New(c)
 	if err != nil {
 		panic("rotator: building a generation failed: " + err.Error())
@@ -245,15 +230,4 @@ func (r *Rotator) QueryDetailed(key []byte) sketch.Detail {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
 	return r.gens[0].QueryDetailed(key)
-}
-
-// rotatorSeed is the seed of generation gen (creation order, from 0) for
-// base seed base: output gen of the splitmix64 stream seeded with base.
-// Package rotator derives its generations' seeds identically.
-func rotatorSeed(base, gen uint64) uint64 {
-	const golden = 0x9e3779b97f4a7c15
-	z := base + (gen+1)*golden
-	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
-	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
-	return z ^ (z >> 31)
 }
