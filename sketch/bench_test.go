@@ -11,125 +11,44 @@ package sketch_test
 //     counters updated with a CAS add, the same sketch.Index layout, no
 //     decay, no clamp, no clock.
 //
-// All three use L=4, M=100_000, Hi=1e12 and (where they decay)
-// decay.Exponential(1). Sub-benchmarks are named
+// Every implementation comes from the contention matrix's registry
+// (bench/matrix.NewTarget), with its parameters: L=4, M=100_000, Hi=1e12
+// and (where they decay) decay.Exponential(1). Sub-benchmarks are named
 // keys=uniform1M|hot1 / mode=serial|parallel / impl=..., and report
 // Mops/s (all goroutines together) besides ns/op and allocs/op.
 //
 //	go test -run '^$' -bench . -benchtime=200ms ./sketch/
 //
-// BenchmarkClockShare gives both sketches the same wall clock, to separate
-// the gain that comes from the cheaper default clock from the rest.
+// BenchmarkClockShare gives both sketches the same clock, to separate the
+// gain that comes from the cheaper default clock from the rest.
 
 import (
 	"encoding/binary"
-	"math"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
-	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
+	"github.com/lfgrudge/grudge/bench/matrix"
 )
 
 const (
 	benchLevels = 4
 	benchCells  = 100_000
-	benchHi     = 1e12
 	numKeys     = 1 << 20 // keys=uniform1M
 	keyMask     = numKeys - 1
 	keyLen      = 16
 	// hugeLimit admits every TryUpdate (it must be finite).
-	hugeLimit = benchHi
+	hugeLimit = matrix.AdmitLimit
 	// deniedFill is the score every key gets before BenchmarkTryUpdateDenied:
 	// with Exponential(1) it stays above limit=1 for about 20 s.
-	deniedFill = 1e9
+	deniedFill = matrix.DenyFill
 )
 
-// benchScorer is the part of sketch.Scorer the benchmarks call; the
-// atomicadd baseline implements only this much.
-type benchScorer interface {
-	Update(key []byte, delta float64)
-	Query(key []byte) float64
-	UpdateAndQuery(key []byte, delta float64) float64
-	TryUpdate(key []byte, delta, limit float64) bool
-}
-
-var (
-	_ benchScorer = (*sketch.Sketch)(nil)
-	_ benchScorer = (*reference.Sketch)(nil)
-	_ benchScorer = (*atomicAdd)(nil)
-)
-
-// atomicAdd is the lock-free lower bound: a count-min sketch of L rows of
-// float64 counters (bits in atomic.Uint64) updated with a CAS add loop,
-// indexed like sketch.Sketch (sketch.Index on the same XXH3 hash). No
-// decay, no clamp, no clock read, no padding. Its TryUpdate is a Query
-// followed by an Update: not atomic, only a cost floor.
-type atomicAdd struct {
-	hasher sketch.Hasher
-	rows   [][]atomic.Uint64 // L rows of M float64 bit patterns
-	m      uint32
-}
-
-func newAtomicAdd(levels, m uint32) *atomicAdd {
-	a := &atomicAdd{hasher: sketch.XXH3()(0), m: m, rows: make([][]atomic.Uint64, levels)}
-	for l := range a.rows {
-		a.rows[l] = make([]atomic.Uint64, m)
-	}
-	return a
-}
-
-// casAdd adds delta to c with a CAS loop and returns the new value.
-func casAdd(c *atomic.Uint64, delta float64) float64 {
-	for {
-		old := c.Load()
-		v := math.Float64frombits(old) + delta
-		if c.CompareAndSwap(old, math.Float64bits(v)) {
-			return v
-		}
-	}
-}
-
-func (a *atomicAdd) Update(key []byte, delta float64) {
-	h := a.hasher.Sum64(key)
-	for l := range a.rows {
-		casAdd(&a.rows[l][sketch.Index(h, uint32(l), a.m)], delta)
-	}
-}
-
-func (a *atomicAdd) UpdateAndQuery(key []byte, delta float64) float64 {
-	h := a.hasher.Sum64(key)
-	r := math.Inf(1)
-	for l := range a.rows {
-		r = min(r, casAdd(&a.rows[l][sketch.Index(h, uint32(l), a.m)], delta))
-	}
-	return r
-}
-
-func (a *atomicAdd) query(h uint64) float64 {
-	r := math.Inf(1)
-	for l := range a.rows {
-		r = min(r, math.Float64frombits(a.rows[l][sketch.Index(h, uint32(l), a.m)].Load()))
-	}
-	return r
-}
-
-func (a *atomicAdd) Query(key []byte) float64 { return a.query(a.hasher.Sum64(key)) }
-
-func (a *atomicAdd) TryUpdate(key []byte, delta, limit float64) bool {
-	h := a.hasher.Sum64(key)
-	if !(a.query(h)+delta <= limit) {
-		return false
-	}
-	for l := range a.rows {
-		casAdd(&a.rows[l][sketch.Index(h, uint32(l), a.m)], delta)
-	}
-	return true
-}
+// benchScorer is the part of sketch.Scorer the benchmarks call: the
+// matrix's Target, whose registry (bench/matrix.NewTarget) builds every
+// implementation of these benchmarks too.
+type benchScorer = matrix.Target
 
 // benchKeys returns the 1<<20 pre-generated 16-byte keys (built once, from
 // a fixed seed) and, as keys=hot1, a one-key slice.
@@ -149,44 +68,19 @@ var benchKeys = sync.OnceValue(func() [][]byte {
 var sinkF float64
 var sinkB bool
 
-// wallClock is the reference's default clock as a sketch.Clock, for
-// BenchmarkClockShare.
-type wallClock struct{}
-
-func (wallClock) NowMillis() int64 { return time.Now().UnixMilli() }
-
-func benchConfig(clk sketch.Clock) sketch.Config {
-	return sketch.Config{
-		Levels:        benchLevels,
-		CellsPerLevel: benchCells,
-		Decay:         decay.Exponential(1),
-		Hi:            benchHi,
-		Clock:         clk,
-	}
-}
-
 var implNames = []string{"lockfree", "reference", "atomicadd"}
 
-// newImpl builds the named implementation and, if fill is not 0, adds fill
-// to every uniform key, so every cell holds a non-zero score (a zero score
-// would let the lock-free sketch skip the decay math) and every page of
-// the cell arrays is faulted in before timing.
-func newImpl(tb testing.TB, name string, clk sketch.Clock, fill float64) benchScorer {
-	var s benchScorer
-	var err error
-	switch name {
-	case "lockfree":
-		s, err = sketch.New(benchConfig(clk))
-	case "reference":
-		s, err = reference.New(benchConfig(clk))
-	case "atomicadd":
-		s = newAtomicAdd(benchLevels, benchCells)
-	default:
-		tb.Fatalf("unknown impl %q", name)
-	}
+// newImpl builds the named implementation from the matrix's registry
+// (default clocks) and, if fill is not 0, adds fill to every uniform key,
+// so every cell holds a non-zero score (a zero score would let the
+// lock-free sketch skip the decay math) and every page of the cell arrays
+// is faulted in before timing.
+func newImpl(tb testing.TB, name, clock string, fill float64) benchScorer {
+	s, closeFn, err := matrix.NewTarget(name, benchLevels, benchCells, clock)
 	if err != nil {
 		tb.Fatal(err)
 	}
+	tb.Cleanup(closeFn)
 	if fill != 0 {
 		for _, k := range benchKeys() {
 			s.Update(k, fill)
@@ -208,7 +102,7 @@ func runMatrix(b *testing.B, fill float64, op benchOp) {
 		if s, ok := impls[name]; ok {
 			return s
 		}
-		s := newImpl(b, name, nil, fill)
+		s := newImpl(b, name, matrix.ClockDefault, fill)
 		impls[name] = s
 		return s
 	}
@@ -296,20 +190,18 @@ func BenchmarkUpdateAndQuery(b *testing.B) {
 }
 
 // BenchmarkClockShare is single-goroutine Update on uniform keys, both
-// sketches with their default clocks (clock=default) and both with the
-// same wall clock, time.Now().UnixMilli() (clock=wall). The
-// lockfree/reference ratio under clock=wall is the gain without the
-// cheaper clock; the rest of the clock=default ratio is the clock's share.
+// sketches with their default clocks (clock=default: monotonic for the
+// lock-free sketch, wall for the reference) and both on the matrix's
+// shared monotonic clock (clock=shared). The lockfree/reference ratio
+// under clock=shared is the gain without the cheaper clock; the rest of
+// the clock=default ratio is the clock's share.
 func BenchmarkClockShare(b *testing.B) {
 	keys := benchKeys()
-	for _, ck := range []struct {
-		name string
-		clk  sketch.Clock
-	}{{"default", nil}, {"wall", wallClock{}}} {
-		b.Run("clock="+ck.name, func(b *testing.B) {
+	for _, clock := range []string{matrix.ClockDefault, matrix.ClockShared} {
+		b.Run("clock="+clock, func(b *testing.B) {
 			for _, name := range implNames[:2] {
 				b.Run("impl="+name, func(b *testing.B) {
-					s := newImpl(b, name, ck.clk, 1)
+					s := newImpl(b, name, clock, 1)
 					b.ReportAllocs()
 					i := 0
 					for b.Loop() {

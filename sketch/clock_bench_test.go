@@ -6,13 +6,10 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/asm"
+	"github.com/lfgrudge/grudge/bench/matrix"
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/sketch"
 )
-
-type benchNanotimeClock struct{}
-
-func (benchNanotimeClock) NowMillis() int64 { return asm.Nanotime() / 1e6 }
 
 type benchWallClock struct{}
 
@@ -33,7 +30,7 @@ func BenchmarkUpdateClock(b *testing.B) {
 	clocks := []struct {
 		name string
 		c    sketch.Clock
-	}{{"default", nil}, {"asm", asm.NewClock()}, {"nanotime", benchNanotimeClock{}}, {"wall", benchWallClock{}}}
+	}{{"default", nil}, {"asm", asm.NewClock()}, {"nanotime", matrix.SharedClock{}}, {"wall", benchWallClock{}}}
 	for _, c := range clocks {
 		s, err := sketch.New(sketch.Config{Hi: 1e12, Decay: decay.Exponential(1), Clock: c.c})
 		if err != nil {

@@ -140,3 +140,24 @@ func build(o *Options, impl, clock string, w workload) (instance, error) {
 	}
 	return instance{}, fmt.Errorf("matrix: unknown implementation %q", impl)
 }
+
+// NewTarget builds implementation impl (ImplLockfree, ImplReference,
+// ImplRotator, ImplRefRotator, ImplAtomicAdd, ImplRateMap) with the
+// matrix's parameters for a sketch of levels x cells, under clock mode
+// clock (ClockDefault or ClockShared). It is how the go test benchmarks
+// reuse the matrix's registry instead of building their own. close
+// releases background resources and is never nil.
+func NewTarget(impl string, levels, cells uint32, clock string) (t Target, close func(), err error) {
+	o := &Options{Levels: levels, Cells: cells}
+	in, err := build(o, impl, clock, workload{})
+	return in.target, in.close, err
+}
+
+// DenyLimit and DenyFill set up the abuse path of every harness: a key
+// filled with DenyFill stays above DenyLimit for about 20 s under the
+// matrix's Exponential(1); AdmitLimit admits every TryUpdate.
+const (
+	DenyLimit  = denyLimit
+	DenyFill   = denyFill
+	AdmitLimit = admitLimit
+)
