@@ -25,17 +25,15 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 	return c.w.CompareAndSwap(uint64(old), uint64(new))
 }
 
-// Contention backoff schedule (docs/design.md, "Hot keys and backoff").
-// A lost CAS means another core holds the line and is updating it.
-// Retrying at once pulls the line back mid-streak, and on a hot key both
-// cores then pay a line transfer (~90 ns on the development VM) on every
-// operation. Waiting a few of the winner's operation times (~120 ns each)
-// lets it run them on lines that stay in its cache: throughput through
-// unfairness, which sync.Mutex's spin phase gets too. The first wait is 32
-// Pause calls (~0.7 us on the development VM, PAUSE ~22 ns); rounds double
-// up to 1024, so many cores on one line spread out (every loss means some
-// other core made progress). Longer first rounds bought more one-hot-key
-// throughput at 2 cores for a longer p99; shorter ones bought neither.
+// Contention backoff schedule (docs/design.md, "Hot keys and backoff",
+// has the measurements behind it). A lost CAS means another core holds
+// the line and is updating it; retrying at once pulls the line back
+// mid-streak, and on a hot key both cores then pay a line transfer on
+// every operation. Waiting a few of the winner's operation times lets it
+// run them on lines that stay in its cache: throughput through
+// unfairness, which sync.Mutex's spin phase gets too. The first wait is
+// 32 Pause calls; rounds double up to 1024, so many cores on one line
+// spread out (every loss means some other core made progress).
 const (
 	contendedFirst = 32
 	contendedMax   = 1024

@@ -103,7 +103,7 @@ func (c *Compiled) ApplyN(s *[Batch]float64, dt *[Batch]int64, n uint32) {
 
 // expApply is exponential decay for dt > 0: three table lookups below
 // 2^24 ms, nudged up; math.Exp otherwise (expSlow). It is over the
-// inlining budget, so ApplyN calls it once per value (about 1 ns).
+// inlining budget, so ApplyN calls it once per value.
 func (c *Compiled) expApply(score float64, dt int64) float64 {
 	if dt < expSpan {
 		if v := score * (c.exp[0][dt&expMask] * c.exp[1][(dt>>expTableBits)&expMask] * c.exp[2][(dt>>(2*expTableBits))&expMask]); math.Abs(v) >= tinyDecayed {
