@@ -135,3 +135,11 @@ func (cfg Config) native(seed uint64) sketch.Config {
 	}
 	return nc
 }
+
+// ErrInvalidConfig is matched by every configuration error New and
+// NewRotator return: errors.Is(err, ErrInvalidConfig). Each such error is
+// a *ConfigError naming the field and the value.
+var ErrInvalidConfig = sketch.ErrInvalidConfig
+
+// ConfigError reports one invalid configuration field (sketch.ConfigError).
+type ConfigError = sketch.ConfigError

@@ -1,6 +1,7 @@
 package grudge_test
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -396,15 +397,17 @@ func (h fnvHasher) Hash64(key []byte) uint64 {
 // TestConfigErrors: invalid configs yield the core's errors unchanged.
 func TestConfigErrors(t *testing.T) {
 	for _, c := range []grudge.Config{{Lo: 1, Hi: 2}, {Lo: 0, Hi: 0}, {Lo: math.NaN(), Hi: 1}, {Levels: 9, Hi: 1}, {Hi: 1, Decay: grudge.Exponential(-1)}} {
-		if _, err := grudge.New(c); err == nil || !strings.HasPrefix(err.Error(), "sketch: ") {
-			t.Errorf("New(%+v) error = %v, want a sketch: error", c, err)
+		_, err := grudge.New(c)
+		var ce *grudge.ConfigError
+		if err == nil || !strings.HasPrefix(err.Error(), "sketch: ") || !errors.Is(err, grudge.ErrInvalidConfig) || !errors.As(err, &ce) {
+			t.Errorf("New(%+v) error = %v, want a sketch: *ConfigError matching ErrInvalidConfig", c, err)
 		}
 	}
-	if _, err := grudge.NewRotator(grudge.RotatorConfig{Sketch: grudge.Config{Hi: 1}}); err == nil {
-		t.Error("NewRotator without Period or Ticker: no error")
+	if _, err := grudge.NewRotator(grudge.RotatorConfig{Sketch: grudge.Config{Hi: 1}}); !errors.Is(err, grudge.ErrInvalidConfig) {
+		t.Errorf("NewRotator without Period or Ticker: %v, want ErrInvalidConfig", err)
 	}
-	if _, err := grudge.NewRotator(grudge.RotatorConfig{Sketch: grudge.Config{Hi: 1}, Generations: 1, Period: time.Second}); err == nil {
-		t.Error("NewRotator with 1 generation: no error")
+	if _, err := grudge.NewRotator(grudge.RotatorConfig{Sketch: grudge.Config{Hi: 1}, Generations: 1, Period: time.Second}); !errors.Is(err, grudge.ErrInvalidConfig) {
+		t.Errorf("NewRotator with 1 generation: %v, want ErrInvalidConfig", err)
 	}
 }
 

@@ -1,6 +1,7 @@
 package rotator
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"runtime"
@@ -60,8 +61,9 @@ func TestNewValidates(t *testing.T) {
 		{Config{Sketch: sketch.Config{Hi: 1, Levels: 9}, Period: period}, "sketch: Levels must be <= 8; got 9"},
 	} {
 		r, err := New(tc.cfg)
-		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
-			t.Errorf("New(%+v) = %v, %v; want error %q", tc.cfg, r, err, tc.want)
+		var ce *sketch.ConfigError
+		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, sketch.ErrInvalidConfig) || !errors.As(err, &ce) {
+			t.Errorf("New(%+v) = %v, %v; want a *sketch.ConfigError %q matching ErrInvalidConfig", tc.cfg, r, err, tc.want)
 		}
 	}
 	r := newRotator(t, Config{Sketch: small(clk), Period: period})
