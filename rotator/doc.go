@@ -13,9 +13,11 @@
 // generation ever built, so keys that collide in one generation almost
 // surely do not in the next.
 //
-// Each operation loads the set, reads the clock once (Config.Sketch.Clock,
-// or the sketch default clock through the primary's NowMillis), and
-// passes that time to every generation through the sketch's At twins:
+// Each operation loads the set, reads the clock once through the
+// rotator's one sketch.Timebase (shared by every generation: one clock,
+// one high-water mark), and passes that time to every generation through
+// the sketch's At twins (a generation may see a later time if a
+// concurrent operation already used one; never an earlier one):
 // writes (Update, UpdateAndQuery, an admitted TryUpdate) go to all N
 // generations, reads (Query, QueryDetailed, the decision of TryUpdate)
 // to the primary. A generation built by the promotion at deadline t

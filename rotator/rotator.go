@@ -16,9 +16,9 @@ import (
 // Create one with New; the zero Rotator is not usable. A Rotator is safe
 // for concurrent use by any number of goroutines. It starts no goroutine
 // and takes no lock: rotation happens on access, performed by the one
-// operation that wins the promotion (see the package doc). Every operation reads
-// the clock once and applies that time to every generation and to the
-// rotation deadline. Update, Query, UpdateAndQuery, TryUpdate and their
+// operation that wins the promotion (see the package doc). Every
+// operation reads the clock once, through the one Timebase its
+// generations share, for decay and the rotation deadline alike. Update, Query, UpdateAndQuery, TryUpdate and their
 // string twins do not allocate, except the one operation per Period that
 // performs a promotion and allocates the new generation.
 //
