@@ -44,7 +44,9 @@ func (l *Limiter) DecideString(t time.Time, key string, n int) Decision {
 }
 
 // Peek is Decide without any write: it says what Decide would answer at
-// t, and debits nothing, not even RejectCost.
+// t (Remaining and ResetAfter as if the request were admitted, when it
+// would be), and debits nothing, not even RejectCost. Like every rotator
+// access it may perform a rotation that is due; it never writes a cell.
 func (l *Limiter) Peek(t time.Time, key []byte, n int) Decision {
 	return l.decide(t, bytesView(key), n, false)
 }

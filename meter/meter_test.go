@@ -250,3 +250,50 @@ func levelsFor(cells uint32) uint32 {
 	}
 	return 2
 }
+
+// Inflight against the exact per-key count: with roomy cells Count is the
+// count; with every key colliding it is an upper bound, and TryAcquire
+// never lets a key hold more than its max.
+func TestInflightModel(t *testing.T) {
+	for _, cells := range []uint32{1, 1 << 12} {
+		t.Run(fmt.Sprintf("cells=%d", cells), func(t *testing.T) {
+			rapid.Check(t, func(rt *rapid.T) {
+				in, err := meter.NewInflight(0, meter.WithSize(levelsFor(cells), cells),
+					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")))
+				if err != nil {
+					rt.Fatal(err)
+				}
+				keys := []string{"a", "b", "c"}
+				held := map[string][]*meter.Guard{}
+				for range rapid.IntRange(1, 200).Draw(rt, "ops") {
+					k := rapid.SampledFrom(keys).Draw(rt, "key")
+					switch rapid.IntRange(0, 2).Draw(rt, "op") {
+					case 0:
+						held[k] = append(held[k], in.Acquire(k))
+					case 1:
+						max := rapid.IntRange(1, 5).Draw(rt, "max")
+						if g := in.TryAcquire(k, max); g != nil {
+							if len(held[k])+1 > max {
+								rt.Fatalf("TryAcquire(%q, %d) admitted with %d held", k, max, len(held[k]))
+							}
+							held[k] = append(held[k], g)
+						}
+					case 2:
+						if n := len(held[k]); n > 0 {
+							i := rapid.IntRange(0, n-1).Draw(rt, "which")
+							held[k][i].Release()
+							held[k][i].Release() // idempotent
+							held[k] = append(held[k][:i], held[k][i+1:]...)
+						}
+					}
+					for _, q := range keys {
+						c := in.Count(q)
+						if c < len(held[q]) || (cells > 1 && c != len(held[q])) {
+							rt.Fatalf("Count(%q) = %d, holding %d (cells %d)", q, c, len(held[q]), cells)
+						}
+					}
+				}
+			})
+		})
+	}
+}
