@@ -1,0 +1,55 @@
+package limit_test
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lfgrudge/grudge/limit"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+// A limiter for every client in three lines: 10 requests per second, bursts
+// of 5, any number of keys, constant memory.
+func Example() {
+	l := limit.MustNew(10, 5)
+	admitted := 0
+	for range 8 {
+		if l.AllowString("203.0.113.7") {
+			admitted++
+		}
+	}
+	fmt.Println(admitted, l.AllowString("198.51.100.1"))
+	// Output: 5 true
+}
+
+// A Decision says how long to wait: here exactly one token's drain.
+func ExampleLimiter_DecideString() {
+	clk := sketchtest.NewFakeClock()
+	l := limit.MustNew(limit.Every(200*time.Millisecond), 2, limit.WithClock(clk))
+	l.AllowNString(clk.Now(), "k", 2)
+	d := l.DecideString(clk.Now(), "k", 1)
+	fmt.Println(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)
+	clk.Advance(d.RetryAfter)
+	fmt.Println(l.AllowNString(clk.Now(), "k", 1))
+	// Output:
+	// false 0 200ms 400ms
+	// true
+}
+
+// Two windows, all-or-nothing: a denial by the hourly window debits the
+// per-second one nothing (Peek's Remaining is after the peeked request).
+func ExampleMulti() {
+	clk := sketchtest.NewFakeClock()
+	perSec := limit.MustNew(10, 10, limit.WithClock(clk))
+	perHour := limit.MustNew(limit.Every(time.Hour/20), 20, limit.WithClock(clk))
+	m, _ := limit.NewMulti(perSec, perHour)
+	n := 0
+	for range 5 {
+		if m.AllowN(clk.Now(), "user-42", 8) {
+			n++
+		}
+		clk.Advance(time.Second)
+	}
+	fmt.Println(n, perSec.PeekString(clk.Now(), "user-42", 1).Remaining)
+	// Output: 2 9
+}

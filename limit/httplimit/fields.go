@@ -1,0 +1,77 @@
+package httplimit
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lfgrudge/grudge/limit"
+)
+
+// Draft is the version of the IETF RateLimit header fields followed.
+const Draft = "draft-ietf-httpapi-ratelimit-headers-09"
+
+// maxSFInteger is the largest Integer of RFC 9651 Structured Fields
+// (15 decimal digits).
+const maxSFInteger = 999_999_999_999_999
+
+// checkName reports whether name can be a Structured Field String
+// (RFC 9651 §3.3.3: printable ASCII, 0x20 to 0x7E).
+func checkName(name string) error {
+	if name == "" {
+		return fmt.Errorf("httplimit: policy name must not be empty")
+	}
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; c < 0x20 || c > 0x7e {
+			return fmt.Errorf("httplimit: policy name must be printable ASCII (an sf-string); got %q", name)
+		}
+	}
+	return nil
+}
+
+// sfString serializes s (checked by checkName) as an sf-string: quoted,
+// with '"' and '\' escaped by a backslash.
+func sfString(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' || s[i] == '\\' {
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// ceilSeconds returns d in whole seconds rounded up, clamped to
+// [0, maxSFInteger].
+func ceilSeconds(d time.Duration) int64 {
+	if d <= 0 {
+		return 0
+	}
+	s := (d + time.Second - 1) / time.Second
+	if d > time.Duration(math.MaxInt64)-time.Second || int64(s) > maxSFInteger {
+		return maxSFInteger
+	}
+	return int64(s)
+}
+
+// policyField returns the RateLimit-Policy value of the draft for a token
+// bucket: the quota q is the burst (what a full bucket admits at once)
+// and the window w the time to refill it from empty, burst/rate seconds
+// rounded up (at least 1).
+func policyField(quotedName string, l *limit.Limiter) string {
+	w := ceilSeconds(time.Duration(math.Ceil(float64(l.Burst()) / float64(l.Limit()) * float64(time.Second))))
+	return quotedName + ";q=" + strconv.Itoa(l.Burst()) + ";w=" + strconv.FormatInt(max(w, 1), 10)
+}
+
+// rateLimitField returns the RateLimit value of the draft: r the
+// remaining quota (the Decision's Remaining) and t the seconds until the
+// quota resets (the bucket is full again: ResetAfter rounded up).
+func rateLimitField(quotedName string, d limit.Decision) string {
+	return quotedName + ";r=" + strconv.Itoa(d.Remaining) + ";t=" + strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
+}

@@ -1,0 +1,69 @@
+// Command heapplot draws docs/img/readings-heap.png from the output of
+//
+//	go test -run '^$' -bench Heap -benchtime 1x ./limit/ | go run ./limit/internal/heapplot -o docs/img/readings-heap.png
+//
+// one line per implementation: live heap (MB, log scale) against the
+// number of distinct keys seen.
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"log"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+)
+
+var line = regexp.MustCompile(`^BenchmarkHeap/impl=([^/]+)/keys=(\d+)M\S*\s+\d+\s+\d+ ns/op\s+([0-9.]+) heap-MB`)
+
+func main() {
+	out := flag.String("o", "readings-heap.png", "output PNG")
+	flag.Parse()
+	series := map[string]plotter.XYs{}
+	var names []string
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		keys, _ := strconv.ParseFloat(m[2], 64)
+		mb, _ := strconv.ParseFloat(m[3], 64)
+		if _, ok := series[m[1]]; !ok {
+			names = append(names, m[1])
+		}
+		series[m[1]] = append(series[m[1]], plotter.XY{X: keys, Y: mb})
+	}
+	if len(names) == 0 {
+		log.Fatal("heapplot: no BenchmarkHeap lines on stdin")
+	}
+	p := plot.New()
+	p.Title.Text = "live heap after N distinct keys (one Allow each)"
+	p.X.Label.Text = "distinct keys (millions)"
+	p.Y.Label.Text = "heap (MB, log scale)"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	var args []any
+	for _, n := range names {
+		xy := series[n]
+		slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		args = append(args, n, xy)
+	}
+	if err := plotutil.AddLinePoints(p, args...); err != nil {
+		log.Fatal(err)
+	}
+	if err := p.Save(6*vg.Inch, 4*vg.Inch, *out); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("wrote", *out)
+}

@@ -1,0 +1,339 @@
+package limit
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"math"
+	"time"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Limit is a rate of events per second, as golang.org/x/time/rate's
+// Limit. Inf admits everything.
+type Limit float64
+
+// Inf is the infinite rate: a Limiter with it admits every request and
+// keeps no state.
+const Inf = Limit(math.MaxFloat64)
+
+// InfDuration is the RetryAfter (and Reservation Delay) of a request that
+// can never be admitted: n above the burst, or a reservation refused.
+const InfDuration = time.Duration(math.MaxInt64)
+
+// Every converts a minimum interval between events to a Limit; a zero or
+// negative interval means Inf.
+func Every(interval time.Duration) Limit {
+	if interval <= 0 {
+		return Inf
+	}
+	return 1 / Limit(interval.Seconds())
+}
+
+// PeriodFactor is K in the default rotation Period, K x MaxDebt /
+// (rate x (Generations-1)): see doc.go, "Rotation and amnesty".
+const PeriodFactor = 16
+
+// Limiter is a token bucket per key over an unbounded key space, in debt
+// form, in constant memory: see doc.go. Create one with New; the zero
+// Limiter is not usable. A Limiter is safe for concurrent use by any
+// number of goroutines; it starts no goroutine and never needs purging.
+type Limiter struct {
+	r          *rotator.Rotator // nil when limit is Inf
+	tb         *sketch.Timebase // r's time scale; nil when limit is Inf
+	limit      Limit
+	burst      int
+	burstF     float64 // float64(burst)
+	rate       float64 // float64(limit), > 0 and finite unless Inf
+	maxDebt    float64 // Hi of the sketch, >= burstF
+	rejectCost float64 // >= 0, <= maxDebt
+	strict     bool
+	name       string
+	period     time.Duration
+}
+
+// Option configures New.
+type Option func(*options)
+
+type options struct {
+	clock       sketch.Clock
+	seed        uint64
+	seeded      bool
+	levels      uint32
+	cells       uint32
+	hasher      sketch.HasherFactory
+	strict      bool
+	rejectCost  float64
+	maxDebt     float64
+	generations uint32
+	period      time.Duration
+	name        string
+}
+
+// WithClock sets the clock (default: the sketch's monotonic clock). A
+// sketchtest.FakeClock makes the limiter deterministic: pass its Now() to
+// the At-style methods (AllowN, ReserveN, Decide).
+func WithClock(c sketch.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithSeed sets the hash seed (default: 8 bytes from crypto/rand, so a
+// client cannot choose keys that collide with a victim's).
+func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seeded = seed, true } }
+
+// WithSize sets the sketch's levels L and cells per level M (0 keeps the
+// sketch default: 4 x 100,000). Memory is about Generations x L x M x 8
+// bytes, whatever the number of keys.
+func WithSize(levels, cells uint32) Option {
+	return func(o *options) { o.levels, o.cells = levels, cells }
+}
+
+// WithHasher sets the hash (default sketch.SipHash(), the keyed PRF;
+// sketch.XXH3() is faster where keys are not chosen by an adversary).
+func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.hasher = h } }
+
+// WithStrict chooses the decision mode: strict (true, the default) decides
+// with the sketch's TryUpdate, exact under contention; optimistic (false)
+// reads then writes, and can over-admit by the number of callers racing
+// on one key.
+func WithStrict(strict bool) Option { return func(o *options) { o.strict = strict } }
+
+// WithRejectCost debits c tokens of debt on every denial (default 0): a
+// penalty for a client that keeps knocking. Debt never exceeds MaxDebt.
+func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost = c } }
+
+// WithMaxDebt sets the most debt a key can carry (the sketch's Hi;
+// default 2 x burst, at least burst + RejectCost). Debt above the burst
+// comes from reservations queued into the future (ReserveN, WaitN) and
+// from penalties; it must be >= burst.
+func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
+
+// WithGenerations sets the rotator's number of generations (default 2).
+func WithGenerations(n uint32) Option { return func(o *options) { o.generations = n } }
+
+// WithPeriod overrides the rotation Period. New refuses a Period shorter
+// than MaxDebt / (rate x (Generations-1)), which could amnesty a key that
+// went silent at MaxDebt (see doc.go).
+func WithPeriod(p time.Duration) Option { return func(o *options) { o.period = p } }
+
+// WithName names the limiter's policy (default "default"); httplimit uses
+// it in the RateLimit-Policy and RateLimit header fields.
+func WithName(name string) Option { return func(o *options) { o.name = name } }
+
+// New returns a limiter admitting, per key, burst requests at once and
+// limit requests per second sustained. It returns an error, prefixed
+// "limit: ", for a limit that is NaN, zero or negative, a burst < 1, or an
+// invalid option.
+func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
+	o := options{strict: true, name: "default", generations: 2}
+	for _, f := range opts {
+		f(&o)
+	}
+	if math.IsNaN(float64(limit)) || limit <= 0 {
+		return nil, fmt.Errorf("limit: limit must be > 0 (or Inf); got %v", float64(limit))
+	}
+	if burst < 1 {
+		return nil, fmt.Errorf("limit: burst must be > 0; got %d", burst)
+	}
+	if burst > 1<<24 {
+		return nil, fmt.Errorf("limit: burst must be <= %d (exact in a float32 cell); got %d", 1<<24, burst)
+	}
+	if math.IsNaN(o.rejectCost) || math.IsInf(o.rejectCost, 0) || o.rejectCost < 0 {
+		return nil, fmt.Errorf("limit: RejectCost must be finite and >= 0; got %v", o.rejectCost)
+	}
+	if o.name == "" {
+		return nil, fmt.Errorf("limit: Name must not be empty")
+	}
+	l := &Limiter{limit: limit, burst: burst, burstF: float64(burst), strict: o.strict, name: o.name}
+	if limit == Inf || math.IsInf(float64(limit), 1) {
+		l.limit = Inf
+		return l, nil
+	}
+	l.rate = float64(limit)
+	maxDebt := o.maxDebt
+	if maxDebt == 0 {
+		maxDebt = max(2*l.burstF, l.burstF+o.rejectCost)
+	}
+	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < l.burstF || maxDebt > math.MaxFloat32 {
+		return nil, fmt.Errorf("limit: MaxDebt must be finite and >= burst (%d); got %v", burst, maxDebt)
+	}
+	if o.rejectCost > maxDebt {
+		return nil, fmt.Errorf("limit: RejectCost must be <= MaxDebt (%v); got %v", maxDebt, o.rejectCost)
+	}
+	l.maxDebt, l.rejectCost = maxDebt, o.rejectCost
+	if o.generations < 2 {
+		return nil, fmt.Errorf("limit: Generations must be >= 2; got %d", o.generations)
+	}
+	minPeriod := periodFor(maxDebt, l.rate, o.generations, 1)
+	period := o.period
+	if period == 0 {
+		period = periodFor(maxDebt, l.rate, o.generations, PeriodFactor)
+	} else if period < minPeriod {
+		return nil, fmt.Errorf("limit: Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
+	}
+	l.period = period
+	if !o.seeded {
+		var b [8]byte
+		_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+		o.seed = binary.LittleEndian.Uint64(b[:])
+	}
+	if o.hasher == nil {
+		o.hasher = sketch.SipHash()
+	}
+	r, err := rotator.New(rotator.Config{
+		Sketch: sketch.Config{
+			Levels:        o.levels,
+			CellsPerLevel: o.cells,
+			Decay:         decay.Linear(l.rate),
+			Lo:            0,
+			Hi:            maxDebt,
+			Aggregator:    sketch.Min,
+			Hasher:        o.hasher,
+			Seed:          o.seed,
+			Clock:         o.clock,
+		},
+		Generations: o.generations,
+		Period:      period,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("limit: %w", err)
+	}
+	l.r, l.tb = r, r.Timebase()
+	return l, nil
+}
+
+// MustNew is New that panics on an error; for package-level limiters.
+func MustNew(limit Limit, burst int, opts ...Option) *Limiter {
+	l, err := New(limit, burst, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return l
+}
+
+// periodFor returns k x debt / (rate x (gens-1)) seconds, rounded up to
+// the millisecond, at least 1 ms, at most about 290 years.
+func periodFor(debt, rate float64, gens uint32, k float64) time.Duration {
+	ms := math.Ceil(k * debt * 1000 / (rate * float64(gens-1)))
+	if ms >= float64(math.MaxInt64/int64(time.Millisecond)) {
+		return time.Duration(math.MaxInt64/int64(time.Millisecond)) * time.Millisecond
+	}
+	return time.Duration(max(ms, 1)) * time.Millisecond
+}
+
+// Limit returns the sustained rate.
+func (l *Limiter) Limit() Limit { return l.limit }
+
+// Burst returns the burst: the most a key is admitted at once.
+func (l *Limiter) Burst() int { return l.burst }
+
+// Name returns the policy name (WithName).
+func (l *Limiter) Name() string { return l.name }
+
+// MaxDebt returns the most debt a key can carry.
+func (l *Limiter) MaxDebt() float64 { return l.maxDebt }
+
+// Period returns the rotation Period (0 for Inf).
+func (l *Limiter) Period() time.Duration { return l.period }
+
+// Sizes returns the memory the limiter holds: constant, whatever the
+// number of keys.
+func (l *Limiter) Sizes() sketch.Sizes {
+	if l.r == nil {
+		return sketch.Sizes{}
+	}
+	return l.r.Sizes()
+}
+
+// Now returns the limiter clock's current reading as a time.Time, for the
+// At-style methods.
+func (l *Limiter) Now() time.Time {
+	if l.tb == nil {
+		return time.Now()
+	}
+	return l.tb.Now()
+}
+
+// bytesView returns b's bytes as a string without copying; the sketch
+// only hashes it.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// checkN panics on n <= 0: a request of no tokens is a programmer error.
+func checkN(op string, n int) {
+	if n <= 0 {
+		panic(fmt.Sprintf("limit: %s: n must be > 0; got %d", op, n))
+	}
+}
+
+// Allow reports whether one request for key is admitted now, and if so
+// debits it. It does not allocate.
+func (l *Limiter) Allow(key []byte) bool { return l.allow(bytesView(key)) }
+
+// AllowString is Allow for a string key. It does not allocate.
+func (l *Limiter) AllowString(key string) bool { return l.allow(key) }
+
+func (l *Limiter) allow(key string) bool {
+	if l.r == nil {
+		return true
+	}
+	if l.strict {
+		if l.r.TryUpdateString(key, 1, l.burstF) {
+			return true
+		}
+	} else if l.r.QueryString(key)+1 <= l.burstF {
+		l.r.UpdateString(key, 1)
+		return true
+	}
+	if l.rejectCost > 0 {
+		l.r.UpdateString(key, l.rejectCost)
+	}
+	return false
+}
+
+// AllowN reports whether n requests for key are admitted at time t, and
+// if so debits them. It panics if n <= 0. t is taken as the rotator's
+// At twins take it: a t before a time already used counts as that time,
+// a t after the clock's reading as that reading.
+func (l *Limiter) AllowN(t time.Time, key []byte, n int) bool {
+	return l.allowN(t, bytesView(key), n)
+}
+
+// AllowNString is AllowN for a string key. It does not allocate.
+func (l *Limiter) AllowNString(t time.Time, key string, n int) bool {
+	return l.allowN(t, key, n)
+}
+
+func (l *Limiter) allowN(t time.Time, key string, n int) bool {
+	checkN("AllowN", n)
+	if l.r == nil {
+		return true
+	}
+	if n > l.burst {
+		return false
+	}
+	nf := float64(n)
+	if l.strict {
+		if l.r.TryUpdateStringAt(t, key, nf, l.burstF) {
+			return true
+		}
+	} else if l.r.QueryStringAt(t, key)+nf <= l.burstF {
+		l.r.UpdateStringAt(t, key, nf)
+		return true
+	}
+	if l.rejectCost > 0 {
+		l.r.UpdateStringAt(t, key, l.rejectCost)
+	}
+	return false
+}
+
+// WouldAllow reports whether n requests for key would be admitted now,
+// without debiting anything or charging RejectCost: it only reads.
+func (l *Limiter) WouldAllow(key string, n int) bool {
+	checkN("WouldAllow", n)
+	if l.r == nil {
+		return true
+	}
+	return n <= l.burst && l.r.QueryString(key)+float64(n) <= l.burstF
+}

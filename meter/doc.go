@@ -1,0 +1,35 @@
+// Package meter holds the other three readings of the decaying-score
+// sketch, next to package limit's debt meter, each per key over an
+// unbounded key space in constant memory:
+//
+//   - Rate: events per second from an exponentially decayed counter
+//     (+1 per event, Exponential(1/window)): C/window estimates the rate,
+//     with a startup transient 1-exp(-t/window) and mean lag window.
+//   - Inflight: requests in flight, +1 on Acquire, -1 on the Guard's
+//     (idempotent) Release, no decay; TryAcquire(key, max) is exact under
+//     contention (the sketch's TryUpdate).
+//   - Novelty: "seen within the last T", a saturating latch (Hi = 1)
+//     decaying as exp(-t/T), seen while above exp(-1): a Bloom filter that
+//     forgets, for streaming dedup; exactly one of racing callers is told
+//     a key is new.
+//
+// All three hash with SipHash keyed from crypto/rand by default and read
+// with Min aggregation, so errors are one-sided: a collision can only
+// raise a Rate or a Count, or make Novelty say "seen" (a false
+// positive), never the reverse. Rate and Novelty run on the lock-free
+// rotator (Period 16 windows by default, so rotation costs Rate a
+// fraction exp(-16) of its steady-state count and Novelty nothing);
+// Inflight on one sketch, because its counts are conserved (see
+// Inflight).
+//
+// Core operations (pseudo-code; s is the sketch, theta = exp(-1)):
+//
+//	Rate.Observe(k):      s.Update(k, 1)
+//	Rate.Rate(k):         s.Query(k) / window.Seconds()
+//	Inflight.TryAcquire:  s.TryUpdate(k, 1, max) ? guard : nil
+//	Guard.Release:        once { s.Update(k, -1) }
+//	Novelty.Seen(k):      fresh := s.TryUpdate(k, 1-theta, 1); s.Update(k, 1); return !fresh
+//
+// Errors from the constructors and panics on bad input start with
+// "meter: ".
+package meter

@@ -1,0 +1,99 @@
+package meter
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Inflight counts requests in flight per key (pingora-limits' Inflight),
+// in constant memory: for connection or concurrency limits that answer
+// 503. Create one with NewInflight; the zero Inflight is not usable. Safe
+// for concurrent use.
+//
+// Acquire adds 1 to the key's cells and returns a Guard whose Release
+// takes it back (once, however often it is called). TryAcquire(key, max)
+// acquires only if the count is below max, exactly under contention
+// (the sketch's TryUpdate): N goroutines racing TryAcquire(k, 100)
+// without releasing get exactly 100 guards. Count is an upper bound on
+// the key's true in-flight count (Min of L cells, each holding the key's
+// count plus its collisions'), so a collision can refuse a key early but
+// never admit it past max.
+//
+// Inflight uses one sketch with no decay and no rotation, on purpose:
+// the counts are conserved (every +1 is matched by its -1), so there is
+// nothing to forget, and rotating would drop the +1 of a long request
+// from the new generation while its later -1 would take a colliding
+// key's count there. A Guard that is never released leaks its 1 for
+// good; release with defer.
+type Inflight struct {
+	s   *sketch.Sketch
+	max float64
+}
+
+// Guard is one acquisition; Release gives it back. A Guard is safe for
+// concurrent use; Release is idempotent.
+type Guard struct {
+	in       *Inflight
+	key      string
+	released atomic.Bool
+}
+
+// Release gives the acquisition back; only the first call does anything.
+// Release on a nil Guard (a refused TryAcquire) does nothing.
+func (g *Guard) Release() {
+	if g == nil || !g.released.CompareAndSwap(false, true) {
+		return
+	}
+	g.in.s.UpdateString(g.key, -1)
+}
+
+// NewInflight returns an Inflight whose TryAcquire limits are at most
+// maxLimit (the sketch's Hi; 0 means 1<<24). It returns an error prefixed
+// "meter: " for a negative or too large maxLimit or an invalid option.
+// Rotation options do not apply.
+func NewInflight(maxLimit float64, opts ...Option) (*Inflight, error) {
+	if maxLimit == 0 {
+		maxLimit = 1 << 24
+	}
+	if !(maxLimit > 0) || maxLimit > 1<<24 {
+		return nil, fmt.Errorf("meter: Inflight maxLimit must be in (0, 2^24] (exact in float32); got %v", maxLimit)
+	}
+	o := collect(opts)
+	s, err := sketch.New(sketch.Config{
+		Levels: o.levels, CellsPerLevel: o.cells,
+		Decay: decay.None(), Lo: 0, Hi: maxLimit,
+		Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("meter: %w", err)
+	}
+	return &Inflight{s: s, max: maxLimit}, nil
+}
+
+// Acquire counts one more request in flight for key, unconditionally.
+func (in *Inflight) Acquire(key string) *Guard {
+	in.s.UpdateString(key, 1)
+	return &Guard{in: in, key: key}
+}
+
+// TryAcquire acquires only if key has fewer than max in flight, and
+// returns nil otherwise. It panics, with a message that starts "meter:",
+// if max < 1 or max is above the Inflight's maxLimit.
+func (in *Inflight) TryAcquire(key string, max int) *Guard {
+	if max < 1 || float64(max) > in.max {
+		panic(fmt.Sprintf("meter: TryAcquire: max must be in 1..%v; got %d", in.max, max))
+	}
+	if !in.s.TryUpdateString(key, 1, float64(max)) {
+		return nil
+	}
+	return &Guard{in: in, key: key}
+}
+
+// Count returns the key's in-flight count (an upper bound, see Inflight).
+func (in *Inflight) Count(key string) int {
+	return int(math.Ceil(in.s.QueryString(key)))
+}

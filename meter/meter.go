@@ -1,0 +1,72 @@
+package meter
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"time"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Option configures NewRate, NewInflight and NewNovelty.
+type Option func(*options)
+
+type options struct {
+	clock   sketch.Clock
+	seed    uint64
+	seeded  bool
+	levels  uint32
+	cells   uint32
+	hasher  sketch.HasherFactory
+	periods float64 // rotation Period in units of the window (Rate, Novelty)
+}
+
+// WithClock sets the clock (default: the sketch's monotonic clock); a
+// sketchtest.FakeClock makes a meter deterministic.
+func WithClock(c sketch.Clock) Option { return func(o *options) { o.clock = c } }
+
+// WithSeed sets the hash seed (default: 8 bytes from crypto/rand).
+func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seeded = seed, true } }
+
+// WithSize sets the sketch's levels L and cells per level M (0 keeps the
+// sketch default, 4 x 100,000).
+func WithSize(levels, cells uint32) Option {
+	return func(o *options) { o.levels, o.cells = levels, cells }
+}
+
+// WithHasher sets the hash (default sketch.SipHash()).
+func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.hasher = h } }
+
+// WithPeriodWindows sets the rotation Period of Rate and Novelty in units
+// of their window (default 16; at least 1). See each type for what it
+// bounds.
+func WithPeriodWindows(k float64) Option { return func(o *options) { o.periods = k } }
+
+func collect(opts []Option) options {
+	o := options{periods: 16}
+	for _, f := range opts {
+		f(&o)
+	}
+	if !o.seeded {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		o.seed = binary.LittleEndian.Uint64(b[:])
+	}
+	if o.hasher == nil {
+		o.hasher = sketch.SipHash()
+	}
+	return o
+}
+
+// periodOf returns k windows, rounded up to the ms, at least 1 ms.
+func periodOf(window time.Duration, k float64) time.Duration {
+	p := time.Duration(float64(window) * k)
+	if p < 0 || float64(window)*k > float64(1<<62) {
+		p = 1 << 62
+	}
+	p = (p + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+	return max(p, time.Millisecond)
+}
+
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -1,0 +1,109 @@
+package meter
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Novelty answers "was this key seen within the last T?" in constant
+// memory: a Bloom filter that forgets, for streaming dedup. Create one
+// with NewNovelty; the zero Novelty is not usable. Safe for concurrent
+// use; it does not allocate.
+//
+// Model: each of the key's L cells is a saturating latch, Hi = 1, that
+// decays as exp(-t/T). Marking a key sets its cells to 1; the key counts
+// as seen while the Min of its cells is above the threshold
+// theta = exp(-1), which the key's own mark stays above for exactly T.
+// Errors are one-sided, as a Bloom filter's: no false negatives within
+// T (float32 rounding is upward: a mark may last a hair longer); a false
+// positive needs all L cells refreshed within T by other keys
+// (sketch.FalsePositiveRate with hotKeys = the keys seen per T). With
+// rotation (Period = 16 T by default, at least T) a generation becomes
+// the primary (Generations-1) x Period >= T after its creation, so the
+// marks it missed are older than T anyway: rotation adds no false
+// negative.
+//
+// Seen is exact under contention: of N goroutines racing Seen on a key
+// not seen within T, exactly one is told it is new. It decides with the
+// sketch's TryUpdate (admit, meaning new, iff Min <= theta, adding
+// 1-theta) and then saturates the cells to 1 (new or not: every sighting
+// refreshes the mark); between the two a racer reads at least
+// 1-theta > theta, so it is told seen.
+type Novelty struct {
+	r     *rotator.Rotator
+	theta float64
+	t     time.Duration
+}
+
+// NewNovelty returns a Novelty remembering keys for within (>= 1 ms). It
+// returns an error prefixed "meter: " for a shorter duration or an
+// invalid option.
+func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
+	if within < time.Millisecond {
+		return nil, fmt.Errorf("meter: Novelty window must be >= 1ms; got %v", within)
+	}
+	o := collect(opts)
+	if !(o.periods >= 1) {
+		return nil, fmt.Errorf("meter: PeriodWindows must be >= 1; got %v", o.periods)
+	}
+	r, err := rotator.New(rotator.Config{
+		Sketch: sketch.Config{
+			Levels: o.levels, CellsPerLevel: o.cells,
+			Decay: decay.Exponential(1 / within.Seconds()), Lo: 0, Hi: 1,
+			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
+		},
+		Period: periodOf(within, o.periods),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("meter: %w", err)
+	}
+	return &Novelty{r: r, theta: math.Exp(-1), t: within}, nil
+}
+
+// Within returns T.
+func (n *Novelty) Within() time.Duration { return n.t }
+
+// Threshold returns theta, the latch level above which a key counts as
+// seen: exp(-1).
+func (n *Novelty) Threshold() float64 { return n.theta }
+
+// Seen reports whether key was marked within the last T, and marks it
+// now either way.
+func (n *Novelty) Seen(key []byte) bool { return n.seenAt(nil, bytesView(key)) }
+
+// SeenString is Seen for a string key.
+func (n *Novelty) SeenString(key string) bool { return n.seenAt(nil, key) }
+
+// SeenAt is SeenString at time t.
+func (n *Novelty) SeenAt(t time.Time, key string) bool { return n.seenAt(&t, key) }
+
+func (n *Novelty) seenAt(t *time.Time, key string) bool {
+	var fresh bool
+	if t == nil {
+		fresh = n.r.TryUpdateString(key, 1-n.theta, 1)
+	} else {
+		fresh = n.r.TryUpdateStringAt(*t, key, 1-n.theta, 1)
+	}
+	// Mark (or refresh) the key: saturate its cells to 1 (clamped at Hi),
+	// from which the mark stays above theta for exactly T.
+	if t == nil {
+		n.r.UpdateString(key, 1)
+	} else {
+		n.r.UpdateStringAt(*t, key, 1)
+	}
+	return !fresh
+}
+
+// Contains reports whether key was marked within the last T, without
+// marking it: it only reads.
+func (n *Novelty) Contains(key string) bool { return n.r.QueryString(key) > n.theta }
+
+// ContainsAt is Contains at time t.
+func (n *Novelty) ContainsAt(t time.Time, key string) bool {
+	return n.r.QueryStringAt(t, key) > n.theta
+}

@@ -1,0 +1,97 @@
+package meter
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Rate estimates events per second per key from an exponentially decayed
+// counter, as pingora-limits' Rate does with two swapped estimators, in
+// constant memory. Create one with NewRate; the zero Rate is not usable.
+// Safe for concurrent use; Observe and Rate do not allocate.
+//
+// Each event adds 1 (or n) to the key's counter C, which decays as
+// exp(-t/window). The estimate is C/window. For a constant rate rho
+// since time s ago it reads rho x (1 - exp(-s/window)): a startup
+// transient that is 63% after one window, 95% after three; at steady
+// state it is unbiased for the counter's own arithmetic. For a varying
+// rate it is the exponentially weighted average of the past rate, with
+// time constant (mean lag) window. Its relative noise for Poisson events
+// is about 1/sqrt(2 x rho x window). The sketch only errs upward:
+// collisions (Min of L cells) and float32 rounding (up) can raise an
+// estimate, never lower it, except the rotation term: a generation
+// becomes the primary after it has counted for (Generations-1) x Period
+// = 16 windows by default, so it misses a fraction exp(-16) (1e-7) of
+// the steady-state count.
+type Rate struct {
+	r      *rotator.Rotator
+	window time.Duration
+	perSec float64 // 1/window in seconds: the estimate is C*perSec
+}
+
+// NewRate returns a Rate with the given averaging window (>= 1 ms). It
+// returns an error prefixed "meter: " for a shorter window or an invalid
+// option.
+func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
+	if window < time.Millisecond {
+		return nil, fmt.Errorf("meter: Rate window must be >= 1ms; got %v", window)
+	}
+	o := collect(opts)
+	if !(o.periods >= 1) {
+		return nil, fmt.Errorf("meter: PeriodWindows must be >= 1; got %v", o.periods)
+	}
+	lambda := 1 / window.Seconds()
+	r, err := rotator.New(rotator.Config{
+		Sketch: sketch.Config{
+			Levels: o.levels, CellsPerLevel: o.cells,
+			Decay: decay.Exponential(lambda), Lo: 0, Hi: math.MaxFloat32,
+			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
+		},
+		Period: periodOf(window, o.periods),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("meter: %w", err)
+	}
+	return &Rate{r: r, window: window, perSec: lambda}, nil
+}
+
+// Window returns the averaging window.
+func (r *Rate) Window() time.Duration { return r.window }
+
+// Observe counts one event of key now.
+func (r *Rate) Observe(key []byte) { r.r.UpdateString(bytesView(key), 1) }
+
+// ObserveString is Observe for a string key.
+func (r *Rate) ObserveString(key string) { r.r.UpdateString(key, 1) }
+
+// ObserveNAt counts n events (n >= 0, finite; bytes, cost) of key at t.
+// It panics, with a message that starts "meter:", on a negative or
+// non-finite n.
+func (r *Rate) ObserveNAt(t time.Time, key string, n float64) {
+	if !(n >= 0) || math.IsInf(n, 1) {
+		panic(fmt.Sprintf("meter: Rate.ObserveNAt: n must be finite and >= 0; got %v", n))
+	}
+	r.r.UpdateStringAt(t, key, n)
+}
+
+// Rate returns the key's estimated events per second now.
+func (r *Rate) Rate(key []byte) float64 { return r.r.QueryString(bytesView(key)) * r.perSec }
+
+// RateString is Rate for a string key.
+func (r *Rate) RateString(key string) float64 { return r.r.QueryString(key) * r.perSec }
+
+// RateAt returns the key's estimated events per second at t.
+func (r *Rate) RateAt(t time.Time, key string) float64 {
+	return r.r.QueryStringAt(t, key) * r.perSec
+}
+
+// ObserveAndRate counts one event of key now and returns the estimate
+// including it, in one pass over the cells.
+func (r *Rate) ObserveAndRate(key string) float64 {
+	return r.r.UpdateAndQueryString(key, 1) * r.perSec
+}
