@@ -385,7 +385,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 // read as drained no earlier than the linear law says, across many
 // rotations.
 func TestNoAmnesty(t *testing.T) {
-	l, clk := newFake(t, 1, 10, limit.WithMaxDebt(10))
+	l, _ := newFake(t, 1, 10, limit.WithMaxDebt(10))
 	if want := 16 * 10 * time.Second; l.Period() != want {
 		t.Fatalf("Period %v, want %v", l.Period(), want)
 	}
@@ -393,7 +393,7 @@ func TestNoAmnesty(t *testing.T) {
 		t.Fatal("a Period that could amnesty accepted")
 	}
 	// Minimal period: the tightest case.
-	l, clk = newFake(t, 1, 10, limit.WithMaxDebt(10), limit.WithPeriod(10*time.Second))
+	l, clk := newFake(t, 1, 10, limit.WithMaxDebt(10), limit.WithPeriod(10*time.Second))
 	for step := range 100 {
 		clk.Advance(time.Duration(step%7) * time.Second)
 		l.AllowNString(clk.Now(), "x", 10) // maxed out when admitted
