@@ -83,7 +83,7 @@ func TestHelperProcess(t *testing.T) {
 		s.Update(progressKey, 1)
 		done.Add(1)
 		other[i%8]++
-		s.Update(other, 1) // keep the rest of the sketch changing too
+		s.Update(other, 1)         // keep the rest of the sketch changing too
 		for done.Load() >= 1<<23 { // stay within float32's exact integers
 			time.Sleep(time.Millisecond)
 		}
