@@ -215,7 +215,19 @@ func (r *Rotator) decode(rd io.Reader) (*genSet, int64, error) {
 		return nil, cr.n, rotCorrupt("Checksum", got, want, nil, "checksum mismatch: stored %#08x, computed %#08x", got, want)
 	}
 	ms := r.tb.NowMillis()
-	gs.deadline = ms + (deadlineWall - r.tb.Time(ms).UnixMilli())
+	// The deadline's distance from now, bounded so that forged wall
+	// times cannot overflow: +-2^62 ms is 146 million years.
+	const far = int64(1) << 62
+	nowWall := r.tb.Time(ms).UnixMilli()
+	d := deadlineWall - nowWall
+	if deadlineWall > nowWall {
+		if d < 0 || d > far {
+			d = far
+		}
+	} else if d > 0 || d < -far {
+		d = -far
+	}
+	gs.deadline = ms + d
 	return gs, cr.n, nil
 }
 

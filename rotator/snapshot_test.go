@@ -2,8 +2,11 @@ package rotator
 
 import (
 	"bytes"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/crc32"
+	"math"
 	"testing"
 	"time"
 
@@ -147,5 +150,29 @@ func TestRotatorSnapshotRefuses(t *testing.T) {
 	dst := newRotator(t, base)
 	if n, err := dst.ReadFrom(&buf); err != nil || n != src.SnapshotSize() || dst.Query([]byte("x")) != 7 {
 		t.Fatalf("stream round trip: n=%d err=%v q=%v", n, err, dst.Query([]byte("x")))
+	}
+}
+
+// TestRotatorSnapshotForgedDeadline: a well-checksummed snapshot whose
+// deadline is at either end of int64 restores without overflow; a
+// deadline in the far past promotes on the next access.
+func TestRotatorSnapshotForgedDeadline(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_700_000_000_000)
+	src := newRotator(t, snapCfg(clk))
+	src.Update([]byte("k"), 5)
+	data, _ := src.MarshalBinary()
+	for _, dl := range []int64{math.MinInt64, math.MaxInt64} {
+		bad := bytes.Clone(data)
+		binary.LittleEndian.PutUint64(bad[32:], uint64(dl))
+		binary.LittleEndian.PutUint32(bad[len(bad)-4:], crc32.Checksum(bad[:len(bad)-4], sketch.CRCTable))
+		dst := newRotator(t, snapCfg(clk))
+		if err := dst.UnmarshalBinary(bad); err != nil {
+			t.Fatalf("deadline %d: %v", dl, err)
+		}
+		got := dst.Query([]byte("k"))
+		if dl == math.MinInt64 && got != 0 || dl == math.MaxInt64 && got != 5 {
+			t.Errorf("deadline %d: got %v", dl, got)
+		}
 	}
 }

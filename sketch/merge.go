@@ -97,6 +97,10 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		}
 	}
 	other.maintain(msO)
+	// No cell of other is older than its floor: reading it at an instant
+	// before the floor is reading every cell at age 0, and keeps each
+	// age computed below inside the 2^31 ms window.
+	msO = max(msO, other.sweep.floor.Load())
 	nowS, nowO := s.stamp(msS), other.stamp(msO)
 	linear := s.rules.Kind() != decay.KindNone && s.rules.Kind() != decay.KindExponential
 	for l := range int(s.levels) {

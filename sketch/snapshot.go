@@ -415,7 +415,15 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 	crc := crc32.Update(0, CRCTable, buf[:snapHeaderSize])
 
 	ms := s.nowMillis()
-	downtime := max(s.tb.Time(ms).UnixMilli()-h.atWall, 0)
+	// downtime >= 0, saturated: a forged instant near the ends of int64
+	// must not overflow it.
+	var downtime int64
+	if nowWall := s.tb.Time(ms).UnixMilli(); nowWall > h.atWall {
+		downtime = nowWall - h.atWall
+		if downtime < 0 {
+			downtime = math.MaxInt64
+		}
+	}
 	now := s.stamp(ms)
 	lo, hi := s.rules.Lo(), s.rules.Hi()
 	s.sweep.mu.Lock()
@@ -446,11 +454,15 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 			if !(v >= lo && v <= hi) { // NaN fails both
 				return fail(corrupt("Cell", v, nil, nil, "cell %d of level %d holds %v, outside [%v, %v]", i, l, v, lo, hi))
 			}
-			w := atomiccell.Pack(score, s.stamp(ms-age-downtime))
-			if age+downtime >= sweepKeep {
+			total := age + downtime
+			if downtime > math.MaxInt64-age {
+				total = math.MaxInt64 // a forged instant decades back
+			}
+			w := atomiccell.Pack(score, s.stamp(ms-total))
+			if total >= sweepKeep {
 				// Too old to keep its stamp inside the horizon:
 				// decay it once, round up, stamp it now.
-				w = atomiccell.Pack(s.rules.Round(s.rules.Decay(v, age+downtime)), now)
+				w = atomiccell.Pack(s.rules.Round(s.rules.Decay(v, total)), now)
 			}
 			s.cells[l*s.stride+i].Store(w)
 			if i++; i == int(s.m) {

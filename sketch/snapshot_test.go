@@ -394,3 +394,34 @@ func TestSnapshotRapid(t *testing.T) {
 		}
 	})
 }
+
+// TestSnapshotForgedInstants: a well-checksummed snapshot whose instant
+// is at either end of int64 restores without overflow: an instant in the
+// far past decays everything for the whole (saturated) downtime, one in
+// the future counts as no downtime.
+func TestSnapshotForgedInstants(t *testing.T) {
+	clock := sketchtest.NewFakeClock()
+	clock.Set(1_700_000_000_000)
+	cfg := sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: decay.Exponential(1), Clock: clock}
+	src := mustNew(t, cfg)
+	src.Update([]byte("k"), 100)
+	data, _ := src.MarshalBinary()
+	for _, at := range []int64{math.MinInt64, -1 << 62, math.MaxInt64} {
+		bad := bytes.Clone(data)
+		binary.LittleEndian.PutUint64(bad[72:], uint64(at))
+		binary.LittleEndian.PutUint32(bad[len(bad)-4:], crcOf(bad[:len(bad)-4]))
+		dst := mustNew(t, cfg)
+		if err := dst.UnmarshalBinary(bad); err != nil {
+			t.Fatalf("instant %d: %v", at, err)
+		}
+		got := dst.Query([]byte("k"))
+		if want := 100.0; at == math.MaxInt64 && got != want || at != math.MaxInt64 && got != 0 {
+			t.Errorf("instant %d: got %v", at, got)
+		}
+		dst.Update([]byte("k"), 1)
+		clock.Advance(time.Second)
+		if v := dst.Query([]byte("k")); !(v > 0 && v <= 101) {
+			t.Errorf("instant %d: after an update and 1 s: %v", at, v)
+		}
+	}
+}
