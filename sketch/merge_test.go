@@ -178,3 +178,39 @@ func TestMergeRefuses(t *testing.T) {
 		t.Errorf("self merge: %v", err)
 	}
 }
+
+// TestMergeConcurrent: Merge into a sketch that other goroutines update
+// loses nothing: each cell merges in one CAS, so with no decay the result
+// is the other sketch's value plus every concurrent update, exactly.
+func TestMergeConcurrent(t *testing.T) {
+	cfg := sketch.Config{Levels: 4, CellsPerLevel: 1 << 10, Hi: 1e9}
+	keys := snapKeys(16)
+	o := mustNew(t, cfg)
+	for _, k := range keys {
+		o.Update(k, 1000)
+	}
+	s := mustNew(t, cfg)
+	const n = 2000
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range n {
+			for _, k := range keys {
+				s.Update(k, 1)
+			}
+		}
+	}()
+	for range 5 {
+		if err := s.Merge(o); err != nil {
+			t.Fatal(err)
+		}
+		// Reads of o while it is updated are fine too.
+		o.Update(keys[0], 0)
+	}
+	<-done
+	for _, k := range keys {
+		if got := s.Query(k); got != 5*1000+n {
+			t.Fatalf("key %s: %v, want %d", k, got, 5*1000+n)
+		}
+	}
+}
