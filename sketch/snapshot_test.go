@@ -425,3 +425,33 @@ func TestSnapshotForgedInstants(t *testing.T) {
 		}
 	}
 }
+
+// halfLife is a custom law (not built by package decay).
+type halfLife struct{}
+
+func (halfLife) Apply(s float64, dt int64) float64 {
+	if dt <= 0 {
+		return s
+	}
+	return s * math.Exp2(-float64(dt)/1000)
+}
+
+// TestSnapshotCustomLaw: a custom law is recorded as custom; a snapshot
+// of it restores only into a sketch whose law is custom too (its
+// parameters cannot be verified), and is refused by any provided law.
+func TestSnapshotCustomLaw(t *testing.T) {
+	clock := sketchtest.NewFakeClock()
+	cfg := sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e6, Decay: halfLife{}, Clock: clock}
+	src := mustNew(t, cfg)
+	src.Update([]byte("k"), 64)
+	data, _ := src.MarshalBinary()
+	if err := mustNew(t, cfg).UnmarshalBinary(data); err != nil {
+		t.Fatalf("custom into custom: %v", err)
+	}
+	other := cfg
+	other.Decay = decay.Exponential(math.Ln2)
+	var se *sketch.SnapshotError
+	if err := mustNew(t, other).UnmarshalBinary(data); !errors.As(err, &se) || se.Field != "Decay" {
+		t.Fatalf("custom into exponential: %v", err)
+	}
+}
