@@ -52,6 +52,12 @@
 //     racing TryUpdate(k, 1, 1000) with no decay admit exactly 1000, and
 //     with every key colliding the total admitted never exceeds the limit.
 //     A limit above Hi panics (it could never deny).
+//   - Snapshots (MarshalBinary, WriteTo, UnmarshalBinary, ReadFrom) are
+//     checksummed, refuse another configuration, and restore on a new
+//     process clock with every score aged by its downtime; Merge adds a
+//     replica under the additive law (exact for None and Exponential,
+//     safe-side for Linear through MergeWithin). See docs/snapshots.md;
+//     sketch/snapshot saves periodically and atomically.
 //
 // # TryUpdate (pseudo-code)
 //

@@ -1,0 +1,209 @@
+package snapshot_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/sketch/snapshot"
+)
+
+const (
+	crashEnv      = "GRUDGE_SNAPSHOT_CRASH_CHILD" // the snapshot path, in the child
+	crashInterval = 20 * time.Millisecond
+)
+
+var progressKey = []byte("progress")
+
+func crashCfg() sketch.Config {
+	return sketch.Config{Levels: 4, CellsPerLevel: 1 << 14, Hi: 1e15} // 512 KiB of cells, no decay
+}
+
+// progressSource records, before each snapshot, how many progress updates
+// had completed: the snapshot holds at least that many.
+type progressSource struct {
+	s        *sketch.Sketch
+	done     *atomic.Int64
+	captured atomic.Int64
+}
+
+func (p *progressSource) WriteTo(w io.Writer) (int64, error) {
+	p.captured.Store(p.done.Load())
+	return p.s.WriteTo(w)
+}
+
+// TestHelperProcess is the child of TestCrashDuringSnapshots (it does
+// nothing unless the environment names a snapshot path): it loads the
+// last snapshot, then counts progress into the sketch as fast as it can
+// while a Saver snapshots every 20 ms; after each durable save it prints
+// "saved N", N the progress the snapshot is known to include. It runs
+// until it is killed.
+func TestHelperProcess(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		return
+	}
+	s, err := sketch.New(crashCfg())
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(3)
+	}
+	if err := snapshot.Load(path, s); err != nil && !errors.Is(err, snapshot.ErrNoSnapshot) {
+		fmt.Println("error", err)
+		os.Exit(3)
+	}
+	var done atomic.Int64
+	done.Store(int64(s.Query(progressKey)))
+	fmt.Println("start", done.Load())
+	src := &progressSource{s: s, done: &done}
+	_, err = snapshot.NewSaver(path, crashInterval, src, snapshot.OnSave(func(err error) {
+		if err == nil {
+			fmt.Println("saved", src.captured.Load())
+		}
+	}))
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(3)
+	}
+	other := make([]byte, 8)
+	for i := 0; ; i++ {
+		s.Update(progressKey, 1)
+		done.Add(1)
+		other[i%8]++
+		s.Update(other, 1)         // keep the rest of the sketch changing too
+		for done.Load() >= 1<<23 { // stay within float32's exact integers
+			time.Sleep(time.Millisecond)
+		}
+	}
+}
+
+// TestCrashDuringSnapshots kills a child process with SIGKILL at random
+// moments, most of them in the middle of a snapshot write (a save takes
+// a good part of the 20 ms interval), many times over one snapshot path,
+// each child continuing from what the previous one left. Every load after
+// the first durable save must succeed, and must hold at least the progress
+// of the last save the child reported durable before it died: nothing
+// older than one interval (plus one save's duration) is lost.
+func TestCrashDuringSnapshots(t *testing.T) {
+	if runtime.GOOS == "windows" || runtime.GOOS == "plan9" {
+		t.Log("SIGKILL is POSIX; not run on", runtime.GOOS)
+		return
+	}
+	kills := 30
+	if testing.Short() {
+		kills = 8
+	}
+	path := filepath.Join(t.TempDir(), "crash.snap")
+	var floor int64 = -1 // the progress the snapshot must hold, once one exists
+	var maxGap time.Duration
+	midWrite := 0
+	begin := time.Now()
+	for i := range kills {
+		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+		cmd.Env = append(os.Environ(), crashEnv+"="+path)
+		cmd.Stderr = os.Stderr
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var lastSaved atomic.Int64
+		lastSaved.Store(-1)
+		var lastAt atomic.Int64
+		firstSave := make(chan struct{}, 1)
+		started := make(chan struct{})
+		lines := make(chan error, 1)
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				switch {
+				case len(f) == 2 && f[0] == "saved":
+					n, _ := strconv.ParseInt(f[1], 10, 64)
+					lastSaved.Store(n)
+					lastAt.Store(time.Now().UnixNano())
+					select {
+					case firstSave <- struct{}{}:
+					default:
+					}
+				case len(f) == 2 && f[0] == "start":
+					close(started)
+				case len(f) >= 1 && f[0] == "error":
+					lines <- errors.New(sc.Text())
+					return
+				}
+			}
+			lines <- nil
+		}()
+		if floor < 0 {
+			// No snapshot yet: let the first one land.
+			select {
+			case <-firstSave:
+			case <-time.After(20 * time.Second):
+				cmd.Process.Kill()
+				t.Fatal("child made no save in 20 s")
+			}
+		}
+		select {
+		case <-started:
+		case <-time.After(20 * time.Second):
+			cmd.Process.Kill()
+			t.Fatal("child did not start in 20 s")
+		}
+		// Kill at a random moment after the child loaded: it saves every
+		// 20 ms; up to 120 ms covers several saves and their writes.
+		time.Sleep(time.Duration(rand.IntN(120_000)) * time.Microsecond)
+		killAt := time.Now()
+		cmd.Process.Signal(syscall.SIGKILL)
+		if err := <-lines; err != nil {
+			t.Fatalf("kill %d: child: %v", i, err)
+		}
+		cmd.Wait()
+		saved := lastSaved.Load()
+		if m, _ := filepath.Glob(path + ".tmp-*"); len(m) > 0 {
+			midWrite++ // killed with a temporary file open: in a save
+		}
+		if saved >= 0 {
+			if gap := killAt.Sub(time.Unix(0, lastAt.Load())); gap > maxGap {
+				maxGap = gap
+			}
+		}
+		s, _ := sketch.New(crashCfg())
+		err = snapshot.Load(path, s)
+		if err != nil {
+			t.Fatalf("kill %d: the last good snapshot does not load: %v", i, err)
+		}
+		got := int64(s.Query(progressKey))
+		want := max(floor, saved)
+		if got < want {
+			t.Fatalf("kill %d: loaded progress %d, but a snapshot of %d had been reported durable", i, got, want)
+		}
+		floor = got // the next child starts from here: progress never goes back
+	}
+	t.Logf("%d kills (%d in the middle of a save) in %v; final progress %d; longest time from the last durable save to a kill: %v (interval %v)",
+		kills, midWrite, time.Since(begin).Round(time.Millisecond), floor, maxGap.Round(time.Millisecond), crashInterval)
+	// Saves keep coming every interval while the child runs: a gap of
+	// seconds would mean the Saver stalled (the bound is loose because
+	// this machine is shared and fsync can stall for a while).
+	if maxGap > 5*time.Second {
+		t.Errorf("a kill came %v after the last durable save; the interval is %v", maxGap, crashInterval)
+	}
+	if m, _ := filepath.Glob(path + ".tmp-*"); len(m) > 1 {
+		t.Errorf("stray temporary files pile up: %v", m)
+	}
+}

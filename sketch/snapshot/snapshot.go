@@ -1,0 +1,263 @@
+// Package snapshot keeps a running service's sketch (or rotator) on disk:
+// a Saver writes a snapshot atomically every interval and on Close, and
+// Load restores the last one, or reports why it could not and leaves the
+// destination as it was built (empty).
+//
+// Atomic write: the snapshot goes to a temporary file in the same
+// directory, which is fsynced, renamed over the target and the directory
+// fsynced, so after a crash at any point the target holds either the
+// previous complete snapshot or the new complete one, never a mix (POSIX
+// rename is atomic; the fsyncs order the data before the name). A crash
+// may leave a stray temporary file (name + ".tmp-*"), which the next
+// Saver on the same path removes.
+//
+// What a crash loses: updates since the start of the last save that
+// completed, so at most one interval plus one save's duration.
+package snapshot
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Source is what a Saver snapshots: *sketch.Sketch and *rotator.Rotator.
+type Source interface {
+	WriteTo(w io.Writer) (int64, error)
+}
+
+// Destination is what Load restores: *sketch.Sketch and *rotator.Rotator.
+type Destination interface {
+	ReadFrom(r io.Reader) (int64, error)
+}
+
+// Option configures a Saver.
+type Option func(*Saver)
+
+// OnError sets a function called with every failed save (from the
+// Saver's goroutine, or from Close). It must not call the Saver.
+func OnError(f func(error)) Option { return func(s *Saver) { s.onError = f } }
+
+// OnSave sets a function called after every save, nil error on success,
+// once the snapshot is durable (renamed and the directory fsynced). It
+// must not call the Saver.
+func OnSave(f func(error)) Option { return func(s *Saver) { s.onSave = f } }
+
+// Saver writes src's snapshot to a path every interval, from one
+// goroutine it starts, and once more on Close. Create one with NewSaver.
+// Its methods are safe for concurrent use; saves never overlap. Use one
+// Saver per path (NewSaver removes the path's stray temporary files).
+type Saver struct {
+	path     string
+	interval time.Duration
+	src      Source
+	onError  func(error)
+	onSave   func(error)
+
+	mu      sync.Mutex // held during a save; guards lastErr, saves
+	lastErr error
+	saves   uint64
+
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// NewSaver starts saving src to path every interval (> 0). The first save
+// happens one interval from now; call Save for one at once. Stray
+// temporary files of an earlier crash are removed. Close stops it.
+func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (*Saver, error) {
+	if interval <= 0 {
+		return nil, fmt.Errorf("snapshot: interval must be > 0; got %v", interval)
+	}
+	if src == nil {
+		return nil, errors.New("snapshot: source must not be nil")
+	}
+	s := &Saver{path: path, interval: interval, src: src, stop: make(chan struct{}), done: make(chan struct{})}
+	for _, o := range opts {
+		o(s)
+	}
+	if stray, err := filepath.Glob(path + ".tmp-*"); err == nil {
+		for _, f := range stray {
+			os.Remove(f)
+		}
+	}
+	go s.loop()
+	return s, nil
+}
+
+func (s *Saver) loop() {
+	defer close(s.done)
+	t := time.NewTicker(s.interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+			s.Save()
+		}
+	}
+}
+
+// Save writes a snapshot now (atomically, see the package doc) and
+// returns its error, which LastError also reports until the next save.
+func (s *Saver) Save() error {
+	s.mu.Lock()
+	err := WriteFile(s.path, s.src)
+	s.lastErr = err
+	if err == nil {
+		s.saves++
+	}
+	s.mu.Unlock()
+	if err != nil && s.onError != nil {
+		s.onError(err)
+	}
+	if s.onSave != nil {
+		s.onSave(err)
+	}
+	return err
+}
+
+// LastError returns the error of the latest save, nil if it succeeded or
+// none happened yet.
+func (s *Saver) LastError() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lastErr
+}
+
+// Saves returns the number of successful saves.
+func (s *Saver) Saves() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.saves
+}
+
+// Close stops the goroutine, writes a final snapshot and returns its
+// error. Further calls return the same error and do nothing else.
+func (s *Saver) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.closeErr = s.Save()
+	})
+	return s.closeErr
+}
+
+// WriteFile writes src's snapshot to path atomically: a temporary file in
+// path's directory, fsync, rename over path, fsync of the directory.
+func WriteFile(path string, src Source) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	f, err := os.CreateTemp(dir, base+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(tmp)
+			err = fmt.Errorf("snapshot: writing %s: %w", path, err)
+		}
+	}()
+	w := bufio.NewWriterSize(f, 1<<20)
+	if _, err = src.WriteTo(w); err != nil {
+		return err
+	}
+	if err = w.Flush(); err != nil {
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// ErrNoSnapshot is matched by Load's error when the file does not exist
+// (errors.Is(err, fs.ErrNotExist) matches too): a first start.
+var ErrNoSnapshot = errors.New("no snapshot")
+
+// LoadError is Load's error: the path and the cause. errors.Is matches
+// ErrNoSnapshot for a missing file, sketch.ErrCorruptSnapshot for a
+// truncated or corrupt one, sketch.ErrSnapshotMismatch for a snapshot of
+// another configuration, and the cause's own errors (fs.ErrNotExist,
+// io.ErrUnexpectedEOF, ...).
+type LoadError struct {
+	Path string
+	Err  error
+}
+
+func (e *LoadError) Error() string { return "snapshot: loading " + e.Path + ": " + e.Err.Error() }
+
+// Unwrap returns the cause.
+func (e *LoadError) Unwrap() error { return e.Err }
+
+// Is matches ErrNoSnapshot for a missing file.
+func (e *LoadError) Is(target error) bool {
+	return target == ErrNoSnapshot && errors.Is(e.Err, fs.ErrNotExist)
+}
+
+// Load restores dst (a freshly built *sketch.Sketch or *rotator.Rotator,
+// under the configuration of the snapshot) from the file at path. On any
+// error it returns a *LoadError and dst is left empty, as built: a file
+// whose size is not dst's SnapshotSize is refused before dst is touched,
+// as is a refused header; a rotator is never changed by a failed restore,
+// and a sketch whose cells were bad is reset by its ReadFrom. The caller carries on with the empty
+// dst and reports the error.
+func Load(path string, dst Destination) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return &LoadError{Path: path, Err: err}
+	}
+	defer f.Close()
+	if sz, ok := dst.(interface{ SnapshotSize() int64 }); ok {
+		// Both provided destinations know their exact size: a truncated
+		// or overlong file is refused before dst is touched.
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() != sz.SnapshotSize() {
+			var cause error
+			if fi.Size() < sz.SnapshotSize() {
+				cause = io.ErrUnexpectedEOF
+			}
+			return &LoadError{Path: path, Err: sketch.NewSnapshotError(sketch.ErrCorruptSnapshot, "snapshot", "Length", fi.Size(), sz.SnapshotSize(), cause,
+				"file is %d bytes, want %d for the destination's configuration (truncated, or not its snapshot)", fi.Size(), sz.SnapshotSize())}
+		}
+	}
+	r := bufio.NewReaderSize(f, 1<<20)
+	if _, err := dst.ReadFrom(r); err != nil {
+		return &LoadError{Path: path, Err: err}
+	}
+	if _, err := r.ReadByte(); err != io.EOF {
+		if rs, ok := dst.(interface{ Reset() }); ok {
+			rs.Reset()
+		}
+		if err != nil {
+			return &LoadError{Path: path, Err: err}
+		}
+		return &LoadError{Path: path, Err: sketch.NewSnapshotError(sketch.ErrCorruptSnapshot, "snapshot", "Length", nil, nil, nil, "file has trailing bytes after the snapshot")}
+	}
+	return nil
+}
