@@ -66,12 +66,11 @@
 //     saturates the deadline instead of overflowing.
 //   - TryUpdate is decided by the primary's exact TryUpdate, and is exact
 //     across promotions too: the younger generations receive the
-//     increment before the primary decides (and give it back on a
-//     denial), and a decision taken on a set that was replaced meanwhile
-//     is given back and taken again. No generation's admitted total ever
+//     increment of an admitted call, and a decision taken on a set that
+//     was replaced meanwhile is given back and taken again. No generation's admitted total ever
 //     exceeds the limit: 50 goroutines racing TryUpdate(k, 1, 1000) with
 //     no decay admit exactly 1000 per generation lifetime, whatever the
-//     promotions. A denial found on the primary's read writes nothing.
+//     promotions. A denial by the primary writes nothing.
 //   - Manual rotators (Config.Manual) rotate only on Rotate, which the
 //     grudge-compatible root package drives from a Ticker.
 //   - Update, Query, UpdateAndQuery, TryUpdate and their string twins do

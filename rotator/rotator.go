@@ -210,18 +210,18 @@ func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
 // TryUpdate adds delta to the key's score in every generation only if
 // the primary's aggregate plus delta is at most limit, and reports
 // whether it did; the decision is the primary's exact
-// sketch.Sketch.TryUpdate. It stays exact across promotions: the younger
-// generations receive the increment before the primary decides (and
-// give it back on a denial), so a generation holds every admitted
-// increment before it becomes the primary; and a call that finds the
-// generation set replaced under it gives its increments back and decides
-// again on the new set. So with no decay N goroutines racing
-// TryUpdate(k, 1, 1000) admit exactly 1000 within the life of a
-// generation, however many promotions happen meanwhile (the price: a
-// concurrent reader of a younger generation may see an increment that is
-// then given back, which can only make it deny). A denial found by the
-// primary's read writes nothing. It panics if delta or limit is NaN or
-// ±Inf, or limit is above Hi.
+// sketch.Sketch.TryUpdate. It stays exact across promotions: after the
+// primary admits, the increment goes to every younger generation, and
+// the call keeps its admission only if the generation set is still the
+// one it decided on; otherwise it gives everything back and decides
+// again on the new set. So a generation holds the increment of every
+// admission kept before it can be the primary, and with no decay N
+// goroutines racing TryUpdate(k, 1, 1000) admit exactly 1000 within the
+// life of a generation, however many promotions happen meanwhile (the
+// price: a concurrent reader may see an increment that is then given
+// back, which can only make it deny). A denial by the primary writes
+// nothing. It panics if delta or limit is NaN or ±Inf, or limit is above
+// Hi.
 func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
 	return r.tryUpdate(nil, bytesView(key), delta, limit, nil)
 }
@@ -253,34 +253,31 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 			gs, t = r.acquireAt(*at)
 		}
 		p := gs.gens[0]
-		if !(p.QueryStringAt(t, key)+delta <= limit) {
-			return false // denied on a read: nothing written
+		rc, ok := p.TryReserveStringAt(t, key, delta, limit)
+		if !ok {
+			return false // the primary's denial: nothing written
 		}
 		rcs := inline[:]
 		if len(gs.gens) > maxInlineGens {
 			rcs = make([]sketch.Receipt, len(gs.gens))
 		}
+		rcs[0] = rc
 		for i, s := range gs.gens[1:] {
 			rcs[i+1] = s.AddStringAt(t, key, delta)
 		}
-		rc, ok := p.TryReserveStringAt(t, key, delta, limit)
-		if ok && r.cur.Load() == gs {
+		if r.cur.Load() == gs {
 			if res != nil {
-				rcs[0] = rc
 				*res = Reservation{gs: gs, rcs: append([]sketch.Receipt(nil), rcs[:len(gs.gens)]...)}
 			}
 			return true
 		}
-		for i, s := range gs.gens[1:] {
-			s.Refund(&rcs[i+1])
-		}
-		if !ok {
-			return false
-		}
 		// A promotion replaced the set while we decided: the primary
 		// that admitted is retired, and the new one may have admitted
-		// others without seeing our increment. Decide again.
-		p.Refund(&rc)
+		// others before our increment reached it. Give it all back and
+		// decide again on the new set.
+		for i, s := range gs.gens {
+			s.Refund(&rcs[i])
+		}
 	}
 }
 

@@ -276,25 +276,32 @@ func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
 func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	s.maintain(ms)
 	var off [MaxLevels]int
+	var w [MaxLevels]atomiccell.Word
+	var v [MaxLevels]float64
 	s.offsets(h, &off)
 	now := s.stamp(ms)
 	rc := Receipt{h: h, ms: ms, levels: s.levels}
+	// As update: every load, then one batch of decay, before the first CAS.
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	s.rules.ValueN(&w, s.levels, now, &v)
 	for l := range s.levels {
 		c := &s.cells[off[l]]
 		bo := atomiccell.ContentionBackoff()
 		for {
-			w := c.Load()
-			v := s.rules.Value(w, now)
-			nw := s.rules.Apply(w, v, now, delta)
-			if c.CompareAndSwap(w, nw) {
-				// The increment at now; the cell's stamp may be newer
-				// than now (a later writer), and then it is the share
-				// at that stamp, which Refund decays from ms anyway:
-				// taking back less than was added is the safe side.
-				rc.inc[l] = float64(nw.Score()) - v
+			nw := s.rules.Apply(w[l], v[l], now, delta)
+			if c.CompareAndSwap(w[l], nw) {
+				// The increment at now; if the cell's stamp is newer than
+				// now (a later writer), it is the share at that stamp,
+				// which Refund decays from ms anyway: taking back less
+				// than was added is the safe side.
+				rc.inc[l] = float64(nw.Score()) - v[l]
 				break
 			}
 			bo.Spin()
+			w[l] = c.Load()
+			v[l] = s.rules.Value(w[l], now)
 		}
 	}
 	return rc
