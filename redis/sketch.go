@@ -1,0 +1,209 @@
+package redis
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"math"
+	"math/bits"
+	"strconv"
+
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/redis/rueidis"
+)
+
+//go:embed sketch.lua
+var scriptSource string
+
+// script is shared by every Sketch: rueidis sends EVALSHA and falls back
+// to EVAL on NOSCRIPT (a restarted server has an empty script cache). It
+// is not marked retryable: a write that may have been applied is never
+// sent twice.
+var script = rueidis.NewLuaScript(scriptSource)
+
+// defaultRebaseAt is the age of a generation's epoch, in ms, at which the
+// next write rebases it: half the uint32 stamp range, so a stamp never
+// wraps however long the sketch lives or idles.
+const defaultRebaseAt = 1 << 31
+
+// Sketch is a count-min sketch of L x M packed cells held on a Redis
+// server (one string per generation and shard), shared by every instance
+// that uses the same Config. Each operation is one script call, one round
+// trip, atomic on the server. Safe for concurrent use; it holds no lock
+// and starts no goroutine (the rueidis client it is given has its own,
+// and the caller closes it).
+type Sketch struct {
+	client   rueidis.Client
+	cfg      normalized
+	hasher   sketch.Hasher
+	bases    []string // per shard: "{Name}" or "{Name:i}"
+	rebaseAt int64    // defaultRebaseAt; tests lower it
+}
+
+// New returns a Sketch for cfg over client, or an error matching
+// ErrInvalidConfig. It does not contact the server: the generation strings
+// are created by the first write.
+func New(client rueidis.Client, cfg Config) (*Sketch, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
+	}
+	n, err := cfg.normalize()
+	if err != nil {
+		return nil, err
+	}
+	s := &Sketch{client: client, cfg: n, hasher: n.Hasher(n.Seed), rebaseAt: defaultRebaseAt}
+	if n.Shards == 1 {
+		s.bases = []string{"{" + n.Name + "}"}
+	} else {
+		for i := range n.Shards {
+			s.bases = append(s.bases, "{"+n.Name+":"+strconv.FormatUint(uint64(i), 10)+"}")
+		}
+	}
+	return s, nil
+}
+
+// Config returns the normalized configuration.
+func (s *Sketch) Config() Config { return s.cfg.Config }
+
+// MemoryBytes is the server memory of the sketch's payload when every
+// generation of every shard exists: Shards x Generations x (40 + L x M x 8)
+// bytes, whatever the number of keys.
+func (s *Sketch) MemoryBytes() int64 {
+	c := s.cfg
+	return int64(c.Shards) * int64(c.Generations) * (headerBytes + int64(c.Levels)*int64(c.CellsPerLevel)*8)
+}
+
+// headerBytes is the size of a generation string's header (sketch.lua).
+const headerBytes = 40
+
+// reply is the script's answer.
+type reply struct {
+	ok       bool
+	estimate float64
+	retryMs  int64 // -1: not a Linear law, or the request can never fit
+	resetMs  int64 // -1: not a Linear law
+}
+
+// shard returns which base holds the key with hash h: a multiply-shift
+// of h remixed (Index uses the raw halves of h for the cells).
+func (s *Sketch) shard(h uint64) int {
+	if len(s.bases) == 1 {
+		return 0
+	}
+	x := bits.RotateLeft64(h, 29) * 0x9E3779B97F4A7C15
+	hi, _ := bits.Mul64(x, uint64(len(s.bases)))
+	return int(hi)
+}
+
+// call runs op for the key hash h. delta and limit must be finite.
+func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit float64) (reply, error) {
+	if s.cfg.Timeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
+			defer cancel()
+		}
+	}
+	c := s.cfg
+	args := make([]string, 0, 15+c.Levels)
+	args = append(args, op)
+	args = append(args, c.static...)
+	now := ""
+	if c.Clock != nil {
+		now = strconv.FormatInt(c.Clock.NowMillis(), 10)
+	}
+	args = append(args, now, fmtFloat(delta), fmtFloat(limit), strconv.FormatInt(s.rebaseAt, 10))
+	for l := range c.Levels {
+		off := uint64(l)*uint64(c.CellsPerLevel) + uint64(sketch.Index(h, l, c.CellsPerLevel))
+		args = append(args, strconv.FormatUint(off, 10))
+	}
+	res := script.Exec(ctx, s.client, []string{s.bases[s.shard(h)]}, args)
+	arr, err := res.ToArray()
+	if err != nil {
+		return reply{}, fmt.Errorf("redis: %s: %w", opName(op), err)
+	}
+	return parseReply(op, arr)
+}
+
+func parseReply(op string, arr []rueidis.RedisMessage) (reply, error) {
+	if len(arr) != 4 {
+		return reply{}, fmt.Errorf("redis: %s: script reply has %d elements, want 4", opName(op), len(arr))
+	}
+	var r reply
+	ok, err1 := arr[0].AsInt64()
+	es, err2 := arr[1].ToString()
+	retry, err3 := arr[2].AsInt64()
+	reset, err4 := arr[3].AsInt64()
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return reply{}, fmt.Errorf("redis: %s: malformed script reply: %w", opName(op), err)
+	}
+	e, err := strconv.ParseFloat(es, 64)
+	if err != nil || math.IsNaN(e) || math.IsInf(e, 0) {
+		return reply{}, fmt.Errorf("redis: %s: malformed estimate %q in script reply", opName(op), es)
+	}
+	r.ok, r.estimate, r.retryMs, r.resetMs = ok == 1, e, retry, reset
+	return r, nil
+}
+
+func opName(op string) string {
+	switch op {
+	case "Q":
+		return "Query"
+	case "U":
+		return "Update"
+	case "A":
+		return "UpdateAndQuery"
+	}
+	return "TryUpdate"
+}
+
+func checkFinite(op, name string, v float64) {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		panic("redis: " + op + " " + name + " must be finite; got " + strconv.FormatFloat(v, 'g', -1, 64))
+	}
+}
+
+// Update adds delta to the key's score at every level of every live
+// generation, on the server: per cell, decay for its age on the server's
+// clock, add, clamp to [Lo, Hi], round up to float32. It panics if delta
+// is NaN or ±Inf (before any round trip), as sketch.Update does.
+func (s *Sketch) Update(ctx context.Context, key []byte, delta float64) error {
+	checkFinite("Update", "delta", delta)
+	_, err := s.call(ctx, "U", s.hasher.Sum64(key), delta, 0)
+	return err
+}
+
+// UpdateAndQuery is Update followed by Query in the same atomic call.
+func (s *Sketch) UpdateAndQuery(ctx context.Context, key []byte, delta float64) (float64, error) {
+	checkFinite("UpdateAndQuery", "delta", delta)
+	r, err := s.call(ctx, "A", s.hasher.Sum64(key), delta, 0)
+	return r.estimate, err
+}
+
+// Query returns the key's estimate: the aggregate of its decayed cells in
+// the oldest live generation (0 for a sketch nobody has written). It only
+// reads.
+func (s *Sketch) Query(ctx context.Context, key []byte) (float64, error) {
+	r, err := s.call(ctx, "Q", s.hasher.Sum64(key), 0, 0)
+	return r.estimate, err
+}
+
+// TryUpdate applies delta to the key's cells only if estimate + delta <=
+// limit, atomically with respect to every other call on the server, from
+// any instance. It reports whether it applied. It panics if delta or limit
+// is NaN or ±Inf, or if limit is above Hi (such a limit can never deny),
+// as sketch.TryUpdate does.
+func (s *Sketch) TryUpdate(ctx context.Context, key []byte, delta, limit float64) (bool, error) {
+	r, err := s.tryUpdate(ctx, s.hasher.Sum64(key), delta, limit)
+	return r.ok, err
+}
+
+func (s *Sketch) tryUpdate(ctx context.Context, h uint64, delta, limit float64) (reply, error) {
+	checkFinite("TryUpdate", "delta", delta)
+	checkFinite("TryUpdate", "limit", limit)
+	if limit > s.cfg.hi {
+		panic("redis: TryUpdate limit " + fmtFloat(limit) + " is above Hi " + fmtFloat(s.cfg.hi) + " and could never deny")
+	}
+	return s.call(ctx, "T", h, delta, limit)
+}

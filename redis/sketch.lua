@@ -1,0 +1,268 @@
+-- grudge server-side sketch (see doc.go and docs/distributed.md).
+--
+-- KEYS[1]  the sketch's base name, with its hash tag, e.g. "{rl:3}". The
+--          generation strings are KEYS[1]..":g" (no rotation) or
+--          KEYS[1]..":g:"..index; they share KEYS[1]'s hash tag, so in a
+--          cluster every key this call touches is in KEYS[1]'s slot.
+-- ARGV     op L M G P kind param lo hi agg fp now delta limit rebase off1..offL
+--   op     "Q" query, "U" update, "A" update and query, "T" try-update
+--   L, M   levels and cells per level; G generations, P period in ms (0: one
+--          generation, never rotated)
+--   kind   "none", "exponential" or "linear"; param its lambda or rate (/s)
+--   lo, hi clamp bounds, already float32 values (rounded up by the client)
+--   agg    "min", "max" or "mean"; fp the config fingerprint (uint32)
+--   now    "" for the server clock (TIME), else ms (tests only)
+--   delta, limit  finite numbers ("0" where unused)
+--   rebase ms of age of a generation's epoch that triggers a rebase (2^31
+--          in production; smaller in tests)
+--   offN   cell offset of level N: (N-1)*M + index, computed by the client
+--
+-- A generation string is a 40-byte header followed by L*M cells of 8 bytes:
+--   "GRDGSK01" | L u32 | M u32 | fp u32 | 0 u32 | epoch f64 | hw f64
+--   cell = little-endian uint64 atomiccell.Word: stamp u32 then score f32
+-- epoch is the server ms a stamp counts from; hw the largest time a write
+-- has seen (time never goes backwards for the sketch).
+--
+-- Reply: { allowed (0/1), estimate (string, %.17g), retry ms, reset ms }.
+-- retry and reset are -1 unless kind is "linear" (the limiter reading).
+
+local MAGIC = 'GRDGSK01'
+local HDR = 40
+local op = ARGV[1]
+local L = tonumber(ARGV[2])
+local M = tonumber(ARGV[3])
+local G = tonumber(ARGV[4])
+local P = tonumber(ARGV[5])
+local kind = ARGV[6]
+local param = tonumber(ARGV[7])
+local lo = tonumber(ARGV[8])
+local hi = tonumber(ARGV[9])
+local agg = ARGV[10]
+local fp = tonumber(ARGV[11])
+local now
+if ARGV[12] == '' then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+else
+  now = tonumber(ARGV[12])
+end
+local delta = tonumber(ARGV[13])
+local limit = tonumber(ARGV[14])
+local rebaseAt = tonumber(ARGV[15])
+local off = {}
+for i = 1, L do off[i] = tonumber(ARGV[15 + i]) end
+local SIZE = HDR + L * M * 8
+
+local function fail(msg)
+  return redis.error_reply('ERR grudge: ' .. msg)
+end
+
+-- decay returns score after dt ms under the law (dt <= 0: unchanged).
+local function decay(s, dt)
+  if dt <= 0 or s == 0 then return s end
+  if kind == 'exponential' then
+    return s * math.exp(-param * dt / 1000)
+  elseif kind == 'linear' then
+    local drop = param * dt / 1000
+    if s > 0 then
+      if s - drop > 0 then return s - drop end
+      return 0
+    end
+    if s + drop < 0 then return s + drop end
+    return 0
+  end
+  return s
+end
+
+-- pack narrows x (already clamped to [lo, hi], float32 values) to float32
+-- rounding toward +Inf, as atomiccell.RoundUp does, and packs the cell.
+local function pack(x, stamp)
+  local b = struct.pack('<f', x)
+  if struct.unpack('<f', b) < x then
+    local u = struct.unpack('<I4', b)
+    if u >= 2147483648 then u = u - 1 else u = u + 1 end
+    b = struct.pack('<I4', u)
+  end
+  return struct.pack('<I4', stamp) .. b
+end
+
+local function clamp(x)
+  if x < lo then return lo end
+  if x > hi then return hi end
+  return x
+end
+
+-- open returns the generation table for key k, creating it when create is
+-- set and it is missing (ttl > 0: its lifetime in ms), nil when it is
+-- missing and create is not set, or an error string for foreign data.
+local function open(k, create, ttl)
+  local t = redis.call('TYPE', k)['ok']
+  if t == 'none' then
+    if not create then return nil end
+    redis.call('SETRANGE', k, SIZE - 1, '\0')
+    redis.call('SETRANGE', k, 0, MAGIC .. struct.pack('<I4I4I4I4dd', L, M, fp, 0, now, now))
+    if ttl > 0 then redis.call('PEXPIRE', k, ttl) end
+    return { k = k, epoch = now, hw = now, fresh = true }
+  end
+  if t ~= 'string' then return 'key ' .. k .. ' holds a ' .. t .. ', not a sketch' end
+  local n = redis.call('STRLEN', k)
+  if n ~= SIZE then
+    return 'key ' .. k .. ' holds ' .. n .. ' bytes, not a sketch of ' .. SIZE
+  end
+  local h = redis.call('GETRANGE', k, 0, HDR - 1)
+  if string.sub(h, 1, 8) ~= MAGIC then return 'key ' .. k .. ' holds foreign data (bad magic)' end
+  local hl, hm, hf, _, ep, hw = struct.unpack('<I4I4I4I4dd', h, 9)
+  if hl ~= L or hm ~= M then
+    return 'key ' .. k .. ' is a sketch of L=' .. hl .. ' M=' .. hm .. ', not L=' .. L .. ' M=' .. M
+  end
+  if hf ~= fp then return 'key ' .. k .. ' was built with another configuration (fingerprint ' .. hf .. ')' end
+  if ep ~= ep or hw ~= hw or ep < 0 or hw < ep then return 'key ' .. k .. ' has a corrupt header' end
+  return { k = k, epoch = ep, hw = hw }
+end
+
+-- read returns the decayed score of each of the key's cells in g at time
+-- tm, plus the raw stamps, or an error string.
+local function read(g, tm)
+  local v, st = {}, {}
+  local rel = tm - g.epoch
+  for i = 1, L do
+    local c = redis.call('GETRANGE', g.k, HDR + off[i] * 8, HDR + off[i] * 8 + 7)
+    local stamp, s = struct.unpack('<I4f', c)
+    if s ~= s or s == math.huge or s == -math.huge then
+      return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. off[i]
+    end
+    st[i] = stamp
+    v[i] = decay(s, rel - stamp)
+  end
+  return v, st
+end
+
+local function aggregate(v)
+  local r = v[1]
+  if agg == 'max' then
+    for i = 2, L do if v[i] > r then r = v[i] end end
+  elseif agg == 'mean' then
+    r = 0
+    for i = 1, L do r = r + v[i] / L end
+  else
+    for i = 2, L do if v[i] < r then r = v[i] end end
+  end
+  return r
+end
+
+-- rebase moves g's epoch to tm, so that stamps (uint32 ms) never wrap: every
+-- cell is decayed to tm and stamped 0. Exact by the composition law; it
+-- costs one pass over the L*M cells, once per rebaseAt ms of a generation's
+-- life (never, when G*P < rebaseAt).
+local function rebase(g, tm)
+  local rel = tm - g.epoch
+  local out = {}
+  local body = redis.call('GETRANGE', g.k, HDR, SIZE - 1)
+  for i = 0, L * M - 1 do
+    local stamp, s = struct.unpack('<I4f', body, i * 8 + 1)
+    if s ~= s or s == math.huge or s == -math.huge then
+      return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. i
+    end
+    out[i + 1] = pack(clamp(decay(s, rel - stamp)), 0)
+  end
+  redis.call('SETRANGE', g.k, HDR, table.concat(out))
+  redis.call('SETRANGE', g.k, 24, struct.pack('<d', tm))
+  g.epoch = tm
+  return nil
+end
+
+-- The generations live now: one key, or indices cur-G+1 .. cur.
+local gens = {}
+if P == 0 then
+  gens[1] = { k = KEYS[1] .. ':g', ttl = 0 }
+else
+  local cur = math.floor(now / P)
+  for i = cur - G + 1, cur do
+    gens[#gens + 1] = { k = KEYS[1] .. ':g:' .. i, ttl = (i + G) * P - now }
+  end
+end
+
+local write = op ~= 'Q'
+local live = {}
+for _, d in ipairs(gens) do
+  local g = open(d.k, write, d.ttl)
+  if type(g) == 'string' then return fail(g) end
+  if g then live[#live + 1] = g end
+end
+
+-- Time never goes backwards for the sketch: the largest of the server
+-- clock and every generation's high-water mark.
+local tm = now
+for _, g in ipairs(live) do if g.hw > tm then tm = g.hw end end
+
+if #live == 0 then
+  -- A query of a sketch nobody has written: every score is 0.
+  return { 0, '0', -1, -1 }
+end
+
+-- The oldest live generation answers; all of them are written.
+local rg = live[1]
+local v, st = read(rg, tm)
+if type(v) == 'string' then return fail(v) end
+local est = aggregate(v)
+
+local function retryReset(e, n)
+  if kind ~= 'linear' then return -1, -1 end
+  local reset = math.ceil(e / param * 1000)
+  if reset < 0 then reset = 0 end
+  if n == nil then return -1, reset end
+  if n > limit then return -1, reset end -- n can never fit
+  -- The earliest whole ms at which e decayed leaves room for n.
+  local need = e + n - limit
+  if need <= 0 then return 0, reset end
+  local r = math.ceil(need / param * 1000)
+  while e - param * r / 1000 + n > limit do r = r + 1 end
+  return r, reset
+end
+
+if op == 'Q' then
+  local _, reset = retryReset(est, nil)
+  return { 1, string.format('%.17g', est), -1, reset }
+end
+
+if op == 'T' and not (est + delta <= limit) then
+  local retry, reset = retryReset(est, delta)
+  return { 0, string.format('%.17g', est), retry, reset }
+end
+
+-- Commit delta to the key's cells in every live generation.
+local after = {}
+for gi, g in ipairs(live) do
+  local rebased = false
+  if tm - g.epoch >= rebaseAt then
+    local err = rebase(g, tm)
+    if err then return fail(err) end
+    rebased = true
+  end
+  local rel = tm - g.epoch
+  local gv, gst
+  if gi == 1 and not rebased then
+    gv, gst = v, st
+  else
+    gv, gst = read(g, tm)
+    if type(gv) == 'string' then return fail(gv) end
+  end
+  for i = 1, L do
+    local stamp = gst[i]
+    if rel > stamp then stamp = rel end
+    local nv = clamp(gv[i] + delta)
+    local c = pack(nv, stamp)
+    redis.call('SETRANGE', g.k, HDR + off[i] * 8, c)
+    if gi == 1 then after[i] = struct.unpack('<f', c, 5) end
+  end
+  if tm > g.hw then
+    redis.call('SETRANGE', g.k, 32, struct.pack('<d', tm))
+  end
+end
+
+local ea = aggregate(after)
+if op == 'T' then
+  local _, reset = retryReset(ea, nil)
+  return { 1, string.format('%.17g', ea), 0, reset }
+end
+return { 1, string.format('%.17g', ea), -1, -1 }
