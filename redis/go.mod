@@ -5,6 +5,7 @@ go 1.26.0
 require (
 	github.com/lfgrudge/grudge v0.0.0
 	github.com/redis/rueidis v1.0.80
+	go.uber.org/goleak v1.3.0
 )
 
 require (
