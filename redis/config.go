@@ -31,13 +31,13 @@ type Config struct {
 	// share one slot. Must be non-empty and contain no braces.
 	Name string
 
-	Levels        uint32              // L; 0 means 4; at most 8
-	CellsPerLevel uint32              // M per shard; 0 means 100_000
-	Decay         decay.Decay         // nil means decay.None(); only the provided laws (None, Exponential, Linear) run on the server
-	Lo, Hi        float64             // clamp bounds, as in sketch.Config
-	Aggregator    sketch.Aggregator   // Min (zero value), Max or Mean
+	Levels        uint32               // L; 0 means 4; at most 8
+	CellsPerLevel uint32               // M per shard; 0 means 100_000
+	Decay         decay.Decay          // nil means decay.None(); only the provided laws (None, Exponential, Linear) run on the server
+	Lo, Hi        float64              // clamp bounds, as in sketch.Config
+	Aggregator    sketch.Aggregator    // Min (zero value), Max or Mean
 	Hasher        sketch.HasherFactory // nil means sketch.XXH3(); hashing is done by the client
-	Seed          uint64              // hash seed
+	Seed          uint64               // hash seed
 
 	// Period is the rotation period: 0 means one generation, never
 	// rotated (right for draining laws such as the limiter's Linear).
