@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -67,6 +69,7 @@ func BenchmarkAllow(b *testing.B) {
 							return r.Allowed > 0
 						}
 					}
+					rdb.ConfigResetStat(ctx)
 					per := b.N/callers + 1
 					lat := make([][]time.Duration, callers)
 					b.ReportAllocs()
@@ -102,8 +105,44 @@ func BenchmarkAllow(b *testing.B) {
 					if l != nil {
 						b.ReportMetric(float64(l.Stats().ServerCalls)/float64(len(all)), "rtt/op")
 					}
+					if us, ok := scriptUsecPerCall(ctx, rdb); ok {
+						b.ReportMetric(us, "srv-µs/call")
+					}
 				})
 			}
 		}
 	}
+}
+
+// scriptUsecPerCall is the server's usec_per_call for script calls
+// (evalsha, eval, fcall: whichever ran most) since the last CONFIG
+// RESETSTAT, from INFO commandstats: the server time one decision costs.
+func scriptUsecPerCall(ctx context.Context, rdb *goredis.Client) (float64, bool) {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return 0, false
+	}
+	best, us := int64(-1), 0.0
+	for _, line := range strings.Split(info, "\n") {
+		line = strings.TrimSpace(line)
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval" && name != "cmdstat_fcall") {
+			continue
+		}
+		var calls int64
+		var per float64
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseInt(v, 10, 64)
+			case "usec_per_call":
+				per, _ = strconv.ParseFloat(v, 64)
+			}
+		}
+		if calls > best {
+			best, us = calls, per
+		}
+	}
+	return us, best > 0
 }

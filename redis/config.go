@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"hash/fnv"
@@ -68,7 +69,9 @@ type normalized struct {
 	param  float64
 	lo, hi float64 // rounded up to float32, as atomiccell.Rules holds them
 	fp     uint32
-	static []string // ARGV[2..11]: L M G P kind param lo hi agg fp
+	// The script's static arguments (sketch.lua): cfg is binary
+	// ('<I4I4I4I4dddd': L M G fp P param lo hi), kindName and agg strings.
+	cfg, kindName, agg string
 }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -131,14 +134,14 @@ func (cfg Config) normalize() (normalized, error) {
 	fmt.Fprintf(h, "%s|%v|%s|%s|%s|%d|%d|%d", n.kind, fmtFloat(n.param), fmtFloat(n.lo), fmtFloat(n.hi), agg,
 		cfg.Seed, cfg.Generations, cfg.Period.Milliseconds())
 	n.fp = h.Sum32()
-	n.static = []string{
-		strconv.FormatUint(uint64(cfg.Levels), 10),
-		strconv.FormatUint(uint64(cfg.CellsPerLevel), 10),
-		strconv.FormatUint(uint64(cfg.Generations), 10),
-		strconv.FormatInt(cfg.Period.Milliseconds(), 10),
-		n.kind.String(), fmtFloat(n.param), fmtFloat(n.lo), fmtFloat(n.hi), agg,
-		strconv.FormatUint(uint64(n.fp), 10),
+	b := make([]byte, 0, 48)
+	for _, u := range []uint32{cfg.Levels, cfg.CellsPerLevel, cfg.Generations, n.fp} {
+		b = binary.LittleEndian.AppendUint32(b, u)
 	}
+	for _, f := range []float64{float64(cfg.Period.Milliseconds()), n.param, n.lo, n.hi} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	n.cfg, n.kindName, n.agg = string(b), n.kind.String(), agg
 	if math.IsNaN(n.lo) || math.IsNaN(n.hi) {
 		return bad("Lo and Hi must not be NaN")
 	}

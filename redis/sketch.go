@@ -3,11 +3,13 @@ package redis
 import (
 	"context"
 	_ "embed"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
+	"unsafe"
 
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/redis/rueidis"
@@ -74,6 +76,9 @@ func (s *Sketch) MemoryBytes() int64 {
 	return int64(c.Shards) * int64(c.Generations) * (headerBytes + int64(c.Levels)*int64(c.CellsPerLevel)*8)
 }
 
+// maxLevels is the most levels a Config may have.
+const maxLevels = sketch.MaxLevels
+
 // headerBytes is the size of a generation string's header (sketch.lua).
 const headerBytes = 40
 
@@ -105,19 +110,7 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 			defer cancel()
 		}
 	}
-	c := s.cfg
-	args := make([]string, 0, 15+c.Levels)
-	args = append(args, op)
-	args = append(args, c.static...)
-	now := ""
-	if c.Clock != nil {
-		now = strconv.FormatInt(c.Clock.NowMillis(), 10)
-	}
-	args = append(args, now, fmtFloat(delta), fmtFloat(limit), strconv.FormatInt(s.rebaseAt, 10))
-	for l := range c.Levels {
-		off := uint64(l)*uint64(c.CellsPerLevel) + uint64(sketch.Index(h, l, c.CellsPerLevel))
-		args = append(args, strconv.FormatUint(off, 10))
-	}
+	args := scriptArgs(s.cfg, op, h, delta, limit, s.rebaseAt)
 	res := script.Exec(ctx, s.client, []string{s.bases[s.shard(h)]}, args)
 	arr, err := res.ToArray()
 	if err != nil {
@@ -126,24 +119,71 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 	return parseReply(op, arr)
 }
 
+// scriptArgs is sketch.lua's ARGV for op on the key hash h: op, the
+// static cfg, kind and agg, then nums (binary delta, limit, rebaseAt), now
+// ("" for the server clock, or Config.Clock's ms) and each level's cell byte range,
+// pos and pos+7, in decimal. The per-call strings alias one buffer, never
+// written again: one allocation instead of 2L+1.
+func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseAt int64) []string {
+	buf := make([]byte, 0, 24+int(c.Levels)*22)
+	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(delta))
+	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(limit))
+	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(float64(rebaseAt)))
+	var ends [2 * maxLevels]int
+	for l := range c.Levels {
+		pos := headerBytes + 8*(uint64(l)*uint64(c.CellsPerLevel)+uint64(sketch.Index(h, l, c.CellsPerLevel)))
+		buf = strconv.AppendUint(buf, pos, 10)
+		ends[2*l] = len(buf)
+		buf = strconv.AppendUint(buf, pos+7, 10)
+		ends[2*l+1] = len(buf)
+	}
+	str := unsafe.String(unsafe.SliceData(buf), len(buf))
+	ns := ""
+	if c.Clock != nil {
+		ns = strconv.FormatInt(c.Clock.NowMillis(), 10)
+	}
+	args := make([]string, 0, 6+2*c.Levels)
+	args = append(args, op, c.cfg, c.kindName, c.agg, str[:24], ns)
+	start := 24
+	for _, e := range ends[:2*c.Levels] {
+		args = append(args, str[start:e])
+		start = e
+	}
+	return args
+}
+
 func parseReply(op string, arr []rueidis.RedisMessage) (reply, error) {
 	if len(arr) != 4 {
 		return reply{}, fmt.Errorf("redis: %s: script reply has %d elements, want 4", opName(op), len(arr))
 	}
-	var r reply
 	ok, err1 := arr[0].AsInt64()
-	es, err2 := arr[1].ToString()
+	eb, err2 := arr[1].ToString()
 	retry, err3 := arr[2].AsInt64()
 	reset, err4 := arr[3].AsInt64()
 	if err := errors.Join(err1, err2, err3, err4); err != nil {
 		return reply{}, fmt.Errorf("redis: %s: malformed script reply: %w", opName(op), err)
 	}
-	e, err := strconv.ParseFloat(es, 64)
-	if err != nil || math.IsNaN(e) || math.IsInf(e, 0) {
-		return reply{}, fmt.Errorf("redis: %s: malformed estimate %q in script reply", opName(op), es)
+	return decodeReply(op, ok, eb, retry, reset)
+}
+
+// decodeReply checks and decodes the script reply's fields: allowed 0 or
+// 1, the estimate as 8 bytes of little-endian float64, finite, and retry
+// and reset >= -1.
+func decodeReply(op string, ok int64, eb string, retry, reset int64) (reply, error) {
+	if ok != 0 && ok != 1 {
+		return reply{}, fmt.Errorf("redis: %s: malformed script reply: allowed = %d", opName(op), ok)
 	}
-	r.ok, r.estimate, r.retryMs, r.resetMs = ok == 1, e, retry, reset
-	return r, nil
+	if len(eb) != 8 {
+		return reply{}, fmt.Errorf("redis: %s: malformed estimate %q in script reply (want 8 bytes)", opName(op), eb)
+	}
+	e := math.Float64frombits(binary.LittleEndian.Uint64([]byte(eb)))
+	if math.IsNaN(e) || math.IsInf(e, 0) {
+		return reply{}, fmt.Errorf("redis: %s: malformed estimate %v in script reply", opName(op), e)
+	}
+	if retry < -1 || reset < -1 {
+		return reply{}, fmt.Errorf("redis: %s: malformed script reply: retry %d, reset %d", opName(op), retry, reset)
+	}
+	return reply{ok: ok == 1, estimate: e, retryMs: retry, resetMs: reset}, nil
 }
 
 func opName(op string) string {

@@ -4,18 +4,26 @@
 --          generation strings are KEYS[1]..":g" (no rotation) or
 --          KEYS[1]..":g:"..index; they share KEYS[1]'s hash tag, so in a
 --          cluster every key this call touches is in KEYS[1]'s slot.
--- ARGV     op L M G P kind param lo hi agg fp now delta limit rebase off1..offL
+-- ARGV     op cfg kind agg nums now pos1 end1 .. posL endL
 --   op     "Q" query, "U" update, "A" update and query, "T" try-update
---   L, M   levels and cells per level; G generations, P period in ms (0: one
---          generation, never rotated)
---   kind   "none", "exponential" or "linear"; param its lambda or rate (/s)
---   lo, hi clamp bounds, already float32 values (rounded up by the client)
---   agg    "min", "max" or "mean"; fp the config fingerprint (uint32)
---   now    "" for the server clock (TIME), else ms (tests only)
---   delta, limit  finite numbers ("0" where unused)
---   rebase ms of age of a generation's epoch that triggers a rebase (2^31
---          in production; smaller in tests)
---   offN   cell offset of level N: (N-1)*M + index, computed by the client
+--   cfg    binary, little-endian (struct '<I4I4I4I4dddd'): L and M (levels
+--          and cells per level), G generations, fp the config
+--          fingerprint, P period in ms (0: one generation, never rotated),
+--          param (the law's lambda or rate, /s), lo and hi (clamp bounds,
+--          already float32 values rounded up by the client)
+--   kind   "none", "exponential" or "linear"
+--   agg    "min", "max" or "mean"
+--   nums   binary, little-endian (struct '<ddd'): delta and limit (finite;
+--          0 where unused), rebase (ms of age of a generation's epoch that
+--          triggers a rebase: 2^31 in production, smaller in tests)
+--   now    "" for the server clock (TIME), else ms in decimal (tests only)
+--   posN   decimal byte offset of level N's cell in a generation string,
+--          40 + 8*((N-1)*M + index), and endN = posN + 7, computed by the
+--          client: they go to GETRANGE/SETRANGE as they are.
+-- Numbers travel in binary and offsets as ready-made strings because the
+-- script's cost is dominated by number<->string conversions (strtod and
+-- printf in tonumber and in every numeric redis.call argument), not by the
+-- arithmetic.
 --
 -- A generation string is a 40-byte header followed by L*M cells of 8 bytes:
 --   "GRDGSK01" | L u32 | M u32 | fp u32 | 0 u32 | epoch f64 | hw f64
@@ -23,35 +31,31 @@
 -- epoch is the server ms a stamp counts from; hw the largest time a write
 -- has seen (time never goes backwards for the sketch).
 --
--- Reply: { allowed (0/1), estimate (string, %.17g), retry ms, reset ms }.
+-- Reply: { allowed (0/1), estimate (8 bytes: little-endian float64),
+--          retry ms, reset ms }.
 -- retry and reset are -1 unless kind is "linear" (the limiter reading).
 
 local MAGIC = 'GRDGSK01'
 local HDR = 40
 local op = ARGV[1]
-local L = tonumber(ARGV[2])
-local M = tonumber(ARGV[3])
-local G = tonumber(ARGV[4])
-local P = tonumber(ARGV[5])
-local kind = ARGV[6]
-local param = tonumber(ARGV[7])
-local lo = tonumber(ARGV[8])
-local hi = tonumber(ARGV[9])
-local agg = ARGV[10]
-local fp = tonumber(ARGV[11])
+local L, M, G, fp, P, param, lo, hi = struct.unpack('<I4I4I4I4dddd', ARGV[2])
+local kind = ARGV[3]
+local agg = ARGV[4]
+local delta, limit, rebaseAt = struct.unpack('<ddd', ARGV[5])
 local now
-if ARGV[12] == '' then
+if ARGV[6] == '' then
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 else
-  now = tonumber(ARGV[12])
+  now = tonumber(ARGV[6])
 end
-local delta = tonumber(ARGV[13])
-local limit = tonumber(ARGV[14])
-local rebaseAt = tonumber(ARGV[15])
-local off = {}
-for i = 1, L do off[i] = tonumber(ARGV[15 + i]) end
+-- pos[i], fin[i]: level i's cell as GETRANGE/SETRANGE arguments.
+local pos, fin = {}, {}
+for i = 1, L do pos[i], fin[i] = ARGV[5 + 2 * i], ARGV[6 + 2 * i] end
 local SIZE = HDR + L * M * 8
+
+-- offset returns level i's cell offset (for error messages).
+local function offset(i) return (tonumber(pos[i]) - HDR) / 8 end
 
 local function fail(msg)
   return redis.error_reply('ERR grudge: ' .. msg)
@@ -96,20 +100,22 @@ end
 -- set and it is missing (ttl > 0: its lifetime in ms), nil when it is
 -- missing and create is not set, or an error string for foreign data.
 local function open(k, create, ttl)
-  local t = redis.call('TYPE', k)['ok']
-  if t == 'none' then
+  local n = redis.pcall('STRLEN', k)
+  if type(n) == 'table' then
+    -- Not a string: STRLEN answered WRONGTYPE.
+    return 'key ' .. k .. ' holds a ' .. redis.call('TYPE', k)['ok'] .. ', not a sketch'
+  end
+  if n == 0 and redis.call('EXISTS', k) == 0 then
     if not create then return nil end
     redis.call('SETRANGE', k, SIZE - 1, '\0')
-    redis.call('SETRANGE', k, 0, MAGIC .. struct.pack('<I4I4I4I4dd', L, M, fp, 0, now, now))
+    redis.call('SETRANGE', k, '0', MAGIC .. struct.pack('<I4I4I4I4dd', L, M, fp, 0, now, now))
     if ttl > 0 then redis.call('PEXPIRE', k, ttl) end
     return { k = k, epoch = now, hw = now, fresh = true }
   end
-  if t ~= 'string' then return 'key ' .. k .. ' holds a ' .. t .. ', not a sketch' end
-  local n = redis.call('STRLEN', k)
   if n ~= SIZE then
     return 'key ' .. k .. ' holds ' .. n .. ' bytes, not a sketch of ' .. SIZE
   end
-  local h = redis.call('GETRANGE', k, 0, HDR - 1)
+  local h = redis.call('GETRANGE', k, '0', '39')
   if string.sub(h, 1, 8) ~= MAGIC then return 'key ' .. k .. ' holds foreign data (bad magic)' end
   local hl, hm, hf, _, ep, hw = struct.unpack('<I4I4I4I4dd', h, 9)
   if hl ~= L or hm ~= M then
@@ -126,10 +132,10 @@ local function read(g, tm)
   local v, st = {}, {}
   local rel = tm - g.epoch
   for i = 1, L do
-    local c = redis.call('GETRANGE', g.k, HDR + off[i] * 8, HDR + off[i] * 8 + 7)
+    local c = redis.call('GETRANGE', g.k, pos[i], fin[i])
     local stamp, s = struct.unpack('<I4f', c)
     if s ~= s or s == math.huge or s == -math.huge then
-      return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. off[i]
+      return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. offset(i)
     end
     st[i] = stamp
     v[i] = decay(s, rel - stamp)
@@ -166,7 +172,7 @@ local function rebase(g, tm)
     out[i + 1] = pack(clamp(decay(s, rel - stamp)), 0)
   end
   redis.call('SETRANGE', g.k, HDR, table.concat(out))
-  redis.call('SETRANGE', g.k, 24, struct.pack('<d', tm))
+  redis.call('SETRANGE', g.k, '24', struct.pack('<d', tm))
   g.epoch = tm
   return nil
 end
@@ -197,7 +203,7 @@ for _, g in ipairs(live) do if g.hw > tm then tm = g.hw end end
 
 if #live == 0 then
   -- A query of a sketch nobody has written: every score is 0.
-  return { 0, '0', -1, -1 }
+  return { 0, struct.pack('<d', 0), -1, -1 }
 end
 
 -- The oldest live generation answers; all of them are written.
@@ -222,12 +228,12 @@ end
 
 if op == 'Q' then
   local _, reset = retryReset(est, nil)
-  return { 1, string.format('%.17g', est), -1, reset }
+  return { 1, struct.pack('<d', est), -1, reset }
 end
 
 if op == 'T' and not (est + delta <= limit) then
   local retry, reset = retryReset(est, delta)
-  return { 0, string.format('%.17g', est), retry, reset }
+  return { 0, struct.pack('<d', est), retry, reset }
 end
 
 -- Commit delta to the key's cells in every live generation.
@@ -252,17 +258,17 @@ for gi, g in ipairs(live) do
     if rel > stamp then stamp = rel end
     local nv = clamp(gv[i] + delta)
     local c = pack(nv, stamp)
-    redis.call('SETRANGE', g.k, HDR + off[i] * 8, c)
+    redis.call('SETRANGE', g.k, pos[i], c)
     if gi == 1 then after[i] = struct.unpack('<f', c, 5) end
   end
   if tm > g.hw then
-    redis.call('SETRANGE', g.k, 32, struct.pack('<d', tm))
+    redis.call('SETRANGE', g.k, '32', struct.pack('<d', tm))
   end
 end
 
 local ea = aggregate(after)
 if op == 'T' then
   local _, reset = retryReset(ea, nil)
-  return { 1, string.format('%.17g', ea), 0, reset }
+  return { 1, struct.pack('<d', ea), 0, reset }
 end
-return { 1, string.format('%.17g', ea), -1, -1 }
+return { 1, struct.pack('<d', ea), -1, -1 }
