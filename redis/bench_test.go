@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +71,7 @@ func BenchmarkAllow(b *testing.B) {
 						}
 					}
 					rdb.ConfigResetStat(ctx)
+					srv0, cli0 := serverCPU(ctx, rdb), clientCPU()
 					per := b.N/callers + 1
 					lat := make([][]time.Duration, callers)
 					b.ReportAllocs()
@@ -97,6 +99,7 @@ func BenchmarkAllow(b *testing.B) {
 					wg.Wait()
 					el := time.Since(start)
 					b.StopTimer()
+					srv1, cli1 := serverCPU(ctx, rdb), clientCPU()
 					all := slices.Concat(lat...)
 					slices.Sort(all)
 					b.ReportMetric(float64(len(all))/el.Seconds(), "decisions/s")
@@ -105,6 +108,8 @@ func BenchmarkAllow(b *testing.B) {
 					if l != nil {
 						b.ReportMetric(float64(l.Stats().ServerCalls)/float64(len(all)), "rtt/op")
 					}
+					b.ReportMetric((srv1-srv0).Seconds()*1e6/float64(len(all)), "srv-cpu-µs/op")
+					b.ReportMetric((cli1-cli0).Seconds()*1e6/float64(len(all)), "cli-cpu-µs/op")
 					if us, ok := scriptUsecPerCall(ctx, rdb); ok {
 						b.ReportMetric(us, "srv-µs/call")
 					}
@@ -112,6 +117,31 @@ func BenchmarkAllow(b *testing.B) {
 			}
 		}
 	}
+}
+
+// serverCPU is the server's CPU time (user + sys), from INFO cpu.
+func serverCPU(ctx context.Context, rdb *goredis.Client) time.Duration {
+	info, err := rdb.Info(ctx, "cpu").Result()
+	if err != nil {
+		return 0
+	}
+	var sum float64
+	for _, line := range strings.Split(info, "\n") {
+		k, v, _ := strings.Cut(strings.TrimSpace(line), ":")
+		if k == "used_cpu_sys" || k == "used_cpu_user" {
+			f, _ := strconv.ParseFloat(v, 64)
+			sum += f
+		}
+	}
+	return time.Duration(sum * float64(time.Second))
+}
+
+// clientCPU is this process's CPU time (user + sys): the benchmark's
+// callers and the client library.
+func clientCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // scriptUsecPerCall is the server's usec_per_call for script calls

@@ -70,8 +70,9 @@ type normalized struct {
 	lo, hi float64 // rounded up to float32, as atomiccell.Rules holds them
 	fp     uint32
 	// The script's static arguments (sketch.lua): cfg is binary
-	// ('<I4I4I4I4dddd': L M G fp P param lo hi), kindName and agg strings.
-	cfg, kindName, agg string
+	// ('<I4I4I4I4dddd': L M G fp P param lo hi), kindName and agg
+	// strings, hs and he the header's byte range counted from the end.
+	cfg, kindName, agg, hs, he string
 }
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -142,6 +143,8 @@ func (cfg Config) normalize() (normalized, error) {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 	}
 	n.cfg, n.kindName, n.agg = string(b), n.kind.String(), agg
+	size := headerBytes + int64(cfg.Levels)*int64(cfg.CellsPerLevel)*8
+	n.hs, n.he = strconv.FormatInt(-size, 10), strconv.FormatInt(-(size-headerBytes+1), 10)
 	if math.IsNaN(n.lo) || math.IsNaN(n.hi) {
 		return bad("Lo and Hi must not be NaN")
 	}

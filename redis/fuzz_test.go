@@ -52,8 +52,8 @@ func FuzzScriptArgs(f *testing.F) {
 		}
 		args := scriptArgs(n, "T", h, delta, limit, rebaseAt)
 		L, M := n.Levels, n.CellsPerLevel
-		if len(args) != 6+2*int(L) {
-			t.Fatalf("%d args; want %d", len(args), 6+2*L)
+		if len(args) != 8+2*int(L) {
+			t.Fatalf("%d args; want %d", len(args), 8+2*L)
 		}
 		c := []byte(args[1])
 		if len(c) != 48 {
@@ -71,20 +71,23 @@ func FuzzScriptArgs(f *testing.F) {
 		if args[2] != n.kind.String() || args[3] != "max" && args[3] != "min" && args[3] != "mean" {
 			t.Fatalf("kind, agg = %q, %q", args[2], args[3])
 		}
-		nums := []byte(args[4])
+		if size := int64(headerBytes) + int64(L)*int64(M)*8; args[4] != strconv.FormatInt(-size, 10) || args[5] != strconv.FormatInt(-size+39, 10) {
+			t.Fatalf("hs, he = %q, %q", args[4], args[5])
+		}
+		nums := []byte(args[6])
 		if len(nums) != 24 || math.Float64bits(d(nums, 0)) != math.Float64bits(delta) ||
 			math.Float64bits(d(nums, 1)) != math.Float64bits(limit) || d(nums, 2) != float64(rebaseAt) {
 			t.Fatalf("nums = %x", nums)
 		}
-		if args[5] != "" {
-			t.Fatalf("now = %q without a Clock", args[5])
+		if args[7] != "" {
+			t.Fatalf("now = %q without a Clock", args[7])
 		}
 		size := uint64(headerBytes) + uint64(L)*uint64(M)*8
 		for l := range L {
-			pos, err1 := strconv.ParseUint(args[6+2*l], 10, 64)
-			end, err2 := strconv.ParseUint(args[7+2*l], 10, 64)
+			pos, err1 := strconv.ParseUint(args[8+2*l], 10, 64)
+			end, err2 := strconv.ParseUint(args[9+2*l], 10, 64)
 			if err1 != nil || err2 != nil || end != pos+7 || end >= size {
-				t.Fatalf("level %d: range %q..%q in a string of %d bytes", l, args[6+2*l], args[7+2*l], size)
+				t.Fatalf("level %d: range %q..%q in a string of %d bytes", l, args[8+2*l], args[9+2*l], size)
 			}
 			want := uint64(headerBytes) + 8*(uint64(l)*uint64(M)+uint64(sketch.Index(h, l, M)))
 			if pos != want {

@@ -2,13 +2,16 @@ package redis
 
 import (
 	"context"
+	"crypto/sha1"
 	_ "embed"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
 	"strconv"
+	"strings"
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/sketch"
@@ -16,13 +19,53 @@ import (
 )
 
 //go:embed sketch.lua
-var scriptSource string
+var librarySource string
 
-// script is shared by every Sketch: rueidis sends EVALSHA and falls back
-// to EVAL on NOSCRIPT (a restarted server has an empty script cache). It
-// is not marked retryable: a write that may have been applied is never
-// sent twice.
-var script = rueidis.NewLuaScript(scriptSource)
+// The Redis Function library (sketch.lua) under a name that carries a
+// hash of its source, so that instances running different versions of
+// the library never call each other's code, and the code FUNCTION LOAD
+// sends.
+var (
+	libName = "grudge_" + libHash()
+	libCode = strings.ReplaceAll(librarySource, "grudge_LIBVERSION", libName)
+)
+
+func libHash() string {
+	h := sha1.Sum([]byte(librarySource))
+	return hex.EncodeToString(h[:6])
+}
+
+// fcall runs the library's function once. When the server does not have
+// the library (a fresh or restarted server, whose function set is empty
+// without persistence) it loads it on every node the client knows and
+// calls again: a "Function not found" reply means the first call ran no
+// code, so the write is still applied at most once. Any other failure is
+// never retried.
+func fcall(ctx context.Context, c rueidis.Client, key string, args []string) ([]rueidis.RedisMessage, error) {
+	cmd := func() rueidis.Completed {
+		return c.B().Fcall().Function(libName).Numkeys(1).Key(key).Arg(args...).Build()
+	}
+	arr, err := c.Do(ctx, cmd()).ToArray()
+	if rerr, ok := rueidis.IsRedisErr(err); !ok || !strings.HasSuffix(rerr.Error(), "Function not found") {
+		return arr, err
+	}
+	if err := loadLibrary(ctx, c); err != nil {
+		return nil, err
+	}
+	return c.Do(ctx, cmd()).ToArray()
+}
+
+// loadLibrary sends FUNCTION LOAD to every node; a library that is
+// already there (another instance loaded it first) is no error.
+func loadLibrary(ctx context.Context, c rueidis.Client) error {
+	for addr, n := range c.Nodes() {
+		err := n.Do(ctx, n.B().FunctionLoad().FunctionCode(libCode).Build()).Error()
+		if err != nil && !strings.Contains(err.Error(), "already exists") {
+			return fmt.Errorf("FUNCTION LOAD on %s: %w", addr, err)
+		}
+	}
+	return nil
+}
 
 // defaultRebaseAt is the age of a generation's epoch, in ms, at which the
 // next write rebases it: half the uint32 stamp range, so a stamp never
@@ -111,8 +154,7 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 		}
 	}
 	args := scriptArgs(s.cfg, op, h, delta, limit, s.rebaseAt)
-	res := script.Exec(ctx, s.client, []string{s.bases[s.shard(h)]}, args)
-	arr, err := res.ToArray()
+	arr, err := fcall(ctx, s.client, s.bases[s.shard(h)], args)
 	if err != nil {
 		return reply{}, fmt.Errorf("redis: %s: %w", opName(op), err)
 	}
@@ -120,7 +162,7 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 }
 
 // scriptArgs is sketch.lua's ARGV for op on the key hash h: op, the
-// static cfg, kind and agg, then nums (binary delta, limit, rebaseAt), now
+// static cfg, kind, agg, hs and he, then nums (binary delta, limit, rebaseAt), now
 // ("" for the server clock, or Config.Clock's ms) and each level's cell byte range,
 // pos and pos+7, in decimal. The per-call strings alias one buffer, never
 // written again: one allocation instead of 2L+1.
@@ -142,8 +184,8 @@ func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseA
 	if c.Clock != nil {
 		ns = strconv.FormatInt(c.Clock.NowMillis(), 10)
 	}
-	args := make([]string, 0, 6+2*c.Levels)
-	args = append(args, op, c.cfg, c.kindName, c.agg, str[:24], ns)
+	args := make([]string, 0, 8+2*c.Levels)
+	args = append(args, op, c.cfg, c.kindName, c.agg, c.hs, c.he, str[:24], ns)
 	start := 24
 	for _, e := range ends[:2*c.Levels] {
 		args = append(args, str[start:e])

@@ -231,6 +231,15 @@ func TestForeignData(t *testing.T) {
 	}{
 		{"string", func() { do(t, c, "SET", key, "hello") }, "holds 5 bytes"},
 		{"list", func() { do(t, c, "RPUSH", key, "x") }, "holds a list"},
+		{"longer", func() {
+			good.Update(ctx, []byte("a"), 1)
+			do(t, c, "APPEND", key, "x")
+		}, fmt.Sprintf("holds %d bytes", size+1)},
+		{"shorter", func() {
+			good.Update(ctx, []byte("a"), 1)
+			s, _ := do(t, c, "GET", key).ToString()
+			do(t, c, "SET", key, s[:size-1])
+		}, fmt.Sprintf("holds %d bytes", size-1)},
 		{"bad magic", func() { do(t, c, "SET", key, strings.Repeat("z", size)) }, "bad magic"},
 		{"other shape", func() {
 			other := mustNew(t, c, Config{Name: "foreign", Levels: 1, CellsPerLevel: 8, Hi: 100})
