@@ -12,10 +12,12 @@
 // stamp in ms from the generation's epoch. Server memory is
 // Shards x Generations x (40 + L*M*8) bytes whatever the number of keys.
 // The client hashes the key with the core's hashers and sketch.Index and
-// sends the L cell offsets; one server script (sketch.lua, sent with
-// EVALSHA) opens the generation strings, reads the server clock (TIME),
-// decays, aggregates, clamps, rounds up and commits all L cells, atomically
-// (Redis runs one script at a time), in one round trip:
+// sends the L cell offsets; one server function (sketch.lua, a Redis
+// Function library loaded with FUNCTION LOAD and called with FCALL, so
+// Redis 7.0 or later) opens the generation strings, reads the server
+// clock (TIME), decays, aggregates, clamps, rounds up and commits all L
+// cells, atomically (Redis runs one function at a time), in one round
+// trip:
 //
 //	now := max(TIME, every live generation's high-water mark)
 //	for each live generation g (created with PEXPIRE when missing):
@@ -32,7 +34,7 @@
 //
 // # Guarantees
 //
-//   - Every operation is one script call: atomic with respect to every call
+//   - Every operation is one function call: atomic with respect to every call
 //     from every instance, on the server's clock, so instances with skewed
 //     clocks agree. Sketch.TryUpdate racing from N clients admits exactly
 //     the limit (no decay), and with Min aggregation and non-negative
@@ -40,8 +42,10 @@
 //   - Foreign or malformed data under a key (wrong type, size, magic,
 //     shape, configuration fingerprint, NaN or Inf cell) is an error
 //     starting "grudge:" from the server; no call panics or overwrites it.
-//   - Scripts are never retried by the client (a write is never applied
-//     twice); a NOSCRIPT after a server restart falls back to EVAL.
+//   - Calls are never retried by the client (a write is never applied
+//     twice), except after "Function not found" (a fresh or restarted
+//     server, which ran nothing): the client loads the library and calls
+//     once more.
 //   - Context deadlines bound every call; Config.Timeout supplies one when
 //     the context has none.
 //

@@ -74,8 +74,8 @@ const defaultRebaseAt = 1 << 31
 
 // Sketch is a count-min sketch of L x M packed cells held on a Redis
 // server (one string per generation and shard), shared by every instance
-// that uses the same Config. Each operation is one script call, one round
-// trip, atomic on the server. Safe for concurrent use; it holds no lock
+// that uses the same Config. Each operation is one function call (FCALL),
+// one round trip, atomic on the server. Safe for concurrent use; it holds no lock
 // and starts no goroutine (the rueidis client it is given has its own,
 // and the caller closes it).
 type Sketch struct {
