@@ -50,7 +50,7 @@ local MAGIC = 'GRDGSK01'
 local HDR = 40
 -- Library functions, bound by the first call: a library's load-time
 -- environment has only the redis registration API, not math or struct.
-local frexp, ldexp, ceil, floor, exp, spack, sunpack
+local frexp, ldexp, ceil, floor, exp, spack, sunpack, HUGE
 
 -- Per-call parameters, set at the start of each call by run.
 local op, L, M, G, fp, P, param, lo, hi, kind, agg, HS, HE
@@ -58,6 +58,18 @@ local delta, limit, rebaseAt, now, SIZE
 -- pos[i], fin[i]: level i's cell as GETRANGE/SETRANGE arguments (reused
 -- across calls; only 1..L are read).
 local pos, fin = {}, {}
+-- Scratch tables, reused by every call (only 1..L are read): the decayed
+-- values and stamps of the generation being read, the committed values
+-- of the oldest one, and the live generations.
+local V, ST, AFTER, LIVE = {}, {}, {}, {}
+-- GEN[slot]: the table open fills for a call's slot-th live generation.
+local GEN = {}
+local function gen(slot, k, epoch, hw)
+  local g = GEN[slot]
+  if not g then g = {}; GEN[slot] = g end
+  g.k, g.epoch, g.hw = k, epoch, hw
+  return g
+end
 
 -- offset returns level i's cell offset (for error messages).
 local function offset(i) return (tonumber(pos[i]) - HDR) / 8 end
@@ -109,10 +121,11 @@ local function clamp(x)
   return x
 end
 
--- open returns the generation table for key k, creating it when create is
--- set and it is missing (ttl > 0: its lifetime in ms), nil when it is
--- missing and create is not set, or an error string for foreign data.
-local function open(k, create, ttl)
+-- open returns the generation table for key k (GEN[slot], reused), creating
+-- the string when create is set and it is missing (ttl > 0: its lifetime
+-- in ms), nil when it is missing and create is not set, or an error
+-- string for foreign data.
+local function open(slot, k, create, ttl)
   -- The header as the first 40 of the string's last SIZE bytes: exactly
   -- 40 bytes, from offset 0, only when the string has SIZE bytes (fewer
   -- give a shorter answer, more give bytes from inside the cells, no
@@ -130,7 +143,7 @@ local function open(k, create, ttl)
       redis.call('SETRANGE', k, SIZE - 1, '\0')
       redis.call('SETRANGE', k, '0', MAGIC .. struct.pack('<I4I4I4I4dd', L, M, fp, 0, now, now))
       if ttl > 0 then redis.call('PEXPIRE', k, ttl) end
-      return { k = k, epoch = now, hw = now, fresh = true }
+      return gen(slot, k, now, now)
     end
     if n ~= SIZE then
       return 'key ' .. k .. ' holds ' .. n .. ' bytes, not a sketch of ' .. SIZE
@@ -143,18 +156,19 @@ local function open(k, create, ttl)
   end
   if hf ~= fp then return 'key ' .. k .. ' was built with another configuration (fingerprint ' .. hf .. ')' end
   if ep ~= ep or hw ~= hw or ep < 0 or hw < ep then return 'key ' .. k .. ' has a corrupt header' end
-  return { k = k, epoch = ep, hw = hw }
+  return gen(slot, k, ep, hw)
 end
 
 -- read returns the decayed score of each of the key's cells in g at time
 -- tm, plus the raw stamps, or an error string.
+-- The answer is in the scratch tables V and ST, valid until the next read.
 local function read(g, tm)
-  local v, st = {}, {}
+  local v, st = V, ST
   local rel = tm - g.epoch
   for i = 1, L do
     local c = redis.call('GETRANGE', g.k, pos[i], fin[i])
     local stamp, s = sunpack('<I4f', c)
-    if s ~= s or s == math.huge or s == -math.huge then
+    if s ~= s or s == HUGE or s == -HUGE then
       return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. offset(i)
     end
     st[i] = stamp
@@ -215,7 +229,7 @@ end
 local function run(KEYS, ARGV)
   if not spack then
     frexp, ldexp, ceil, floor, exp = math.frexp, math.ldexp, math.ceil, math.floor, math.exp
-    spack, sunpack = struct.pack, struct.unpack
+    spack, sunpack, HUGE = struct.pack, struct.unpack, math.huge
   end
   op = ARGV[1]
   L, M, G, fp, P, param, lo, hi = sunpack('<I4I4I4I4dddd', ARGV[2])
@@ -233,22 +247,20 @@ local function run(KEYS, ARGV)
   SIZE = HDR + L * M * 8
 
   -- The generations live now: one key, or indices cur-G+1 .. cur.
-  local gens = {}
-  if P == 0 then
-    gens[1] = { k = KEYS[1] .. ':g', ttl = 0 }
-  else
-    local cur = math.floor(now / P)
-    for i = cur - G + 1, cur do
-      gens[#gens + 1] = { k = KEYS[1] .. ':g:' .. i, ttl = (i + G) * P - now }
-    end
-  end
-
   local write = op ~= 'Q'
-  local live = {}
-  for _, d in ipairs(gens) do
-    local g = open(d.k, write, d.ttl)
+  local live = LIVE
+  for i = #live, 1, -1 do live[i] = nil end
+  if P == 0 then
+    local g = open(1, KEYS[1] .. ':g', write, 0)
     if type(g) == 'string' then return fail(g) end
-    if g then live[#live + 1] = g end
+    if g then live[1] = g end
+  else
+    local cur = floor(now / P)
+    for i = cur - G + 1, cur do
+      local g = open(#live + 1, KEYS[1] .. ':g:' .. i, write, (i + G) * P - now)
+      if type(g) == 'string' then return fail(g) end
+      if g then live[#live + 1] = g end
+    end
   end
 
   -- Time never goes backwards for the sketch: the largest of the server
@@ -278,8 +290,10 @@ local function run(KEYS, ARGV)
     return { 0, struct.pack('<d', est), retry, reset }
   end
 
-  -- Commit delta to the key's cells in every live generation.
-  local after = {}
+  -- Commit delta to the key's cells in every live generation (a read of
+  -- a later generation reuses V and ST: the oldest's are no longer
+  -- needed by then).
+  local after = AFTER
   for gi, g in ipairs(live) do
     local rebased = false
     if tm - g.epoch >= rebaseAt then
