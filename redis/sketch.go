@@ -56,11 +56,12 @@ func fcall(ctx context.Context, c rueidis.Client, key string, args []string) ([]
 }
 
 // loadLibrary sends FUNCTION LOAD to every node; a library that is
-// already there (another instance loaded it first) is no error.
+// already there (another instance loaded it first) is no error, nor is a
+// replica's READONLY (replicas get the library from their primary).
 func loadLibrary(ctx context.Context, c rueidis.Client) error {
 	for addr, n := range c.Nodes() {
 		err := n.Do(ctx, n.B().FunctionLoad().FunctionCode(libCode).Build()).Error()
-		if err != nil && !strings.Contains(err.Error(), "already exists") {
+		if err != nil && !strings.Contains(err.Error(), "already exists") && !strings.HasPrefix(err.Error(), "READONLY") {
 			return fmt.Errorf("FUNCTION LOAD on %s: %w", addr, err)
 		}
 	}
