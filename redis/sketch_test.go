@@ -393,3 +393,26 @@ func TestPanicsOnNaN(t *testing.T) {
 		}()
 	}
 }
+
+// TestLibraryReloaded: a server whose function set is empty (FUNCTION
+// FLUSH, as after a restart without persistence) gets the library again
+// from the next call, which then runs once: the write is applied exactly
+// once.
+func TestLibraryReloaded(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	s := mustNew(t, c, Config{Name: "reload", Levels: 2, CellsPerLevel: 16, Hi: 100})
+	ctx := context.Background()
+	for i := range 3 {
+		if err := do(t, c, "FUNCTION", "FLUSH").Error(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.UpdateAndQuery(ctx, []byte("k"), 1)
+		if err != nil || got != float64(i+1) {
+			t.Fatalf("call %d after FUNCTION FLUSH: %v, %v; want %d", i, got, err, i+1)
+		}
+	}
+	if n, _ := do(t, c, "FUNCTION", "LIST").ToArray(); len(n) != 1 {
+		t.Fatalf("FUNCTION LIST has %d libraries; want 1", len(n))
+	}
+}
