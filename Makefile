@@ -9,9 +9,11 @@ ARM64_BIN := bin/arm64
 
 all: test
 
-## test: the whole suite: format and vet (amd64 + arm64), race tests,
-## purego tests, and the arm64 suite under qemu.
-test: fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64
+## test: the whole suite: format, vet (amd64 + arm64 + purego),
+## staticcheck, go mod tidy, race tests, purego tests, the no-backoff
+## build, the arm64 suite under qemu, and the redis/ module against a real
+## redis-server.
+test: fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-redis
 	@echo "make test: all checks passed"
 
 ## lint: staticcheck (installed by .ci/run; go install
@@ -110,6 +112,14 @@ bench-matrix:
 	CGO_ENABLED=0 $(GO) test -c -o bin/sketch.test ./sketch/
 
 .PHONY: bench-arm64 bench-matrix
+
+## test-redis: the nested module redis/ (its own go.mod; the core module
+## has no Redis dependency): vet and race tests against a redis-server the
+## tests start themselves (they fail without one when CI is set).
+test-redis:
+	cd redis && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
+
+.PHONY: test-redis
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)

@@ -1,0 +1,152 @@
+package redis
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// ErrInvalidConfig is matched (errors.Is) by every error New and
+// NewLimiter return for a bad configuration.
+var ErrInvalidConfig = errors.New("redis: invalid configuration")
+
+// Config describes a server-side sketch. The shared fields mean what they
+// mean in sketch.Config, and are validated by sketch.Config.Normalize; the
+// rest say where the sketch lives on the server and how it rotates.
+//
+// Every instance that shares a sketch must use the same Config (the
+// server stores a fingerprint of the law, bounds, aggregator, seed and
+// rotation, and refuses a call made with another).
+type Config struct {
+	// Name is the sketch's base key. The server keys are "{Name}:g" (or
+	// "{Name}:g:<generation>"), and "{Name:<shard>}:..." when Shards > 1:
+	// the braces are a Redis Cluster hash tag, so all of a shard's keys
+	// share one slot. Must be non-empty and contain no braces.
+	Name string
+
+	Levels        uint32               // L; 0 means 4; at most 8
+	CellsPerLevel uint32               // M per shard; 0 means 100_000
+	Decay         decay.Decay          // nil means decay.None(); only the provided laws (None, Exponential, Linear) run on the server
+	Lo, Hi        float64              // clamp bounds, as in sketch.Config
+	Aggregator    sketch.Aggregator    // Min (zero value), Max or Mean
+	Hasher        sketch.HasherFactory // nil means sketch.XXH3(); hashing is done by the client
+	Seed          uint64               // hash seed
+
+	// Period is the rotation period: 0 means one generation, never
+	// rotated (right for draining laws such as the limiter's Linear).
+	// With Period > 0 the server keeps Generations strings, one per
+	// period, reads the oldest and writes all, as rotator does; a
+	// generation expires (PEXPIRE) when its life ends.
+	Period      time.Duration
+	Generations uint32 // with Period > 0: 0 means 2; at least 2
+
+	// Shards spreads the sketch over this many hash-tagged bases (0 means
+	// 1), for Redis Cluster; a key's L cells are always in one shard.
+	Shards uint32
+
+	// Timeout bounds each call whose context has no deadline; 0 means
+	// none (the context alone bounds it).
+	Timeout time.Duration
+
+	// Clock, when set, replaces the server's clock (TIME) with the
+	// client's readings, in ms. For deterministic tests only: in
+	// production instances must share the server's clock.
+	Clock sketch.Clock
+}
+
+// normalized is a validated Config with its server arguments prepared.
+type normalized struct {
+	Config
+	kind   decay.Kind
+	param  float64
+	lo, hi float64 // rounded up to float32, as atomiccell.Rules holds them
+	fp     uint32
+	// The script's static arguments (sketch.lua): cfg is binary
+	// ('<I4I4I4I4dddd': L M G fp P param lo hi), kindName and agg
+	// strings, hs and he the header's byte range counted from the end.
+	cfg, kindName, agg, hs, he string
+}
+
+func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+func (cfg Config) normalize() (normalized, error) {
+	bad := func(format string, args ...any) (normalized, error) {
+		return normalized{}, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	if cfg.Name == "" {
+		return bad("Name must not be empty")
+	}
+	for _, c := range cfg.Name {
+		if c == '{' || c == '}' {
+			return bad("Name must not contain braces; got %q", cfg.Name)
+		}
+	}
+	sc, err := sketch.Config{
+		Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel, Decay: cfg.Decay,
+		Lo: cfg.Lo, Hi: cfg.Hi, Aggregator: cfg.Aggregator, Hasher: cfg.Hasher, Seed: cfg.Seed,
+	}.Normalize()
+	if err != nil {
+		return bad("%v", err)
+	}
+	cfg.Levels, cfg.CellsPerLevel, cfg.Decay, cfg.Hasher = sc.Levels, sc.CellsPerLevel, sc.Decay, sc.Hasher
+	n := normalized{}
+	n.kind, n.param = decay.Params(cfg.Decay)
+	if n.kind == decay.KindCustom {
+		return bad("Decay must be decay.None, Exponential or Linear (a custom law cannot run on the server); got %T", cfg.Decay)
+	}
+	if cfg.Period < 0 || (cfg.Period > 0 && cfg.Period < time.Millisecond) {
+		return bad("Period must be 0 or >= 1ms; got %v", cfg.Period)
+	}
+	if cfg.Period%time.Millisecond != 0 {
+		return bad("Period must be a whole number of ms; got %v", cfg.Period)
+	}
+	if cfg.Period == 0 {
+		if cfg.Generations > 1 {
+			return bad("Generations needs Period > 0; got Generations=%d, Period=0", cfg.Generations)
+		}
+		cfg.Generations = 1
+	} else {
+		if cfg.Generations == 0 {
+			cfg.Generations = 2
+		}
+		if cfg.Generations < 2 {
+			return bad("Generations must be >= 2 with Period > 0; got %d", cfg.Generations)
+		}
+	}
+	if cfg.Shards == 0 {
+		cfg.Shards = 1
+	}
+	if cfg.Timeout < 0 {
+		return bad("Timeout must be >= 0; got %v", cfg.Timeout)
+	}
+	n.Config = cfg
+	// Infinite bounds saturate at ±MaxFloat32, as atomiccell.Rules does.
+	n.lo, n.hi = float64(atomiccell.RoundUp(cfg.Lo)), float64(atomiccell.RoundUp(cfg.Hi))
+	agg := map[sketch.Aggregator]string{sketch.Min: "min", sketch.Max: "max", sketch.Mean: "mean"}[cfg.Aggregator]
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%s|%v|%s|%s|%s|%d|%d|%d", n.kind, fmtFloat(n.param), fmtFloat(n.lo), fmtFloat(n.hi), agg,
+		cfg.Seed, cfg.Generations, cfg.Period.Milliseconds())
+	n.fp = h.Sum32()
+	b := make([]byte, 0, 48)
+	for _, u := range []uint32{cfg.Levels, cfg.CellsPerLevel, cfg.Generations, n.fp} {
+		b = binary.LittleEndian.AppendUint32(b, u)
+	}
+	for _, f := range []float64{float64(cfg.Period.Milliseconds()), n.param, n.lo, n.hi} {
+		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
+	}
+	n.cfg, n.kindName, n.agg = string(b), n.kind.String(), agg
+	size := headerBytes + int64(cfg.Levels)*int64(cfg.CellsPerLevel)*8
+	n.hs, n.he = strconv.FormatInt(-size, 10), strconv.FormatInt(-(size-headerBytes+1), 10)
+	if math.IsNaN(n.lo) || math.IsNaN(n.hi) {
+		return bad("Lo and Hi must not be NaN")
+	}
+	return n, nil
+}

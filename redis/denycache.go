@@ -1,0 +1,85 @@
+package redis
+
+import (
+	"math"
+	"time"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// denyCache is the local view of the server's debt for keys the server
+// has answered: a lock-free sketch (sketch.Sketch) with the limiter's own
+// law, Linear(Rate), bounds [0, Burst] and Min aggregation, fed with the
+// debt the server reported. Because it decays at the server's rate from
+// the moment the answer arrived (no earlier than the server computed it),
+// its estimate is >= the server's debt at every later instant, counting
+// only the debt already reported: it can only over-estimate (collisions
+// under Min raise, never lower, and a racing double feed raises too, up
+// to Burst). So a request it denies, the server would have denied: the
+// cache never admits, and it is stale only toward denial, by at most the
+// round trip times Rate plus collision over-estimates, which drain at
+// Rate (so never longer than Burst/Rate).
+//
+// Constant memory: L x M cells whatever the number of keys. Safe for
+// concurrent use; no lock, no goroutine.
+type denyCache struct {
+	sk    *sketch.Sketch
+	rate  float64 // tokens per second
+	burst float64
+}
+
+func newDenyCache(rate, burst float64, cells uint32, seed uint64, clock sketch.Clock) (*denyCache, error) {
+	sk, err := sketch.New(sketch.Config{
+		Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(rate), Lo: 0, Hi: burst,
+		Aggregator: sketch.Min, Seed: seed ^ 0xD1E5CAC4E, Clock: clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &denyCache{sk: sk, rate: rate, burst: burst}, nil
+}
+
+// observe records that the server's debt for key was debt (just now).
+// Raising the min to debt: adding debt-q to every cell makes the min at
+// least debt (cells above the min rise too, which only over-estimates).
+func (d *denyCache) observe(key string, debt float64) {
+	if q := d.sk.QueryString(key); q < debt {
+		d.sk.UpdateString(key, debt-q)
+	}
+}
+
+// check reports whether a request of n is certainly denied by the server,
+// and then the local debt's RetryAfter and ResetAfter.
+func (d *denyCache) check(key string, n float64) (denied bool, debt float64, retry, reset time.Duration) {
+	debt = d.sk.QueryString(key)
+	if debt+n <= d.burst {
+		return false, debt, 0, 0
+	}
+	return true, debt, retryAfter(debt, n, d.burst, d.rate), msCeil(debt / d.rate * 1000)
+}
+
+// retryAfter is the exact wait for debt, draining at rate per second, to
+// leave room for n under burst: rounded up to the ms and never early
+// (-1 when n > burst: never).
+func retryAfter(debt, n, burst, rate float64) time.Duration {
+	if n > burst {
+		return -1
+	}
+	need := debt + n - burst
+	if need <= 0 {
+		return 0
+	}
+	ms := math.Ceil(need / rate * 1000)
+	for debt-rate*ms/1000+n > burst {
+		ms++
+	}
+	return time.Duration(ms) * time.Millisecond
+}
+
+func msCeil(ms float64) time.Duration {
+	if ms <= 0 {
+		return 0
+	}
+	return time.Duration(math.Ceil(ms)) * time.Millisecond
+}

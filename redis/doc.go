@@ -1,0 +1,61 @@
+// Package redis holds a decaying count-min sketch on a Redis server, shared
+// by every instance of a service, and a global token-bucket Limiter built on
+// it with the lock-free sketch (package sketch) in front. It is a nested
+// module (github.com/lfgrudge/grudge/redis) so the core keeps no Redis
+// dependency.
+//
+// # Model
+//
+// The server holds L x M cells per generation in one Redis string (a
+// 40-byte header, then the cells), each cell the same 8-byte word as
+// package atomiccell: float32 score (rounded toward +Inf) and uint32 age
+// stamp in ms from the generation's epoch. Server memory is
+// Shards x Generations x (40 + L*M*8) bytes whatever the number of keys.
+// The client hashes the key with the core's hashers and sketch.Index and
+// sends the L cell offsets; one server function (sketch.lua, a Redis
+// Function library loaded with FUNCTION LOAD and called with FCALL, so
+// Redis 7.0 or later) opens the generation strings, reads the server
+// clock (TIME), decays, aggregates, clamps, rounds up and commits all L
+// cells, atomically (Redis runs one function at a time), in one round
+// trip:
+//
+//	now := max(TIME, every live generation's high-water mark)
+//	for each live generation g (created with PEXPIRE when missing):
+//	    for each level l: v[l] = decay(score(g, off[l]), now - epoch(g) - stamp(g, off[l]))
+//	est := aggregate(v of the oldest live generation)
+//	if op is TryUpdate and est + delta > limit: reply denied (retry time from the Linear law)
+//	for each live generation g, each level l:
+//	    cell := pack(roundUp(clamp(v[l] + delta, Lo, Hi)), max(stamp, now - epoch(g)))
+//
+// A generation's epoch is rebased on the first write 2^31 ms after it
+// (every cell decayed to now and restamped 0, exact by the composition law),
+// so any idle time, 1 ms to years, decays as the law says; ages are
+// computed in float64 from the 64-bit epoch in the header.
+//
+// # Guarantees
+//
+//   - Every operation is one function call: atomic with respect to every call
+//     from every instance, on the server's clock, so instances with skewed
+//     clocks agree. Sketch.TryUpdate racing from N clients admits exactly
+//     the limit (no decay), and with Min aggregation and non-negative
+//     deltas an estimate never falls below the key's true score.
+//   - Foreign or malformed data under a key (wrong type, size, magic,
+//     shape, configuration fingerprint, NaN or Inf cell) is an error
+//     starting "grudge:" from the server; no call panics or overwrites it.
+//   - Calls are never retried by the client (a write is never applied
+//     twice), except after "Function not found" (a fresh or restarted
+//     server, which ran nothing): the client loads the library and calls
+//     once more.
+//   - Context deadlines bound every call; Config.Timeout supplies one when
+//     the context has none.
+//
+// Limiter adds the local deny cache (a key the server denied is denied
+// locally, with no round trip, while its reported debt has not drained),
+// an optional pre-check (the same cache also fed on admissions), and the
+// fault policies FailClosed, FailOpen and LocalFallback, with Degraded and
+// counters. Neither the cache nor the pre-check ever admits: the global
+// limit stays exact, and they are stale only toward denial.
+//
+// docs/distributed.md has the design, the exactness argument, the failure
+// policies and the measured numbers.
+package redis

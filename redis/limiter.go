@@ -1,0 +1,236 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/redis/rueidis"
+)
+
+// Limit is a token bucket: Rate tokens per second refill a bucket of
+// Burst tokens. Both must be finite and > 0.
+type Limit struct {
+	Rate  float64 // tokens per second
+	Burst float64 // bucket size: the most debt a key may carry
+}
+
+// PerSecond returns a Limit of rate tokens per second with burst.
+func PerSecond(rate, burst float64) Limit { return Limit{Rate: rate, Burst: burst} }
+
+// Decision is AllowN's answer, in the shape of redis_rate's Result.
+type Decision struct {
+	Allowed bool
+	Limit   Limit
+	// Remaining is Burst minus the key's debt after the decision (the
+	// tokens a request could take right now), >= 0.
+	Remaining float64
+	// RetryAfter is -1 when the request was allowed, as in redis_rate.
+	// When denied: the exact wait, rounded up to the ms, after which the
+	// same request fits if nothing else is admitted meanwhile (never
+	// early); -1 also when n > Burst (it never fits).
+	RetryAfter time.Duration
+	// ResetAfter is the time until the key's debt drains to 0.
+	ResetAfter time.Duration
+}
+
+// LimiterConfig describes a global Limiter.
+type LimiterConfig struct {
+	Name  string // base key, as Config.Name
+	Limit Limit
+
+	Levels        uint32               // L of the server sketch; 0 means 4
+	CellsPerLevel uint32               // M of the server sketch per shard; 0 means 100_000
+	Hasher        sketch.HasherFactory // nil means sketch.XXH3(); use SipHash() for untrusted keys
+	Seed          uint64
+	Shards        uint32        // as Config.Shards
+	Timeout       time.Duration // per call when the context has no deadline; 0 means none
+
+	// Policy decides when the server cannot (FailClosed by default).
+	Policy Policy
+	// Instances is N for LocalFallback (the local limiter runs at
+	// Rate/N, Burst/N); 0 means 1.
+	Instances uint32
+	// FallbackCells is M of the local fallback limiter; 0 means 65536.
+	FallbackCells uint32
+
+	// DenyCacheCells is M of the local deny cache (4 levels); 0 disables
+	// it. With it, a key the server denied is denied locally, with no
+	// round trip, until its reported debt has drained enough.
+	DenyCacheCells uint32
+	// PreCheck also feeds the deny cache with the debt the server reports
+	// for admitted requests, so a key this instance has driven to its
+	// limit is denied locally before the server says so. Needs
+	// DenyCacheCells > 0.
+	PreCheck bool
+
+	// Clock replaces the server clock and the local sketches' clock (ms);
+	// for deterministic tests only.
+	Clock sketch.Clock
+}
+
+// Limiter is a global token-bucket limiter over a server Sketch, in debt
+// form: Decay Linear(Rate), Lo 0, Hi Burst, Min aggregation; AllowN is
+// TryUpdate(key, n, Burst). Safe for concurrent use; no lock, no
+// goroutine. The caller owns (and closes) the rueidis client.
+type Limiter struct {
+	sk       *Sketch
+	limit    Limit
+	policy   Policy
+	cache    *denyCache     // nil: no deny cache
+	precheck bool           // feed cache on admissions too
+	fallback *sketch.Sketch // LocalFallback only
+	fbLimit  Limit          // Rate/N, Burst/N
+	degraded atomic.Bool
+	c        counters
+}
+
+// NewLimiter returns a Limiter for cfg over client, or an error matching
+// ErrInvalidConfig.
+func NewLimiter(client rueidis.Client, cfg LimiterConfig) (*Limiter, error) {
+	bad := func(format string, args ...any) (*Limiter, error) {
+		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
+	}
+	lim := cfg.Limit
+	if !(lim.Rate > 0) || math.IsInf(lim.Rate, 0) {
+		return bad("Limit.Rate must be finite and > 0; got %v", lim.Rate)
+	}
+	if !(lim.Burst > 0) || math.IsInf(lim.Burst, 0) {
+		return bad("Limit.Burst must be finite and > 0; got %v", lim.Burst)
+	}
+	if cfg.Policy > LocalFallback {
+		return bad("Policy must be FailClosed, FailOpen or LocalFallback; got %v", cfg.Policy)
+	}
+	if cfg.PreCheck && cfg.DenyCacheCells == 0 {
+		return bad("PreCheck needs DenyCacheCells > 0")
+	}
+	sk, err := New(client, Config{
+		Name: cfg.Name, Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel,
+		Decay: decay.Linear(lim.Rate), Lo: 0, Hi: lim.Burst, Aggregator: sketch.Min,
+		Hasher: cfg.Hasher, Seed: cfg.Seed, Shards: cfg.Shards, Timeout: cfg.Timeout, Clock: cfg.Clock,
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &Limiter{sk: sk, limit: lim, policy: cfg.Policy, precheck: cfg.PreCheck}
+	if cfg.DenyCacheCells > 0 {
+		if l.cache, err = newDenyCache(lim.Rate, lim.Burst, cfg.DenyCacheCells, cfg.Seed, cfg.Clock); err != nil {
+			return bad("deny cache: %v", err)
+		}
+	}
+	if cfg.Policy == LocalFallback {
+		n := cfg.Instances
+		if n == 0 {
+			n = 1
+		}
+		cells := cfg.FallbackCells
+		if cells == 0 {
+			cells = 1 << 16
+		}
+		l.fbLimit = Limit{Rate: lim.Rate / float64(n), Burst: lim.Burst / float64(n)}
+		l.fallback, err = sketch.New(sketch.Config{
+			Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(l.fbLimit.Rate), Lo: 0, Hi: l.fbLimit.Burst,
+			Aggregator: sketch.Min, Seed: cfg.Seed ^ 0xFA11BAC, Clock: cfg.Clock,
+		})
+		if err != nil {
+			return bad("local fallback: %v", err)
+		}
+	}
+	return l, nil
+}
+
+// Limit returns the limiter's Limit.
+func (l *Limiter) Limit() Limit { return l.limit }
+
+// Sketch returns the server sketch the limiter runs on.
+func (l *Limiter) Sketch() *Sketch { return l.sk }
+
+// Degraded reports whether the last round trip failed: decisions are
+// being made by the Policy until a round trip succeeds again.
+func (l *Limiter) Degraded() bool { return l.degraded.Load() }
+
+// Stats returns the counters.
+func (l *Limiter) Stats() Stats { return l.c.snapshot() }
+
+// Allow is AllowN(ctx, key, 1).
+func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
+	return l.AllowN(ctx, key, 1)
+}
+
+// AllowN reports whether n tokens may be taken for key now, globally:
+// across every instance sharing the server sketch, exactly (TryUpdate on
+// the server, one round trip), except that the deny cache may answer a
+// denial locally (see LimiterConfig.DenyCacheCells). n must be finite and
+// >= 0 (it panics otherwise, as a NaN would poison the cells).
+//
+// When the server fails or times out, the Policy decides, and AllowN
+// returns that decision with an error matching ErrDegraded that also
+// wraps the cause; otherwise the error is nil.
+func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, error) {
+	if math.IsNaN(n) || math.IsInf(n, 0) || n < 0 {
+		panic("redis: AllowN n must be finite and >= 0; got " + fmtFloat(n))
+	}
+	l.c.decisions.Add(1)
+	if l.cache != nil {
+		if denied, debt, retry, reset := l.cache.check(key, n); denied {
+			l.c.cacheDenials.Add(1)
+			return Decision{Limit: l.limit, Remaining: max(l.limit.Burst-debt, 0), RetryAfter: retry, ResetAfter: reset}, nil
+		}
+	}
+	l.c.serverCalls.Add(1)
+	r, err := l.sk.tryUpdate(ctx, l.sk.hasher.Sum64String(key), n, l.limit.Burst)
+	if err != nil {
+		return l.fault(key, n, err)
+	}
+	l.degraded.Store(false)
+	d := Decision{Allowed: r.ok, Limit: l.limit, Remaining: max(l.limit.Burst-r.estimate, 0),
+		RetryAfter: time.Duration(r.retryMs) * time.Millisecond, ResetAfter: time.Duration(r.resetMs) * time.Millisecond}
+	if r.ok {
+		d.RetryAfter = -1
+	} else if r.retryMs < 0 {
+		d.RetryAfter = -1
+	}
+	if l.cache != nil && (!r.ok || l.precheck) {
+		l.cache.observe(key, r.estimate)
+	}
+	return d, nil
+}
+
+// fault records a failed round trip and returns the policy's decision.
+func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
+	l.c.serverErrors.Add(1)
+	if errors.Is(cause, context.DeadlineExceeded) {
+		l.c.timeouts.Add(1)
+	}
+	if !l.degraded.Swap(true) {
+		l.c.degradedPeriods.Add(1)
+	}
+	err := fmt.Errorf("%w (policy %v): %w", ErrDegraded, l.policy, cause)
+	d := Decision{Limit: l.limit, RetryAfter: -1}
+	switch l.policy {
+	case FailOpen:
+		l.c.policyAdmits.Add(1)
+		d.Allowed, d.Remaining = true, l.limit.Burst
+	case LocalFallback:
+		fb := l.fbLimit
+		d.Limit = fb
+		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
+			l.c.policyAdmits.Add(1)
+			debt := l.fallback.QueryString(key)
+			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), msCeil(debt/fb.Rate*1000)
+		} else {
+			l.c.policyDenials.Add(1)
+			debt := l.fallback.QueryString(key)
+			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), msCeil(debt/fb.Rate*1000)
+			d.RetryAfter = retryAfter(debt, n, fb.Burst, fb.Rate)
+		}
+	default: // FailClosed
+		l.c.policyDenials.Add(1)
+	}
+	return d, err
+}

@@ -1,0 +1,418 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/sketch/reference"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+	"github.com/redis/rueidis"
+)
+
+func mustNew(t testing.TB, c rueidis.Client, cfg Config) *Sketch {
+	t.Helper()
+	s, err := New(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"empty name", Config{Hi: 1}, "Name must not be empty"},
+		{"braces", Config{Name: "a{b}", Hi: 1}, "braces"},
+		{"bad bounds", Config{Name: "a", Lo: 1, Hi: 2}, "Lo must be <= 0"},
+		{"levels", Config{Name: "a", Hi: 1, Levels: 9}, "Levels must be <= 8"},
+		{"custom law", Config{Name: "a", Hi: 1, Decay: customLaw{}}, "custom law cannot run on the server"},
+		{"bad lambda", Config{Name: "a", Hi: 1, Decay: decay.Exponential(-1)}, "lambda"},
+		{"period", Config{Name: "a", Hi: 1, Period: time.Microsecond}, "Period must be 0 or >= 1ms"},
+		{"generations without period", Config{Name: "a", Hi: 1, Generations: 3}, "Generations needs Period > 0"},
+		{"one generation", Config{Name: "a", Hi: 1, Period: time.Second, Generations: 1}, "Generations must be >= 2"},
+		{"timeout", Config{Name: "a", Hi: 1, Timeout: -1}, "Timeout must be >= 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := tt.cfg.normalize()
+			if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v; want ErrInvalidConfig containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+type customLaw struct{}
+
+func (customLaw) Apply(s float64, _ int64) float64 { return s }
+
+// TestTryUpdateExactGlobally: several clients (instances), many goroutines
+// each, racing TryUpdate(k, 1, limit) admit exactly limit, for one key and
+// for many keys sharing every cell (M=1).
+func TestTryUpdateExactGlobally(t *testing.T) {
+	srv := startServer(t)
+	const clients, perClient, limit = 4, 16, 1000
+	for _, tc := range []struct {
+		name string
+		m    uint32
+		keys int
+	}{{"one key", 1000, 1}, {"all keys collide", 1, 64}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var admitted atomic.Int64
+			var wg sync.WaitGroup
+			for c := range clients {
+				s := mustNew(t, srv.client(t), Config{Name: "exact:" + tc.name, CellsPerLevel: tc.m, Hi: 1e6})
+				for g := range perClient {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						for i := 0; i < 2*limit/(clients*perClient)+10; i++ {
+							k := []byte(fmt.Sprint("k", (c*perClient+g+i)%tc.keys))
+							ok, err := s.TryUpdate(context.Background(), k, 1, limit)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							if ok {
+								admitted.Add(1)
+							}
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			if got := admitted.Load(); got != limit {
+				t.Fatalf("admitted %d; want exactly %d", got, limit)
+			}
+		})
+	}
+}
+
+// TestDifferential runs the same random operations, at the same fake
+// times, on the server sketch and on the local lock-free sketch with the
+// same Config: estimates agree within the float32 bound and TryUpdate
+// decisions agree wherever the estimate is not within that bound of the
+// limit.
+func TestDifferential(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	laws := []struct {
+		name string
+		d    decay.Decay
+	}{{"none", decay.None()}, {"exp", decay.Exponential(0.7)}, {"linear", decay.Linear(3)}}
+	aggs := []sketch.Aggregator{sketch.Min, sketch.Max, sketch.Mean}
+	for _, law := range laws {
+		for _, agg := range aggs {
+			t.Run(law.name+"/"+agg.String(), func(t *testing.T) {
+				clk := sketchtest.NewFakeClock()
+				clk.Set(1_000_000)
+				const hi, lo = 200.0, -50.0
+				rs := mustNew(t, c, Config{Name: "diff:" + law.name + agg.String(), Levels: 3, CellsPerLevel: 16,
+					Decay: law.d, Lo: lo, Hi: hi, Aggregator: agg, Seed: 7, Clock: clk})
+				ls, err := sketch.New(sketch.Config{Levels: 3, CellsPerLevel: 16, Decay: law.d, Lo: lo, Hi: hi,
+					Aggregator: agg, Seed: 7, Clock: clk})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(1, uint64(agg)))
+				ctx := context.Background()
+				n := 300
+				if testing.Short() {
+					n = 100
+				}
+				for i := range n {
+					key := []byte(fmt.Sprint("key", rng.IntN(40)))
+					clk.Advance(time.Duration(rng.IntN(400)) * time.Millisecond)
+					delta := float64(rng.IntN(30)) - 5
+					switch rng.IntN(4) {
+					case 0:
+						if err := rs.Update(ctx, key, delta); err != nil {
+							t.Fatal(err)
+						}
+						ls.Update(key, delta)
+					case 1:
+						got, err := rs.UpdateAndQuery(ctx, key, delta)
+						if err != nil {
+							t.Fatal(err)
+						}
+						want := ls.UpdateAndQuery(key, delta)
+						checkClose(t, i, "UpdateAndQuery", got, want)
+					case 2:
+						limit := float64(rng.IntN(150))
+						est := ls.Query(key)
+						if math.Abs(est+delta-limit) <= f32Bound(limit) {
+							continue // borderline: either answer is within the bound
+						}
+						got, err := rs.TryUpdate(ctx, key, delta, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if want := ls.TryUpdate(key, delta, limit); got != want {
+							t.Fatalf("op %d: TryUpdate(%s, %v, %v) = %v; local sketch says %v (estimate %v)", i, key, delta, limit, got, want, est)
+						}
+					default:
+						got, err := rs.Query(ctx, key)
+						if err != nil {
+							t.Fatal(err)
+						}
+						checkClose(t, i, "Query", got, ls.Query(key))
+					}
+				}
+			})
+		}
+	}
+}
+
+// f32Bound is the float32 tolerance of a value near v after a few
+// rounded-up operations.
+func f32Bound(v float64) float64 { return 8 * (math.Abs(v)*0x1p-23 + 1e-30) }
+
+func checkClose(t *testing.T, i int, op string, got, want float64) {
+	t.Helper()
+	if math.Abs(got-want) > f32Bound(math.Max(math.Abs(got), math.Abs(want))) {
+		t.Fatalf("op %d: %s = %v on the server; local sketch %v", i, op, got, want)
+	}
+}
+
+// TestCollisionsSafeSide: with every key in one cell per level (M=1) and
+// non-negative deltas, Min never under-estimates any key.
+func TestCollisionsSafeSide(t *testing.T) {
+	srv := startServer(t)
+	s := mustNew(t, srv.client(t), Config{Name: "collide", Levels: 2, CellsPerLevel: 1, Hi: 1e9})
+	ctx := context.Background()
+	truth := map[string]float64{}
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200 {
+		k := fmt.Sprint("k", rng.IntN(20))
+		d := float64(rng.IntN(10))
+		truth[k] += d
+		if err := s.Update(ctx, []byte(k), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, want := range truth {
+		got, err := s.Query(ctx, []byte(k))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got < want {
+			t.Fatalf("Query(%s) = %v < true score %v", k, got, want)
+		}
+	}
+}
+
+// TestForeignData: whatever sits under the sketch's key, a call returns
+// an error naming the problem; none panics and none overwrites the data.
+func TestForeignData(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	cfg := Config{Name: "foreign", Levels: 2, CellsPerLevel: 4, Hi: 100}
+	good := mustNew(t, c, cfg)
+	ctx := context.Background()
+	const key = "{foreign}:g"
+	size := headerBytes + 2*4*8
+	tests := []struct {
+		name  string
+		setup func()
+		want  string
+	}{
+		{"string", func() { do(t, c, "SET", key, "hello") }, "holds 5 bytes"},
+		{"list", func() { do(t, c, "RPUSH", key, "x") }, "holds a list"},
+		{"longer", func() {
+			good.Update(ctx, []byte("a"), 1)
+			do(t, c, "APPEND", key, "x")
+		}, fmt.Sprintf("holds %d bytes", size+1)},
+		{"shorter", func() {
+			good.Update(ctx, []byte("a"), 1)
+			s, _ := do(t, c, "GET", key).ToString()
+			do(t, c, "SET", key, s[:size-1])
+		}, fmt.Sprintf("holds %d bytes", size-1)},
+		{"bad magic", func() { do(t, c, "SET", key, strings.Repeat("z", size)) }, "bad magic"},
+		{"other shape", func() {
+			other := mustNew(t, c, Config{Name: "foreign", Levels: 1, CellsPerLevel: 8, Hi: 100})
+			other.Update(ctx, []byte("a"), 1)
+		}, "not L=2 M=4"},
+		{"other config", func() {
+			other := mustNew(t, c, Config{Name: "foreign", Levels: 2, CellsPerLevel: 4, Hi: 50})
+			other.Update(ctx, []byte("a"), 1)
+		}, "another configuration"},
+		{"NaN cell", func() {
+			good.Update(ctx, []byte("a"), 1)
+			nan := strings.Repeat("\x00\x00\x00\x00\x00\x00\xc0\x7f", 8) // stamp 0, score NaN
+			do(t, c, "SETRANGE", key, fmt.Sprint(headerBytes), nan)
+		}, "corrupt cell"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			do(t, c, "DEL", key)
+			tt.setup()
+			before, _ := do(t, c, "DUMP", key).ToString()
+			for _, op := range []func() error{
+				func() error { return good.Update(ctx, []byte("a"), 1) },
+				func() error { _, err := good.Query(ctx, []byte("a")); return err },
+				func() error { _, err := good.TryUpdate(ctx, []byte("a"), 1, 10); return err },
+			} {
+				err := op()
+				if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "grudge:") {
+					t.Fatalf("err = %v; want an error containing %q", err, tt.want)
+				}
+			}
+			if after, _ := do(t, c, "DUMP", key).ToString(); after != before {
+				t.Fatal("a failed call modified the data under the key")
+			}
+		})
+	}
+}
+
+// TestRotation: with Period and Generations the server holds one string
+// per live generation, L*M*8+40 bytes each, with an expiry; the oldest
+// answers, so a score is gone Generations periods after its last update.
+func TestRotation(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	clk := sketchtest.NewFakeClock()
+	clk.Set(10_000)
+	s := mustNew(t, c, Config{Name: "rot", Levels: 2, CellsPerLevel: 8, Hi: 1e6, Period: time.Second, Generations: 2, Clock: clk})
+	ctx := context.Background()
+	if err := s.Update(ctx, []byte("a"), 5); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"{rot}:g:9", "{rot}:g:10"} {
+		n, err := do(t, c, "STRLEN", k).ToInt64()
+		if err != nil || n != headerBytes+2*8*8 {
+			t.Fatalf("STRLEN %s = %d, %v; want %d", k, n, err, headerBytes+2*8*8)
+		}
+		if ttl, _ := do(t, c, "PTTL", k).ToInt64(); ttl <= 0 || ttl > 2000 {
+			t.Fatalf("PTTL %s = %d; want in (0, 2000]", k, ttl)
+		}
+	}
+	steps := []struct {
+		advance time.Duration
+		want    float64
+	}{{0, 5}, {999 * time.Millisecond, 5}, {time.Millisecond, 5}, {time.Second, 0}}
+	for i, st := range steps {
+		clk.Advance(st.advance)
+		got, err := s.Query(ctx, []byte("a"))
+		if err != nil || got != st.want {
+			t.Fatalf("step %d (t=%d): Query = %v, %v; want %v", i, clk.NowMillis(), got, err, st.want)
+		}
+	}
+	if got := s.MemoryBytes(); got != 2*(headerBytes+2*8*8) {
+		t.Fatalf("MemoryBytes = %d", got)
+	}
+}
+
+// TestRebase: a write to a generation whose epoch is rebaseAt old moves
+// the epoch, without changing any value (compared with the local sketch),
+// and idle times far past 2^32 ms decay as the law says: compared with
+// sketch/reference (int64 ms ages), since the local lock-free sketch stops
+// decaying past 2^31 ms of idle (sketch/doc.go) and the server does not.
+func TestRebase(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	for _, law := range []decay.Decay{decay.None(), decay.Exponential(1e-9), decay.Linear(1e-6)} {
+		t.Run(fmt.Sprint(decay.Params(law)), func(t *testing.T) {
+			clk := sketchtest.NewFakeClock()
+			k, _ := decay.Params(law)
+			s := mustNew(t, c, Config{Name: "rebase:" + k.String(), Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
+			s.setRebaseAt(1000)
+			ls, _ := reference.New(sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
+			ctx := context.Background()
+			for i, adv := range []time.Duration{0, 600 * time.Millisecond, 600 * time.Millisecond, 3 * time.Second, 1 << 33 * time.Millisecond, 1 << 40 * time.Millisecond} {
+				clk.Advance(adv)
+				key := []byte(fmt.Sprint("k", i%3))
+				got, err := s.UpdateAndQuery(ctx, key, 1000)
+				if err != nil {
+					t.Fatal(err)
+				}
+				checkClose(t, i, "UpdateAndQuery", got, ls.UpdateAndQuery(key, 1000))
+				for j := range 3 {
+					key := []byte(fmt.Sprint("k", j))
+					got, err := s.Query(ctx, key)
+					if err != nil {
+						t.Fatal(err)
+					}
+					checkClose(t, i, "Query", got, ls.Query(key))
+				}
+			}
+		})
+	}
+}
+
+// TestShards: with Shards > 1 the keys spread over hash-tagged bases and
+// each answers as a single sketch would.
+func TestShards(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	s := mustNew(t, c, Config{Name: "sh", Shards: 4, CellsPerLevel: 1000, Hi: 1e9})
+	ctx := context.Background()
+	for i := range 100 {
+		if err := s.Update(ctx, []byte(fmt.Sprint(i)), float64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 {
+		if got, err := s.Query(ctx, []byte(fmt.Sprint(i))); err != nil || got < float64(i) {
+			t.Fatalf("Query(%d) = %v, %v", i, got, err)
+		}
+	}
+	for i := range 4 {
+		if n, _ := do(t, c, "EXISTS", fmt.Sprintf("{sh:%d}:g", i)).ToInt64(); n != 1 {
+			t.Fatalf("shard %d missing", i)
+		}
+	}
+}
+
+func TestPanicsOnNaN(t *testing.T) {
+	s := &Sketch{cfg: normalized{hi: 10}, hasher: sketch.XXH3()(0)}
+	for name, f := range map[string]func(){
+		"Update":         func() { s.Update(context.Background(), nil, math.NaN()) },
+		"TryUpdate":      func() { s.TryUpdate(context.Background(), nil, 1, math.Inf(1)) },
+		"limit above Hi": func() { s.TryUpdate(context.Background(), nil, 1, 11) },
+	} {
+		func() {
+			defer func() {
+				if r := recover(); r == nil || !strings.HasPrefix(fmt.Sprint(r), "redis: ") {
+					t.Errorf("%s: recovered %v; want a panic starting with redis:", name, r)
+				}
+			}()
+			f()
+		}()
+	}
+}
+
+// TestLibraryReloaded: a server whose function set is empty (FUNCTION
+// FLUSH, as after a restart without persistence) gets the library again
+// from the next call, which then runs once: the write is applied exactly
+// once.
+func TestLibraryReloaded(t *testing.T) {
+	srv := startServer(t)
+	c := srv.client(t)
+	s := mustNew(t, c, Config{Name: "reload", Levels: 2, CellsPerLevel: 16, Hi: 100})
+	ctx := context.Background()
+	for i := range 3 {
+		if err := do(t, c, "FUNCTION", "FLUSH").Error(); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.UpdateAndQuery(ctx, []byte("k"), 1)
+		if err != nil || got != float64(i+1) {
+			t.Fatalf("call %d after FUNCTION FLUSH: %v, %v; want %d", i, got, err, i+1)
+		}
+	}
+	if n, _ := do(t, c, "FUNCTION", "LIST").ToArray(); len(n) != 1 {
+		t.Fatalf("FUNCTION LIST has %d libraries; want 1", len(n))
+	}
+}
