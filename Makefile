@@ -59,7 +59,7 @@ test-arm64:
 		GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(ARM64_BIN)/$$n.test $$p; \
 		d=$$($(GO) list -f '{{.Dir}}' $$p); \
 		echo "arm64 (qemu): $$p"; \
-		(cd $$d && $(QEMU) $(CURDIR)/$(ARM64_BIN)/$$n.test -test.short -test.timeout 10m) ; \
+		(cd $$d && GRUDGE_TEST_EMULATOR=$(QEMU) $(QEMU) $(CURDIR)/$(ARM64_BIN)/$$n.test -test.short -test.timeout 10m) ; \
 	done
 
 vet:

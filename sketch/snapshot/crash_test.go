@@ -90,6 +90,17 @@ func TestHelperProcess(t *testing.T) {
 	}
 }
 
+// selfCommand runs this test binary again with args. Under user-mode
+// emulation (make test-arm64 sets GRUDGE_TEST_EMULATOR to
+// qemu-aarch64-static) the binary cannot be exec'd directly, so the
+// emulator runs it; a SIGKILL to the emulator kills the emulated child.
+func selfCommand(args ...string) *exec.Cmd {
+	if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
+		return exec.Command(emu, append([]string{os.Args[0]}, args...)...)
+	}
+	return exec.Command(os.Args[0], args...)
+}
+
 // TestCrashDuringSnapshots kills a child process with SIGKILL at random
 // moments, most of them in the middle of a snapshot write (a save takes
 // a good part of the 20 ms interval), many times over one snapshot path,
@@ -112,7 +123,7 @@ func TestCrashDuringSnapshots(t *testing.T) {
 	midWrite := 0
 	begin := time.Now()
 	for i := range kills {
-		cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+		cmd := selfCommand("-test.run=^TestHelperProcess$", "-test.count=1")
 		cmd.Env = append(os.Environ(), crashEnv+"="+path)
 		cmd.Stderr = os.Stderr
 		out, err := cmd.StdoutPipe()
