@@ -68,6 +68,8 @@ const (
 	DefaultLevels      = 4
 	DefaultCells       = 100_000
 	DefaultSeed        = 1
+	DefaultCount       = 3
+	DefaultSpread      = 0.25
 )
 
 // Options selects the cells of a matrix run and how each is measured. The
@@ -78,7 +80,9 @@ type Options struct {
 	Dists     []string      // key distributions, in AllDists order
 	Clocks    []string      // clock modes, in AllClocks order
 	Procs     []int         // GOMAXPROCS values (= workers per cell), ascending, each >= 1
-	Duration  time.Duration // timed region of each cell, > 0
+	Duration  time.Duration // timed region of each repeat of a cell, > 0
+	Count     int           // repeats per cell, >= 1: round r runs every cell once, then round r+1
+	Spread    float64       // flag a cell whose (max-min)/median of Mops/s exceeds this; >= 0
 	Out       string        // output folder; "" writes no files
 	Plots     bool          // write PNG plots into Out
 
@@ -114,6 +118,8 @@ func DefaultOptions() Options {
 		Clocks:      slices.Clone(AllClocks),
 		Procs:       DefaultProcs(),
 		Duration:    DefaultDuration,
+		Count:       DefaultCount,
+		Spread:      DefaultSpread,
 		Out:         DefaultOut,
 		Plots:       true,
 		SampleEvery: DefaultSampleEvery,
@@ -136,7 +142,9 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	dists := fs.String("dists", "all", "key distributions, comma-separated, or all: "+strings.Join(AllDists, ","))
 	clocks := fs.String("clock", "both", "clock modes: default (each implementation's own), shared (all read asm.Nanotime()/1e6), or both")
 	procs := fs.String("procs", "", "GOMAXPROCS values (workers per cell), comma-separated; empty means 1,2,4,...,NumCPU")
-	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each cell")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each repeat of a cell")
+	fs.IntVar(&o.Count, "count", o.Count, "repeats per cell, interleaved: every cell runs once per round, for count rounds")
+	fs.Float64Var(&o.Spread, "spread", o.Spread, "flag a cell (and its ratios) when (max-min)/median of its repeats' Mops/s exceeds this")
 	fs.StringVar(&o.Out, "out", o.Out, "output folder for results.csv, results.json, results.md and PNG plots; empty writes none")
 	fs.BoolVar(&o.Plots, "plots", o.Plots, "write PNG plots into -out")
 	fs.IntVar(&o.SampleEvery, "sample", o.SampleEvery, "time 1 op in this many (power of two)")
@@ -187,6 +195,10 @@ func (o Options) Validate() error {
 		return errors.New("matrix: procs must name at least one GOMAXPROCS value")
 	case o.Duration <= 0:
 		return fmt.Errorf("matrix: duration must be > 0; got %v", o.Duration)
+	case o.Count < 1:
+		return fmt.Errorf("matrix: count must be >= 1; got %d", o.Count)
+	case !(o.Spread >= 0):
+		return fmt.Errorf("matrix: spread must be >= 0; got %v", o.Spread)
 	case o.SampleEvery < 1 || bits.OnesCount(uint(o.SampleEvery)) != 1:
 		return fmt.Errorf("matrix: sample must be a power of two >= 1; got %d", o.SampleEvery)
 	case o.Keys < 8 || o.Keys > 1<<31:
