@@ -93,6 +93,7 @@ type Options struct {
 	Cells       uint32 // sketch M
 	Seed        uint64 // seed of the key universe and the streams
 
+	From   string // a results.json to report on instead of running; "" runs
 	Commit string // commit to report; "" means look it up (see Meta)
 	Quiet  bool   // no progress lines
 }
@@ -155,6 +156,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the key universe and the key streams")
 	fs.StringVar(&o.Commit, "commit", o.Commit, "commit to report (default: git rev-parse --short HEAD, then the build's vcs.revision)")
 	fs.BoolVar(&o.Quiet, "q", o.Quiet, "no progress lines on stderr")
+	fs.StringVar(&o.From, "from", o.From, "re-render the Markdown, files and plots of a saved results.json instead of running (other flags but -out and -plots are ignored)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
