@@ -18,6 +18,7 @@ func tinyOptions() Options {
 	o.Duration = 20 * time.Millisecond
 	o.Keys, o.Stream, o.Cells = 4096, 4096, 1024
 	o.Out, o.Quiet = "", true
+	o.Impls = AllImpls
 	o.Count = 1
 	return o
 }
