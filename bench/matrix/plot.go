@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/font"
@@ -269,6 +270,7 @@ func throughputTile(ix index, clk, wk, d string, impls []string, procs []int) (*
 	if p.Y.Max <= 0 {
 		p.Y.Max = 1
 	}
+	p.Y.Tick.Marker = plainTicks{}
 	if aaMax > p.Y.Max {
 		note(p, fmt.Sprintf("atomicadd up to %s Mops/s (off scale)", fmtMops(aaMax)))
 	}
@@ -352,6 +354,20 @@ func latencyTile(ix index, clk, wk, d string, impls []string, pmax int) (*plot.P
 		}
 	}
 	return p, nil
+}
+
+// plainTicks are gonum's default ticks labelled in the shortest form
+// ("25", not "25.00").
+type plainTicks struct{}
+
+func (plainTicks) Ticks(lo, hi float64) []plot.Tick {
+	ts := plot.DefaultTicks{}.Ticks(lo, hi)
+	for i := range ts {
+		if ts[i].Label != "" {
+			ts[i].Label = strconv.FormatFloat(ts[i].Value, 'g', 4, 64)
+		}
+	}
+	return ts
 }
 
 // ratioTicks labels a log ratio axis at 1x and at powers of two and

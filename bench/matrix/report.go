@@ -30,11 +30,6 @@ func (ix index) get(clock, impl, work, dist string, procs int) *Result {
 	return ix[resultKey{clock, impl, work, dist, procs}]
 }
 
-// ratio returns a's median Mops over b's, or NaN if either is missing.
-func (ix index) ratio(clock, a, b, work, dist string, procs int) float64 {
-	return ix.ratioRange(clock, a, b, work, dist, procs).v
-}
-
 // ratioRange returns a/b from the medians with its bounds and flag.
 func (ix index) ratioRange(clock, a, b, work, dist string, procs int) ratioRange {
 	return ratioOf(ix.get(clock, a, work, dist, procs), ix.get(clock, b, work, dist, procs))
@@ -359,7 +354,7 @@ func tableRow(w io.Writer, cols []string) {
 type TargetCheck struct {
 	Target   string `json:"target"`
 	Measured string `json:"measured"`
-	Met      string `json:"met"` // "yes", "no", or "not measured"
+	Met      string `json:"met"` // "yes", "no", or "not measured"; " (noisy)" appended when a ratio's cell is flagged
 }
 
 // Targets evaluates the issue's targets (stated for 16 cores, the default
@@ -395,6 +390,9 @@ func Targets(rep *Report) []TargetCheck {
 				ok = v <= want
 			}
 			tc.Met = yesNo(ok)
+			if rr.noisy {
+				tc.Met += " (noisy)"
+			}
 		}
 		out = append(out, tc)
 	}
