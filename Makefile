@@ -80,10 +80,10 @@ cover:
 ## and atomicadd on every workload and dist, both clocks, P=1..NumCPU,
 ## 3 interleaved repeats of 250ms per cell (-count, -duration; -impls all
 ## adds the rotators and ratemap). Measured: `time make bench` 4 min 48 s
-## (288 s, compile included; 286 s in the run) on the 2-core VM
-## shared with other jobs (load ~6). Markdown on stdout (median (min–max) per cell, ⚠ on a
-## spread above -spread 0.25), a progress line per cell per round on
-## stderr, and results.csv, results.json, results.md and PNG plots
+## (288 s, compile included; 286 s in the run) on the 2-core VM, shared
+## with other jobs (load ~6). Markdown on stdout (median (min–max) per
+## cell, ⚠ on a spread above -spread 0.25), a progress line per cell per
+## round on stderr, and results.csv, results.json, results.md and PNG plots
 ## (throughput, ratio, latency per clock) in bench-results/.
 ## MATRIX_FLAGS passes flags, e.g. MATRIX_FLAGS='-impls lockfree,reference
 ## -duration 1s' (go run ./bench/cmd/matrix -h lists them). bench-go runs

@@ -512,7 +512,9 @@ func (g grid) render(path string) error {
 			ps[i][j] = p
 		}
 	}
-	w, h := tileW*vg.Length(nc)+legendW, tileH*vg.Length(nr)+header
+	// At least as tall as the legend, so a single row of tiles keeps it.
+	legendH := vg.Length(len(g.legend))*(vg.Points(9)*1.25+vg.Points(2)) + 8*vg.Millimeter
+	w, h := tileW*vg.Length(nc)+legendW, max(tileH*vg.Length(nr), legendH)+header
 	img := vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(dpi), vgimg.UseBackgroundColor(color.White))
 	dc := draw.New(img)
 	ts := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(12)), Handler: plot.DefaultTextHandler, XAlign: draw.XCenter, YAlign: draw.YTop}
