@@ -104,7 +104,7 @@ bench-arm64:
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(ARM64_BIN)/bench_matrix.test ./bench/matrix
 	cd bench/matrix && $(QEMU) $(CURDIR)/$(ARM64_BIN)/bench_matrix.test -test.short -test.timeout 5m
 	$(QEMU) $(ARM64_BIN)/matrix -impls lockfree,reference -workloads update,tryupdate-denied \
-		-dists uniform,hot8 -procs 1,2 -duration 20ms -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
+		-dists uniform,hot8 -procs 1,2 -duration 20ms -count 2 -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
 
 ## bench-matrix: build the matrix (also without the contention backoff)
 ## and the sketch benchmarks as static binaries (bin/matrix,
