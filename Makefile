@@ -77,9 +77,15 @@ cover:
 	$(GO) test -count=1 -coverprofile=bin/cover.out $(PKGS)
 	$(GO) tool cover -func=bin/cover.out | tail -1
 
-## bench: the contention matrix (bench/cmd/matrix; about 5 minutes on 2
-## cores): Markdown on stdout, a progress line per cell on stderr, and
-## results.csv, results.json, results.md and PNG plots in bench-results/.
+## bench: the contention matrix (bench/cmd/matrix): lockfree, reference
+## and atomicadd on every workload and dist, both clocks, P=1..NumCPU,
+## 3 interleaved repeats of 250ms per cell (-count, -duration; -impls all
+## adds the rotators and ratemap). Measured: `time make bench` 4 min 48 s
+## (288 s, compile included; 286 s in the run) on the 2-core VM, shared
+## with other jobs (load ~6). Markdown on stdout (median (min–max) per
+## cell, ⚠ on a spread above -spread 0.25), a progress line per cell per
+## round on stderr, and results.csv, results.json, results.md and PNG plots
+## (throughput, ratio, latency per clock) in bench-results/.
 ## MATRIX_FLAGS passes flags, e.g. MATRIX_FLAGS='-impls lockfree,reference
 ## -duration 1s' (go run ./bench/cmd/matrix -h lists them). bench-go runs
 ## the go test benchmarks; docs/benchmarks.md has the numbers.
@@ -99,7 +105,7 @@ bench-arm64:
 	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(ARM64_BIN)/bench_matrix.test ./bench/matrix
 	cd bench/matrix && $(QEMU) $(CURDIR)/$(ARM64_BIN)/bench_matrix.test -test.short -test.timeout 5m
 	$(QEMU) $(ARM64_BIN)/matrix -impls lockfree,reference -workloads update,tryupdate-denied \
-		-dists uniform,hot8 -procs 1,2 -duration 20ms -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
+		-dists uniform,hot8 -procs 1,2 -duration 20ms -count 2 -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
 
 ## bench-matrix: build the matrix (also without the contention backoff)
 ## and the sketch benchmarks as static binaries (bin/matrix,

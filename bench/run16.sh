@@ -22,7 +22,7 @@
 #	results.md         the matrix's Markdown (targets at P=1 and P=16)
 #	results.csv        one row per cell, machine metadata as # lines
 #	results.json       the same as JSON
-#	throughput-default.png, latency-default.png
+#	throughput-default.png, ratio-default.png, latency-default.png
 #	sketch-bench.txt   go test benchmarks of package sketch at -cpu 1,2,4,8,16
 #	clock-bench.txt    BenchmarkUpdateClock: Update on each clock (default
 #	                   nanotime, asm.Clock, nanotime via Clock, wall)
@@ -63,10 +63,11 @@ done
 
 # 1. The matrix at the targets' cells: every implementation, default
 #    clock, P = 1..16. 6 impls x 4 workloads x 3 dists x 5 P = 360 cells of
-#    200ms, about 110 s. On SIGTERM it ends after the cell in progress and
-#    still writes its files.
+#    200ms, one repeat each (-count 1: the budget holds one round; each
+#    further -count round costs as much again), about 110 s. On SIGTERM
+#    it ends after the cell in progress and still writes its files.
 echo "== matrix" >>"$log"
-timeout -k 10 150 bin/matrix -clock default \
+timeout -k 10 150 bin/matrix -clock default -impls all -count 1 \
 	-workloads update,query,tryupdate-admitted,tryupdate-denied \
 	-dists uniform,hot8,hot1 -procs 1,2,4,8,16 -duration "$D" \
 	-out "$OUT" >/dev/null 2>>"$log"
@@ -75,7 +76,7 @@ echo "matrix exit: $?" >>"$log"
 # 2. Clock vs cell design: lockfree and reference on each default clock
 #    and on the shared one (16 cells).
 echo "== clock split" >>"$log"
-timeout -k 5 25 bin/matrix -clock both -impls lockfree,reference -workloads update \
+timeout -k 5 25 bin/matrix -clock both -impls lockfree,reference -count 1 -workloads update \
 	-dists uniform,hot8 -procs 1,16 -duration "$D" -out "" -plots=false >>"$log" 2>&1
 echo "clock split exit: $?" >>"$log"
 
@@ -95,7 +96,7 @@ echo "clock bench exit: $?" >>"$log"
 # 5. The backoff question: the lock-free hot-key cells without the
 #    contention backoff (-tags grudge_nobackoff); compare with the same
 #    rows of results.md.
-timeout -k 5 25 bin/matrix-nobackoff -clock default -impls lockfree \
+timeout -k 5 25 bin/matrix-nobackoff -clock default -impls lockfree -count 1 \
 	-workloads update,tryupdate-admitted -dists hot8,hot1 -procs 2,8,16 \
 	-duration "$D" -out "" -plots=false >"$OUT/nobackoff.md" 2>>"$log"
 echo "nobackoff exit: $?" >>"$log"

@@ -1,7 +1,13 @@
 // Package matrix runs the contention benchmark matrix: every selected
 // implementation x workload x key distribution x GOMAXPROCS x clock mode
-// is one cell, measured by P pinned worker threads, and reported as a
-// Markdown table, results.csv, results.json and PNG plots.
+// is one cell, measured -count times by P pinned worker threads, and
+// reported as Markdown tables, results.csv, results.json and PNG plots
+// that say how sure they are.
+//
+// The default matrix (DefaultOptions, `make bench`) is lockfree,
+// reference and atomicadd on every workload and dist, both clock modes,
+// P = 1, 2, 4, ... NumCPU, 3 repeats of 250ms per cell; -impls all adds
+// the rotators and ratemap.
 //
 // # Implementations
 //
@@ -53,9 +59,54 @@
 // from the first 8, hot1 uses the first. Each worker's stream of key
 // indexes (-stream long, cycled) is generated before the timed region.
 //
+// # Repeats
+//
+// Every cell is measured -count times (default 3), interleaved: round r
+// runs every cell once, in the order above, then round r+1 does, so a
+// drift of the machine (a noisy neighbour, frequency, the page cache)
+// lands on every cell alike rather than on one cell's repeats:
+//
+//	for r := range count {
+//	    for _, c := range cells { runs[c] = append(runs[c], measure(c)) }
+//	}
+//
+// Each repeat sets its cell up as a run of one round would: a fresh,
+// filled structure, or for ratemap the group's map, filled once per group
+// per round. A cell's Result is the summary of its repeats: Mops is the
+// median of the repeats' Mops/s, with MopsMin, MopsMax and the quartiles
+// MopsQ1, MopsQ3 (linear interpolation, R's type 7); Spread is
+// (MopsMax-MopsMin)/Mops and Noisy is Spread > -spread (default 0.25).
+// P50Ns, P99Ns and P999Ns are medians of the repeats' percentiles; every
+// repeat's Mops/s and percentiles stay in MopsRuns, P50Runs, P99Runs and
+// P999Runs, in round order. Ops, Seconds, Samples and Mallocs are sums
+// over the repeats. Ratio is the median over the base's median, with
+// RatioMin = MopsMin/base MopsMax, RatioMax = MopsMax/base MopsMin, and
+// RatioNoisy when either side is Noisy.
+//
+// # Outputs
+//
+// Markdown (stdout and results.md): per clock mode a throughput table,
+// "median (min–max)" per cell with ⚠ on a Noisy cell and on a ratio
+// either side of which is Noisy (a footnote says so), the ratios
+// lockfree/reference, rotator/refrotator and atomicadd/lockfree of the
+// medians; a latency table (medians); with -clock both, the two clocks'
+// medians and ratios of the same run side by side (Clock vs cell
+// design); memory and allocations; the issue's targets, from medians.
+// results.csv: "# key: value" metadata lines, then one row per cell, the
+// summary columns and the per-repeat columns as ';'-separated lists.
+// results.json: the Report, the per-repeat values as arrays. Plots, per
+// clock mode: throughput-<clock>.png (Mops/s vs P per workload x dist,
+// min–max error bars, atomicadd a dashed reference line that does not
+// set the y-range, noted when off scale), ratio-<clock>.png
+// (lockfree/reference and rotator/refrotator vs P per dist, one line per
+// workload, log2 axis, 1.0x marked, error bars from the ratio bounds)
+// and latency-<clock>.png; legends sit in a column beside the tiles, and
+// the colours are Okabe–Ito's with a marker and dash pattern per line.
+// -from results.json renders all of them again from a saved run.
+//
 // # Measurement
 //
-// A cell builds (ratemap: reuses) a filled structure, sets GOMAXPROCS to
+// A repeat of a cell builds (ratemap: reuses) a filled structure, sets GOMAXPROCS to
 // P and starts P workers. Worker i locks its goroutine to an OS thread, binds
 // the thread to CPU i mod n of the process's allowed set
 // (sched_setaffinity), reads the mask back and records whether pinning
@@ -71,9 +122,9 @@
 //	end := now()
 //
 // now() is hrtime.TSC (RDTSC) where hrtime reports an invariant TSC, and
-// hrtime.Now otherwise (time.Now; arm64). Throughput is all workers' ops
-// over the time from the common start to the last worker's end, so a
-// worker that gets its CPU late (more workers than CPUs, a noisy
+// hrtime.Now otherwise (time.Now; arm64). A repeat's throughput is all
+// workers' ops over the time from the common start to the last worker's
+// end, so a worker that gets its CPU late (more workers than CPUs, a noisy
 // neighbour) cannot inflate it. Latency percentiles are nearest-rank
 // over the workers' reservoir samples (uniform per worker, weighted by
 // each worker's sampled-op count); a sample includes one timer read,

@@ -56,11 +56,19 @@ var (
 	AllClocks    = []string{ClockDefault, ClockShared}
 )
 
-// Defaults of Options. DefaultDuration was chosen so that the default
-// matrix takes about five minutes on two cores (docs/benchmarks.md has the
-// measured wall time).
+// DefaultImpls is the default -impls: the lock-free sketch, the mutex
+// reference it is measured against and the atomic-add lower bound, the
+// implementations the targets name. The rotators and ratemap
+// (whose 2^20-limiter fill costs seconds per group and round) run with
+// -impls all or by name.
+var DefaultImpls = []string{ImplLockfree, ImplReference, ImplAtomicAdd}
+
+// Defaults of Options. DefaultCount repeats of DefaultDuration over the
+// DefaultImpls cells were chosen so that the default matrix takes about
+// five minutes on two cores (the Makefile's bench comment has the
+// measured wall time): fewer cells rather than fewer repeats.
 const (
-	DefaultDuration    = 400 * time.Millisecond
+	DefaultDuration    = 250 * time.Millisecond
 	DefaultOut         = "bench-results"
 	DefaultSampleEvery = 64
 	DefaultKeys        = 1 << 20
@@ -68,6 +76,8 @@ const (
 	DefaultLevels      = 4
 	DefaultCells       = 100_000
 	DefaultSeed        = 1
+	DefaultCount       = 3
+	DefaultSpread      = 0.25
 )
 
 // Options selects the cells of a matrix run and how each is measured. The
@@ -78,7 +88,9 @@ type Options struct {
 	Dists     []string      // key distributions, in AllDists order
 	Clocks    []string      // clock modes, in AllClocks order
 	Procs     []int         // GOMAXPROCS values (= workers per cell), ascending, each >= 1
-	Duration  time.Duration // timed region of each cell, > 0
+	Duration  time.Duration // timed region of each repeat of a cell, > 0
+	Count     int           // repeats per cell, >= 1: round r runs every cell once, then round r+1
+	Spread    float64       // flag a cell whose (max-min)/median of Mops/s exceeds this; >= 0
 	Out       string        // output folder; "" writes no files
 	Plots     bool          // write PNG plots into Out
 
@@ -89,6 +101,7 @@ type Options struct {
 	Cells       uint32 // sketch M
 	Seed        uint64 // seed of the key universe and the streams
 
+	From   string // a results.json to report on instead of running; "" runs
 	Commit string // commit to report; "" means look it up (see Meta)
 	Quiet  bool   // no progress lines
 }
@@ -104,16 +117,19 @@ func DefaultProcs() []int {
 	return append(ps, n)
 }
 
-// DefaultOptions returns the default matrix: everything, on both clock
-// modes, for DefaultProcs.
+// DefaultOptions returns the default matrix: DefaultImpls on every
+// workload and dist, on both clock modes, for DefaultProcs, DefaultCount
+// times.
 func DefaultOptions() Options {
 	return Options{
-		Impls:       slices.Clone(AllImpls),
+		Impls:       slices.Clone(DefaultImpls),
 		Workloads:   slices.Clone(AllWorkloads),
 		Dists:       slices.Clone(AllDists),
 		Clocks:      slices.Clone(AllClocks),
 		Procs:       DefaultProcs(),
 		Duration:    DefaultDuration,
+		Count:       DefaultCount,
+		Spread:      DefaultSpread,
 		Out:         DefaultOut,
 		Plots:       true,
 		SampleEvery: DefaultSampleEvery,
@@ -131,12 +147,14 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	o := DefaultOptions()
 	fs := flag.NewFlagSet("matrix", flag.ContinueOnError)
 	fs.SetOutput(output)
-	impls := fs.String("impls", "all", "implementations, comma-separated, or all: "+strings.Join(AllImpls, ","))
+	impls := fs.String("impls", strings.Join(DefaultImpls, ","), "implementations, comma-separated, or all: "+strings.Join(AllImpls, ","))
 	works := fs.String("workloads", "all", "workloads, comma-separated, or all: "+strings.Join(AllWorkloads, ","))
 	dists := fs.String("dists", "all", "key distributions, comma-separated, or all: "+strings.Join(AllDists, ","))
 	clocks := fs.String("clock", "both", "clock modes: default (each implementation's own), shared (all read asm.Nanotime()/1e6), or both")
 	procs := fs.String("procs", "", "GOMAXPROCS values (workers per cell), comma-separated; empty means 1,2,4,...,NumCPU")
-	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each cell")
+	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each repeat of a cell")
+	fs.IntVar(&o.Count, "count", o.Count, "repeats per cell, interleaved: every cell runs once per round, for count rounds")
+	fs.Float64Var(&o.Spread, "spread", o.Spread, "flag a cell (and its ratios) when (max-min)/median of its repeats' Mops/s exceeds this")
 	fs.StringVar(&o.Out, "out", o.Out, "output folder for results.csv, results.json, results.md and PNG plots; empty writes none")
 	fs.BoolVar(&o.Plots, "plots", o.Plots, "write PNG plots into -out")
 	fs.IntVar(&o.SampleEvery, "sample", o.SampleEvery, "time 1 op in this many (power of two)")
@@ -147,6 +165,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the key universe and the key streams")
 	fs.StringVar(&o.Commit, "commit", o.Commit, "commit to report (default: git rev-parse --short HEAD, then the build's vcs.revision)")
 	fs.BoolVar(&o.Quiet, "q", o.Quiet, "no progress lines on stderr")
+	fs.StringVar(&o.From, "from", o.From, "re-render the Markdown, files and plots of a saved results.json instead of running (other flags but -out and -plots are ignored)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -187,6 +206,10 @@ func (o Options) Validate() error {
 		return errors.New("matrix: procs must name at least one GOMAXPROCS value")
 	case o.Duration <= 0:
 		return fmt.Errorf("matrix: duration must be > 0; got %v", o.Duration)
+	case o.Count < 1:
+		return fmt.Errorf("matrix: count must be >= 1; got %d", o.Count)
+	case !(o.Spread >= 0):
+		return fmt.Errorf("matrix: spread must be >= 0; got %v", o.Spread)
 	case o.SampleEvery < 1 || bits.OnesCount(uint(o.SampleEvery)) != 1:
 		return fmt.Errorf("matrix: sample must be a power of two >= 1; got %d", o.SampleEvery)
 	case o.Keys < 8 || o.Keys > 1<<31:

@@ -32,12 +32,13 @@ func TestParseFlagsDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := DefaultOptions()
-	if !slices.Equal(o.Impls, AllImpls) || !slices.Equal(o.Workloads, AllWorkloads) ||
+	if !slices.Equal(o.Impls, DefaultImpls) || !slices.Equal(o.Workloads, AllWorkloads) ||
 		!slices.Equal(o.Dists, AllDists) || !slices.Equal(o.Clocks, AllClocks) || !slices.Equal(o.Procs, d.Procs) {
 		t.Fatalf("defaults: %+v", o)
 	}
 	if o.Duration != DefaultDuration || o.Out != "bench-results" || o.SampleEvery != 64 ||
-		o.Keys != 1<<20 || o.Levels != 4 || o.Cells != 100_000 || !o.Plots {
+		o.Keys != 1<<20 || o.Levels != 4 || o.Cells != 100_000 || !o.Plots ||
+		o.Count != DefaultCount || o.Count < 3 || o.Spread != DefaultSpread || o.From != "" {
 		t.Fatalf("defaults: %+v", o)
 	}
 }
@@ -48,6 +49,7 @@ func TestParseFlags(t *testing.T) {
 		"-dists", "hot1", "-clock", "shared", "-procs", "4,1,2,4",
 		"-duration", "20ms", "-out", "", "-sample", "128", "-keys", "4096",
 		"-stream", "1024", "-cells", "1000", "-levels", "3", "-commit", "abc", "-q",
+		"-count", "5", "-spread", "0.1", "-from", "r.json",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -60,7 +62,8 @@ func TestParseFlags(t *testing.T) {
 		t.Fatalf("lists: %+v", o)
 	}
 	if o.Duration != 20*time.Millisecond || o.Out != "" || o.SampleEvery != 128 || o.Keys != 4096 ||
-		o.Stream != 1024 || o.Cells != 1000 || o.Levels != 3 || o.Commit != "abc" || !o.Quiet {
+		o.Stream != 1024 || o.Cells != 1000 || o.Levels != 3 || o.Commit != "abc" || !o.Quiet ||
+		o.Count != 5 || o.Spread != 0.1 || o.From != "r.json" {
 		t.Fatalf("scalars: %+v", o)
 	}
 	o, err = ParseFlags([]string{"-clock", "both", "-impls", "all"}, io.Discard)
@@ -86,6 +89,9 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-keys", "4"}, "keys must be"},
 		{[]string{"-levels", "9"}, "levels must be"},
 		{[]string{"-cells", "0"}, "cells must be"},
+		{[]string{"-count", "0"}, "count must be >= 1; got 0"},
+		{[]string{"-spread", "-0.5"}, "spread must be >= 0; got -0.5"},
+		{[]string{"-spread", "NaN"}, "spread must be >= 0; got NaN"},
 		{[]string{"extra"}, "unexpected arguments"},
 		{[]string{"-nosuchflag"}, "flag provided but not defined"},
 	} {
@@ -101,6 +107,7 @@ func TestParseFlagsErrors(t *testing.T) {
 
 func TestCellsOrder(t *testing.T) {
 	o := DefaultOptions()
+	o.Impls = AllImpls
 	o.Procs = []int{1, 2}
 	cs, err := cells(&o)
 	if err != nil {
@@ -145,5 +152,24 @@ func TestCommand(t *testing.T) {
 		if got := command(tc.args); got != tc.want {
 			t.Errorf("command(%q) = %q; want %q", tc.args, got, tc.want)
 		}
+	}
+}
+
+// TestDefaultMatrixSize pins the size of `make bench`'s default matrix,
+// whose wall time the Makefile states: 3 impls under clock=default, 2
+// under shared (atomicadd reads no clock), x 6 workloads x 4 dists x
+// DefaultProcs, DefaultCount rounds of DefaultDuration.
+func TestDefaultMatrixSize(t *testing.T) {
+	o := DefaultOptions()
+	o.Procs = []int{1, 2}
+	cs, err := cells(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (3 + 2) * 6 * 4 * 2; len(cs) != want {
+		t.Fatalf("%d default cells at P=1,2; want %d", len(cs), want)
+	}
+	if timed := time.Duration(len(cs)*o.Count) * o.Duration; timed > 4*time.Minute {
+		t.Fatalf("default matrix at P=1,2: %v timed; keep it near 3 minutes so make bench takes about 5", timed)
 	}
 }

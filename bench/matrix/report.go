@@ -30,13 +30,59 @@ func (ix index) get(clock, impl, work, dist string, procs int) *Result {
 	return ix[resultKey{clock, impl, work, dist, procs}]
 }
 
-// ratio returns a's Mops over b's, or NaN if either is missing.
-func (ix index) ratio(clock, a, b, work, dist string, procs int) float64 {
-	x, y := ix.get(clock, a, work, dist, procs), ix.get(clock, b, work, dist, procs)
-	if x == nil || y == nil || y.Mops <= 0 {
-		return math.NaN()
+// ratioRange returns a/b from the medians with its bounds and flag.
+func (ix index) ratioRange(clock, a, b, work, dist string, procs int) ratioRange {
+	return ratioOf(ix.get(clock, a, work, dist, procs), ix.get(clock, b, work, dist, procs))
+}
+
+// flagMark marks a noisy cell or ratio in the tables; the footnote under
+// each table explains it.
+const flagMark = "⚠"
+
+// fmtCell renders a cell's throughput: the median, the range of the
+// repeats when there are several, and the flag when it is noisy.
+func fmtCell(r *Result) string {
+	if r == nil {
+		return "–"
 	}
-	return x.Mops / y.Mops
+	s := fmtMops(r.Mops)
+	if r.Count > 1 {
+		s += " (" + fmtMops(r.MopsMin) + "–" + fmtMops(r.MopsMax) + ")"
+	}
+	if r.Noisy {
+		s += " " + flagMark
+	}
+	return s
+}
+
+// fmtMedian renders a cell's median throughput and its flag.
+func fmtMedian(r *Result) string {
+	if r == nil {
+		return "–"
+	}
+	s := fmtMops(r.Mops)
+	if r.Noisy {
+		s += " " + flagMark
+	}
+	return s
+}
+
+// fmtRatioFlag renders a ratio of medians, flagged when either side is.
+func fmtRatioFlag(rr ratioRange) string {
+	s := fmtRatio(rr.v)
+	if rr.noisy && s != "–" {
+		s += " " + flagMark
+	}
+	return s
+}
+
+// flagNote is the footnote under a table that may carry flagMark.
+func flagNote(m *Meta) string {
+	if m.Count <= 1 {
+		return ""
+	}
+	return fmt.Sprintf("%s: the cell's repeats spread by more than %.0f%% of their median ((max−min)/median > %g), or, on a ratio, either side's do; read such a number as noise.\n\n",
+		flagMark, 100*m.Spread, m.Spread)
 }
 
 // present returns the names of order that occur in rs under field f.
@@ -89,9 +135,12 @@ func fmtBytes(b int64) string {
 }
 
 // WriteMarkdown writes the report as Markdown: the metadata, per clock
-// mode a throughput table (with the lockfree/reference and
-// rotator/refrotator ratios) and a latency table, the clock-vs-design
-// split, memory and allocations, and the issue's targets.
+// mode a throughput table (median (min–max) of the repeats, with the
+// lockfree/reference, rotator/refrotator and atomicadd/lockfree ratios of
+// the medians; noisy cells and ratios flagged) and a latency table
+// (medians), with both clocks in one run the two clocks' medians side by
+// side and the clock-vs-design split, memory and allocations, and the
+// issue's targets (from the medians).
 func WriteMarkdown(out io.Writer, rep *Report) error {
 	w := bufio.NewWriter(out)
 	m := &rep.Meta
@@ -102,7 +151,11 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 	if m.Stopped != "" {
 		fmt.Fprintf(w, "- **incomplete**: %s\n", m.Stopped)
 	}
-	fmt.Fprintf(w, "- cells: %v each; wall time of the whole run %.0f s\n", fmtDurMs(m.DurationMs), m.WallSeconds)
+	fmt.Fprintf(w, "- cells: %d repeats of %v each, interleaved (round r runs every cell once, then round r+1); wall time of the whole run %.0f s\n",
+		max(m.Count, 1), fmtDurMs(m.DurationMs), m.WallSeconds)
+	if m.Count > 1 {
+		fmt.Fprintf(w, "- throughput: median (min–max) of the repeats; ratios are of the medians; latency: medians of the repeats' percentiles; %s marks a spread (max−min)/median above %g\n", flagMark, m.Spread)
+	}
 	fmt.Fprintf(w, "- latency: 1 op in %d timed with %s; two back-to-back reads cost %.1f ns (included in every sample); a sample costs %.1f ns, %.2f ns per op on average\n",
 		m.SampleEvery, m.Timer, m.TimerPairNs, m.SampleCostNs, m.SampleCostNs/float64(max(m.SampleEvery, 1)))
 	fmt.Fprintf(w, "- config: %s\n\n", m.Config)
@@ -118,7 +171,7 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 
 	for _, clk := range clocks {
 		ci := slices.DeleteFunc(slices.Clone(impls), func(im string) bool { return !runsUnder(im, clk) })
-		fmt.Fprintf(w, "### Throughput, clock=%s (Mops/s, all workers together)\n\n", clk)
+		fmt.Fprintf(w, "### Throughput, clock=%s: %s (Mops/s, all workers together)\n\n", clk, clockWords(clk))
 		hdr := append([]string{"workload", "keys", "P"}, ci...)
 		if has(ImplLockfree) && has(ImplReference) {
 			hdr = append(hdr, "lockfree/reference")
@@ -136,34 +189,33 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 					row := []string{wk, d, fmt.Sprint(p)}
 					found := false
 					for _, im := range ci {
-						v := math.NaN()
-						if r := ix.get(clk, im, wk, d, p); r != nil {
-							v, found = r.Mops, true
-						}
-						row = append(row, fmtMops(v))
+						r := ix.get(clk, im, wk, d, p)
+						found = found || r != nil
+						row = append(row, fmtCell(r))
 					}
 					if !found {
 						continue
 					}
 					if has(ImplLockfree) && has(ImplReference) {
-						row = append(row, fmtRatio(ix.ratio(clk, ImplLockfree, ImplReference, wk, d, p)))
+						row = append(row, fmtRatioFlag(ix.ratioRange(clk, ImplLockfree, ImplReference, wk, d, p)))
 					}
 					if has(ImplRotator) && has(ImplRefRotator) {
-						row = append(row, fmtRatio(ix.ratio(clk, ImplRotator, ImplRefRotator, wk, d, p)))
+						row = append(row, fmtRatioFlag(ix.ratioRange(clk, ImplRotator, ImplRefRotator, wk, d, p)))
 					}
 					if clk == ClockDefault && has(ImplLockfree) && has(ImplAtomicAdd) {
-						row = append(row, fmtRatio(ix.ratio(clk, ImplAtomicAdd, ImplLockfree, wk, d, p)))
+						row = append(row, fmtRatioFlag(ix.ratioRange(clk, ImplAtomicAdd, ImplLockfree, wk, d, p)))
 					}
 					tableRow(w, row)
 				}
 			}
 		}
 		fmt.Fprintln(w)
+		fmt.Fprint(w, flagNote(m))
 	}
 
 	for _, clk := range clocks {
 		ci := slices.DeleteFunc(slices.Clone(impls), func(im string) bool { return !runsUnder(im, clk) })
-		fmt.Fprintf(w, "### Latency, clock=%s (ns, p50 / p99 / p99.9 of 1 op in %d)\n\n", clk, m.SampleEvery)
+		fmt.Fprintf(w, "### Latency, clock=%s (ns, p50 / p99 / p99.9 of 1 op in %d%s)\n\n", clk, m.SampleEvery, medianWords(m))
 		tableHeader(w, append([]string{"workload", "keys", "P"}, ci...))
 		for _, wk := range works {
 			for _, d := range dists {
@@ -187,9 +239,10 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 	}
 
 	if len(clocks) == 2 && has(ImplLockfree) && has(ImplReference) {
-		fmt.Fprintf(w, "### Clock vs cell design\n\n")
-		fmt.Fprintf(w, "lockfree/reference with each on its default clock, and with both on the shared clock: the shared ratio is the cell design's gain, default/shared the clock's share.\n\n")
-		hdr := []string{"workload", "keys", "P", "default", "shared", "clock share"}
+		fmt.Fprintf(w, "### Clock vs cell design: both clocks side by side (one run)\n\n")
+		fmt.Fprintf(w, "Medians of the same run's cells under clock=default (each implementation on its own clock) and clock=shared (all on asm.Nanotime()/1e6). lockfree/reference under shared is the cell design's gain; default/shared is the clock's share.\n\n")
+		hdr := []string{"workload", "keys", "P", "lockfree default", "lockfree shared", "reference default", "reference shared",
+			"lockfree/reference default", "shared", "clock share"}
 		if has(ImplRotator) && has(ImplRefRotator) {
 			hdr = append(hdr, "rotator/refrotator default", "shared")
 		}
@@ -197,21 +250,26 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 		for _, wk := range works {
 			for _, d := range dists {
 				for _, p := range procs {
-					a := ix.ratio(ClockDefault, ImplLockfree, ImplReference, wk, d, p)
-					b := ix.ratio(ClockShared, ImplLockfree, ImplReference, wk, d, p)
-					if math.IsNaN(a) && math.IsNaN(b) {
+					a := ix.ratioRange(ClockDefault, ImplLockfree, ImplReference, wk, d, p)
+					b := ix.ratioRange(ClockShared, ImplLockfree, ImplReference, wk, d, p)
+					if math.IsNaN(a.v) && math.IsNaN(b.v) {
 						continue
 					}
-					row := []string{wk, d, fmt.Sprint(p), fmtRatio(a), fmtRatio(b), fmtRatio(a / b)}
+					share := ratioRange{v: a.v / b.v, noisy: a.noisy || b.noisy}
+					row := []string{wk, d, fmt.Sprint(p),
+						fmtMedian(ix.get(ClockDefault, ImplLockfree, wk, d, p)), fmtMedian(ix.get(ClockShared, ImplLockfree, wk, d, p)),
+						fmtMedian(ix.get(ClockDefault, ImplReference, wk, d, p)), fmtMedian(ix.get(ClockShared, ImplReference, wk, d, p)),
+						fmtRatioFlag(a), fmtRatioFlag(b), fmtRatioFlag(share)}
 					if has(ImplRotator) && has(ImplRefRotator) {
-						row = append(row, fmtRatio(ix.ratio(ClockDefault, ImplRotator, ImplRefRotator, wk, d, p)),
-							fmtRatio(ix.ratio(ClockShared, ImplRotator, ImplRefRotator, wk, d, p)))
+						row = append(row, fmtRatioFlag(ix.ratioRange(ClockDefault, ImplRotator, ImplRefRotator, wk, d, p)),
+							fmtRatioFlag(ix.ratioRange(ClockShared, ImplRotator, ImplRefRotator, wk, d, p)))
 					}
 					tableRow(w, row)
 				}
 			}
 		}
 		fmt.Fprintln(w)
+		fmt.Fprint(w, flagNote(m))
 	}
 
 	fmt.Fprintf(w, "### Memory, allocations, admissions\n\n")
@@ -242,14 +300,31 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 
 	tg := Targets(rep)
 	if len(tg) > 0 {
-		fmt.Fprintf(w, "### Targets (16 cores, clock=default; here measured at P=1 and at the largest P run, %d)\n\n", slices.Max(procs))
+		fmt.Fprintf(w, "### Targets (16 cores, clock=default; here measured at P=1 and at the largest P run, %d%s)\n\n", slices.Max(procs), medianWords(m))
 		tableHeader(w, []string{"target", "measured here", "met here"})
 		for _, t := range tg {
 			tableRow(w, []string{t.Target, t.Measured, t.Met})
 		}
 		fmt.Fprintln(w)
+		fmt.Fprint(w, flagNote(m))
 	}
 	return w.Flush()
+}
+
+// clockWords says what a clock mode means, for table headings.
+func clockWords(clk string) string {
+	if clk == ClockShared {
+		return "every implementation on the shared clock"
+	}
+	return "each implementation on its own default clock"
+}
+
+// medianWords says, when there are repeats, that a table shows medians.
+func medianWords(m *Meta) string {
+	if m.Count > 1 {
+		return fmt.Sprintf("; medians of %d repeats", m.Count)
+	}
+	return ""
 }
 
 func fmtDurMs(ms float64) string {
@@ -279,11 +354,14 @@ func tableRow(w io.Writer, cols []string) {
 type TargetCheck struct {
 	Target   string `json:"target"`
 	Measured string `json:"measured"`
-	Met      string `json:"met"` // "yes", "no", or "not measured"
+	Met      string `json:"met"` // "yes", "no", or "not measured"; " (noisy)" appended when a ratio's cell is flagged
 }
 
 // Targets evaluates the issue's targets (stated for 16 cores, the default
-// clock) on rep: the P=16 targets at the largest P in rep.
+// clock) on rep: the P=16 targets at the largest P in rep. Ratios and
+// latencies are of the cells' medians; a ratio shows its range (the min
+// over the other's max to the max over the other's min) and the flag
+// when either cell is noisy.
 func Targets(rep *Report) []TargetCheck {
 	rs := rep.Results
 	if len(rs) == 0 {
@@ -296,15 +374,25 @@ func Targets(rep *Report) []TargetCheck {
 	c := ClockDefault
 	var out []TargetCheck
 	ratioCheck := func(target string, a, b, wk, d string, p int, want float64, atMost bool) {
-		v := ix.ratio(c, a, b, wk, d, p)
+		rr := ix.ratioRange(c, a, b, wk, d, p)
+		v := rr.v
 		tc := TargetCheck{Target: target, Met: "not measured", Measured: "–"}
 		if !math.IsNaN(v) {
 			tc.Measured = fmt.Sprintf("%.2fx at P=%d", v, p)
+			if x, y := ix.get(c, a, wk, d, p), ix.get(c, b, wk, d, p); x.Count > 1 || y.Count > 1 {
+				tc.Measured += fmt.Sprintf(" (%.2f–%.2fx)", rr.lo, rr.hi)
+			}
+			if rr.noisy {
+				tc.Measured += " " + flagMark
+			}
 			ok := v >= want
 			if atMost {
 				ok = v <= want
 			}
 			tc.Met = yesNo(ok)
+			if rr.noisy {
+				tc.Met += " (noisy)"
+			}
 		}
 		out = append(out, tc)
 	}
@@ -320,6 +408,9 @@ func Targets(rep *Report) []TargetCheck {
 		if a != nil && b != nil && b.P999Ns > 0 {
 			v := a.P999Ns / b.P999Ns
 			tc.Measured = fmt.Sprintf("%.0f ns vs %.0f ns = %.2f", a.P999Ns, b.P999Ns, v)
+			if a.Count > 1 || b.Count > 1 {
+				tc.Measured += " (medians)"
+			}
 			tc.Met = yesNo(v <= 0.2)
 		}
 		out = append(out, tc)
@@ -338,7 +429,7 @@ func Targets(rep *Report) []TargetCheck {
 		}
 	}
 	if n > 0 {
-		tc.Measured = fmt.Sprintf("at most %d mallocs in a cell; %d cells of at least %d ops", worst, n, fewest)
+		tc.Measured = fmt.Sprintf("at most %d mallocs in a cell (all its repeats); %d cells of at least %d ops", worst, n, fewest)
 		tc.Met = yesNo(ok)
 	}
 	return append(out, tc)

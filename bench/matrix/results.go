@@ -5,33 +5,51 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"reflect"
 	"strconv"
 	"strings"
 )
 
-// Result is one cell of the matrix.
+// Result is one cell of the matrix: the summary of its repeats (see
+// combine) and every repeat's throughput and latency percentiles, in
+// round order.
 type Result struct {
 	Clock       string  `json:"clock"`         // clock mode
 	Impl        string  `json:"impl"`          // implementation
 	Workload    string  `json:"workload"`      // workload
 	Dist        string  `json:"dist"`          // key distribution
 	Procs       int     `json:"procs"`         // GOMAXPROCS = workers
-	Ops         uint64  `json:"ops"`           // operations, all workers
-	Seconds     float64 `json:"seconds"`       // from the common start to the last worker's last op
-	Mops        float64 `json:"mops"`          // Ops / Seconds, in millions per second
-	P50Ns       float64 `json:"p50_ns"`        // latency percentiles of the sampled ops
+	Count       int     `json:"count"`         // repeats measured
+	Ops         uint64  `json:"ops"`           // operations, all workers, all repeats
+	Seconds     float64 `json:"seconds"`       // per repeat from the common start to the last worker's last op, summed
+	Mops        float64 `json:"mops"`          // median over the repeats of ops/seconds, in millions per second
+	MopsMin     float64 `json:"mops_min"`      // the slowest repeat
+	MopsMax     float64 `json:"mops_max"`      // the fastest repeat
+	MopsQ1      float64 `json:"mops_q1"`       // quartiles of the repeats (type 7)
+	MopsQ3      float64 `json:"mops_q3"`       //
+	Spread      float64 `json:"spread"`        // (MopsMax-MopsMin)/Mops
+	Noisy       bool    `json:"noisy"`         // Spread > Meta.Spread (and Count > 1)
+	P50Ns       float64 `json:"p50_ns"`        // medians over the repeats of the latency percentiles of the sampled ops
 	P99Ns       float64 `json:"p99_ns"`        //
 	P999Ns      float64 `json:"p999_ns"`       //
-	Samples     int     `json:"samples"`       // latency samples kept (reservoirs)
-	Mallocs     uint64  `json:"mallocs"`       // runtime.MemStats.Mallocs delta over the timed region (all goroutines)
+	Samples     int     `json:"samples"`       // latency samples kept (reservoirs), all repeats
+	Mallocs     uint64  `json:"mallocs"`       // runtime.MemStats.Mallocs delta over the timed regions (all goroutines), all repeats
 	AllocsPerOp float64 `json:"allocs_per_op"` // Mallocs / Ops
-	MemBytes    int64   `json:"mem_bytes"`     // footprint of the structure
+	MemBytes    int64   `json:"mem_bytes"`     // footprint of the structure (the largest of the repeats)
 	MemSource   string  `json:"mem_source"`    // "sizes" (Sizes().Total) or "heap" (live-heap delta)
 	AdmitRate   float64 `json:"admit_rate"`    // TryUpdate workloads: admitted/ops; else 0
-	Pinned      int     `json:"pinned"`        // workers whose affinity read back as their one CPU
+	Pinned      int     `json:"pinned"`        // workers whose affinity read back as their one CPU, fewest of the repeats
 	Base        string  `json:"base"`          // implementation Ratio compares with
-	Ratio       float64 `json:"ratio"`         // Mops / Mops of Base in the same clock/workload/dist/procs; 0 if absent
+	Ratio       float64 `json:"ratio"`         // Mops / Mops of Base (medians) in the same clock/workload/dist/procs; 0 if absent
+	RatioMin    float64 `json:"ratio_min"`     // MopsMin / Base's MopsMax; 0 if absent
+	RatioMax    float64 `json:"ratio_max"`     // MopsMax / Base's MopsMin; 0 if absent
+	RatioNoisy  bool    `json:"ratio_noisy"`   // this cell or Base's is Noisy
+
+	MopsRuns []float64 `json:"mops_runs"` // every repeat's Mops/s, in round order
+	P50Runs  []float64 `json:"p50_runs"`  // every repeat's p50, ns
+	P99Runs  []float64 `json:"p99_runs"`  //
+	P999Runs []float64 `json:"p999_runs"` //
 }
 
 // Meta describes the machine and the run; every output carries it.
@@ -50,7 +68,9 @@ type Meta struct {
 	SampleEvery  int      `json:"sample_every"`
 	SampleCostNs float64  `json:"sample_cost_ns"`
 	Config       string   `json:"config"`
-	DurationMs   float64  `json:"duration_ms"` // per cell
+	DurationMs   float64  `json:"duration_ms"` // per repeat of a cell
+	Count        int      `json:"count"`       // repeats per cell (rounds)
+	Spread       float64  `json:"spread"`      // the -spread flag threshold
 	Procs        []int    `json:"procs"`
 	Impls        []string `json:"impls"`
 	Workloads    []string `json:"workloads"`
@@ -82,16 +102,29 @@ func fillRatios(rs []Result) {
 		clock, impl, work, dist string
 		procs                   int
 	}
-	idx := map[k]float64{}
+	idx := map[k]Result{}
 	for _, r := range rs {
-		idx[k{r.Clock, r.Impl, r.Workload, r.Dist, r.Procs}] = r.Mops
+		idx[k{r.Clock, r.Impl, r.Workload, r.Dist, r.Procs}] = r
 	}
 	for i := range rs {
 		r := &rs[i]
 		r.Base = baseOf(r.Impl)
-		r.Ratio = 0
-		if b, ok := idx[k{r.Clock, r.Base, r.Workload, r.Dist, r.Procs}]; ok && b > 0 {
-			r.Ratio = r.Mops / b
+		r.Ratio, r.RatioMin, r.RatioMax, r.RatioNoisy = 0, 0, 0, false
+		b, ok := idx[k{r.Clock, r.Base, r.Workload, r.Dist, r.Procs}]
+		if !ok || b.Mops <= 0 {
+			continue
+		}
+		if r.Impl == r.Base {
+			r.Ratio, r.RatioMin, r.RatioMax, r.RatioNoisy = 1, 1, 1, r.Noisy
+			continue
+		}
+		rr := ratioOf(r, &b)
+		r.Ratio, r.RatioNoisy = rr.v, rr.noisy
+		if !math.IsNaN(rr.lo) {
+			r.RatioMin = rr.lo
+		}
+		if !math.IsNaN(rr.hi) {
+			r.RatioMax = rr.hi
 		}
 	}
 }
@@ -123,8 +156,10 @@ func csvColumns() []string {
 }
 
 // WriteCSV writes rep as CSV: "# key: value" comment lines with the
-// metadata, a header of Result's JSON names, one row per result. Floats
-// are written in Go's shortest round-trip form.
+// metadata, a header of Result's JSON names, one row per cell: the
+// summary, then the per-repeat columns (mops_runs, p50_runs, ...), each a
+// ';'-separated list in round order. Floats are written in Go's shortest
+// round-trip form.
 func WriteCSV(w io.Writer, rep *Report) error {
 	mj, err := json.Marshal(rep.Meta)
 	if err != nil {
@@ -158,6 +193,14 @@ func WriteCSV(w io.Writer, rep *Report) error {
 				row[i] = strconv.FormatUint(f.Uint(), 10)
 			case reflect.Float64:
 				row[i] = strconv.FormatFloat(f.Float(), 'g', -1, 64)
+			case reflect.Bool:
+				row[i] = strconv.FormatBool(f.Bool())
+			case reflect.Slice:
+				vs := make([]string, f.Len())
+				for j := range vs {
+					vs[j] = strconv.FormatFloat(f.Index(j).Float(), 'g', -1, 64)
+				}
+				row[i] = strings.Join(vs, ";")
 			default:
 				return fmt.Errorf("matrix: CSV cannot write field kind %v", f.Kind())
 			}
@@ -238,6 +281,22 @@ func ReadCSV(r io.Reader) (*Report, error) {
 				var x float64
 				x, err = strconv.ParseFloat(s, 64)
 				f.SetFloat(x)
+			case reflect.Bool:
+				var x bool
+				x, err = strconv.ParseBool(s)
+				f.SetBool(x)
+			case reflect.Slice:
+				if s == "" {
+					break
+				}
+				parts := strings.Split(s, ";")
+				xs := make([]float64, len(parts))
+				for j, p := range parts {
+					if xs[j], err = strconv.ParseFloat(p, 64); err != nil {
+						break
+					}
+				}
+				f.Set(reflect.ValueOf(xs))
 			}
 			if err != nil {
 				return nil, fmt.Errorf("matrix: CSV row %d column %s: %w", n+1, rows[0][i], err)

@@ -88,6 +88,9 @@ type runner struct {
 	rate    *instance
 	rateKey rateGroup
 	rateMem int64
+
+	// measure runs one repeat of one cell: runCell, or a test's fake.
+	measure func(c cell) (res Result, pinWhy string, err error)
 }
 
 // rateGroup identifies the cells that share one ratemap.
@@ -122,11 +125,17 @@ func (r *runner) stream(dist string, workers int) ([][]uint32, error) {
 	return ss, nil
 }
 
-// Run measures every cell of o and returns the report; it prints one
-// progress line per cell to progress unless that is nil or o.Quiet. It
-// changes GOMAXPROCS during each cell and restores it after. When ctx is
-// done, Run finishes the cell in progress and returns the cells measured
-// so far, with Meta.Stopped saying so.
+// Run measures every cell of o o.Count times and returns the report; it
+// prints one progress line per cell per round to progress unless that is
+// nil or o.Quiet. The repeats are interleaved: round r runs every cell
+// once, in the order of cells, then round r+1 does, so a drift of the
+// machine (a neighbour, thermal state) hits every cell alike instead of
+// one cell's repeats. Each repeat builds (ratemap: reuses within its
+// group and round) a filled structure, as in a run of one round. Run
+// changes GOMAXPROCS during each repeat and restores it after. When ctx
+// is done, Run finishes the repeat in progress and returns the cells
+// measured so far, each summarising the repeats it got, with
+// Meta.Stopped saying so.
 func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	if err := o.Validate(); err != nil {
 		return nil, err
@@ -143,6 +152,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	if len(r.cpus) == 0 {
 		r.cpus = allowedCPUsFallback()
 	}
+	r.measure = r.runCell
 	ov := MeasureOverhead(r.tm)
 	r.u = NewUniverse(o.Keys, o.Seed)
 
@@ -151,51 +161,85 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	m.Timer, m.TimerPairNs, m.SampleEvery, m.SampleCostNs = r.tm.Name(), ov.PairNs, o.SampleEvery, ov.SampleNs
 	m.Config = configString(&o)
 	m.DurationMs = float64(o.Duration) / 1e6
+	m.Count, m.Spread = o.Count, o.Spread
 	m.Procs, m.Impls, m.Workloads, m.Dists, m.Clocks = o.Procs, o.Impls, o.Workloads, o.Dists, o.Clocks
 	if progress != nil {
-		fmt.Fprintf(progress, "matrix: %d cells of %v on %d CPUs (allowed %v); timer %s, pair %.1f ns, sample cost %.1f ns / %d ops\n",
-			len(cs), o.Duration, runtime.NumCPU(), r.cpus, m.Timer, ov.PairNs, ov.SampleNs, o.SampleEvery)
+		fmt.Fprintf(progress, "matrix: %d cells x %d rounds of %v on %d CPUs (allowed %v); timer %s, pair %.1f ns, sample cost %.1f ns / %d ops\n",
+			len(cs), o.Count, o.Duration, runtime.NumCPU(), r.cpus, m.Timer, ov.PairNs, ov.SampleNs, o.SampleEvery)
 	}
-
-	full, why := 0, ""
-	for i, c := range cs {
-		if err := ctx.Err(); err != nil {
-			m.Stopped = fmt.Sprintf("stopped after %d of %d cells: %v", i, len(cs), context.Cause(ctx))
-			break
-		}
-		c0 := time.Now()
-		res, pinWhy, err := r.runCell(c)
-		if err != nil {
-			return nil, fmt.Errorf("matrix: cell clock=%s impl=%s workload=%s dist=%s P=%d: %w", c.clock, c.impl, c.work.name, c.dist, c.procs, err)
-		}
-		rep.Results = append(rep.Results, res)
-		if res.Pinned == res.Procs {
-			full++
-		} else if why == "" {
-			why = pinWhy
-		}
-		if progress != nil {
-			done := time.Since(t0)
-			eta := time.Duration(float64(done) / float64(i+1) * float64(len(cs)-i-1))
-			fmt.Fprintf(progress, "[%d/%d eta %v] clock=%s impl=%s workload=%s keys=%s P=%d: %.2f Mops/s p50=%.0fns p99=%.0fns p99.9=%.0fns allocs/op=%.3g pinned=%d/%d (%.2fs)\n",
-				i+1, len(cs), eta.Round(time.Second), c.clock, c.impl, c.work.name, c.dist, c.procs,
-				res.Mops, res.P50Ns, res.P99Ns, res.P999Ns, res.AllocsPerOp, res.Pinned, res.Procs, time.Since(c0).Seconds())
-		}
+	rs, err := r.rounds(ctx, cs, progress, t0)
+	if err != nil {
+		return nil, err
 	}
 	r.rate = nil
+	for i, runs := range rs.runs {
+		if len(runs) == 0 {
+			continue
+		}
+		res := combine(runs, o.Spread)
+		res.Clock, res.Impl, res.Workload, res.Dist, res.Procs = cs[i].clock, cs[i].impl, cs[i].work.name, cs[i].dist, cs[i].procs
+		rep.Results = append(rep.Results, res)
+	}
 	fillRatios(rep.Results)
+	m.Stopped = rs.stopped
 	switch {
-	case len(rep.Results) == 0:
+	case rs.n == 0:
 		m.Pinning = "no cell ran"
-	case full == len(rep.Results):
-		m.Pinning = fmt.Sprintf("took: every worker of all %d cells read back its own CPU", full)
-	case full == 0:
-		m.Pinning = "unpinned: " + why
+	case rs.full == rs.n:
+		m.Pinning = fmt.Sprintf("took: every worker of all %d cell runs read back its own CPU", rs.full)
+	case rs.full == 0:
+		m.Pinning = "unpinned: " + rs.why
 	default:
-		m.Pinning = fmt.Sprintf("partial: %d of %d cells fully pinned; first failure: %s", full, len(rep.Results), why)
+		m.Pinning = fmt.Sprintf("partial: %d of %d cell runs fully pinned; first failure: %s", rs.full, rs.n, rs.why)
 	}
 	m.WallSeconds = time.Since(t0).Seconds()
 	return rep, nil
+}
+
+// roundsResult is what rounds measured.
+type roundsResult struct {
+	runs    [][]Result // per cell (cells' order), its repeats in round order
+	n, full int        // repeats run, and those with every worker pinned
+	why     string     // the first pinning failure
+	stopped string     // why the rounds ended early; "" when complete
+}
+
+// rounds runs r.o.Count rounds; each runs every cell of cs once, in
+// order, through r.measure. A new round starts with no ratemap kept, so
+// every round fills its own.
+func (r *runner) rounds(ctx context.Context, cs []cell, progress io.Writer, t0 time.Time) (roundsResult, error) {
+	out := roundsResult{runs: make([][]Result, len(cs))}
+	count := r.o.Count
+	total := count * len(cs)
+	for round := range count {
+		r.rate = nil
+		for i, c := range cs {
+			if err := ctx.Err(); err != nil {
+				out.stopped = fmt.Sprintf("stopped after %d of %d cell runs (round %d of %d): %v", out.n, total, round+1, count, context.Cause(ctx))
+				return out, nil
+			}
+			c0 := time.Now()
+			res, pinWhy, err := r.measure(c)
+			if err != nil {
+				return out, fmt.Errorf("matrix: cell clock=%s impl=%s workload=%s dist=%s P=%d round %d: %w", c.clock, c.impl, c.work.name, c.dist, c.procs, round+1, err)
+			}
+			out.runs[i] = append(out.runs[i], res)
+			out.n++
+			if res.Pinned == res.Procs {
+				out.full++
+			} else if out.why == "" {
+				out.why = pinWhy
+			}
+			if progress != nil {
+				done := time.Since(t0)
+				eta := time.Duration(float64(done) / float64(out.n) * float64(total-out.n))
+				fmt.Fprintf(progress, "[round %d/%d cell %d/%d eta %v] clock=%s impl=%s workload=%s keys=%s P=%d: %.2f Mops/s p50=%.0fns p99=%.0fns p99.9=%.0fns allocs/op=%.3g pinned=%d/%d (%.2fs)\n",
+					round+1, count, i+1, len(cs), eta.Round(time.Second), c.clock, c.impl, c.work.name, c.dist, c.procs,
+					res.Mops, res.P50Ns, res.P99Ns, res.P999Ns, res.AllocsPerOp, res.Pinned, res.Procs, time.Since(c0).Seconds())
+			}
+		}
+	}
+	return out, nil
 }
 
 func allowedCPUsFallback() []int {
@@ -215,9 +259,10 @@ func configString(o *Options) string {
 		admitLimit, denyFill, float64(denyLimit), float64(rateLimit), rateDenyLimit, o.Keys, KeyLen, ZipfS, float64(ZipfV), o.Stream)
 }
 
-// runCell measures one cell. pinWhy explains a pinning failure.
+// runCell measures one repeat of one cell (a Result with Count 1).
+// pinWhy explains a pinning failure.
 func (r *runner) runCell(c cell) (res Result, pinWhy string, err error) {
-	res = Result{Clock: c.clock, Impl: c.impl, Workload: c.work.name, Dist: c.dist, Procs: c.procs}
+	res = Result{Clock: c.clock, Impl: c.impl, Workload: c.work.name, Dist: c.dist, Procs: c.procs, Count: 1}
 	streams, err := r.stream(c.dist, c.procs)
 	if err != nil {
 		return res, "", err

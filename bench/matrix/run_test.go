@@ -18,6 +18,8 @@ func tinyOptions() Options {
 	o.Duration = 20 * time.Millisecond
 	o.Keys, o.Stream, o.Cells = 4096, 4096, 1024
 	o.Out, o.Quiet = "", true
+	o.Impls = AllImpls
+	o.Count = 1
 	return o
 }
 
@@ -55,11 +57,20 @@ func TestTinyMatrix(t *testing.T) {
 	o.Workloads = []string{WorkUpdate}
 	o.Dists = []string{DistHot8}
 	o.Clocks = []string{ClockDefault}
+	o.Count = 2
 	rep, err := Run(context.Background(), o, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	checkResults(t, rep, 2*len(o.Procs))
+	for _, r := range rep.Results {
+		if r.Count != 2 || len(r.MopsRuns) != 2 || len(r.P99Runs) != 2 || r.MopsMin > r.Mops || r.Mops > r.MopsMax {
+			t.Errorf("%s P=%d: count %d, runs %v, %v <= %v <= %v", r.Impl, r.Procs, r.Count, r.MopsRuns, r.MopsMin, r.Mops, r.MopsMax)
+		}
+	}
+	if rep.Meta.Count != 2 || rep.Meta.Spread != DefaultSpread {
+		t.Errorf("meta count %d spread %v", rep.Meta.Count, rep.Meta.Spread)
+	}
 	t.Logf("pinning: %s", rep.Meta.Pinning)
 	for _, r := range rep.Results {
 		if r.Impl == ImplLockfree && r.Ratio <= 0 {
@@ -72,13 +83,13 @@ func TestTinyMatrix(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, name := range []string{"results.csv", "results.json", "results.md", "throughput-default.png", "latency-default.png"} {
+	for _, name := range []string{"results.csv", "results.json", "results.md", "throughput-default.png", "latency-default.png", "ratio-default.png"} {
 		b, err := os.ReadFile(filepath.Join(dir, name))
 		if err != nil {
 			t.Fatalf("%s: %v (wrote %v)", name, err, paths)
 		}
-		if strings.HasSuffix(name, ".png") && !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) {
-			t.Errorf("%s is not a PNG", name)
+		if strings.HasSuffix(name, ".png") && (!bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 1000) {
+			t.Errorf("%s is not a PNG, or empty (%d bytes)", name, len(b))
 		}
 	}
 	f, _ := os.Open(filepath.Join(dir, "results.csv"))
@@ -141,7 +152,7 @@ func TestEveryPath(t *testing.T) {
 type cancelOnWrite struct{ cancel context.CancelFunc }
 
 func (c cancelOnWrite) Write(p []byte) (int, error) {
-	if bytes.HasPrefix(p, []byte("[1/")) {
+	if bytes.HasPrefix(p, []byte("[round 1/1 cell 1/")) {
 		c.cancel()
 	}
 	return len(p), nil
@@ -161,7 +172,7 @@ func TestRunStops(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(rep.Results) != 1 || !strings.Contains(rep.Meta.Stopped, "after 1 of 3 cells") {
+	if len(rep.Results) != 1 || !strings.Contains(rep.Meta.Stopped, "after 1 of 3 cell runs") {
 		t.Fatalf("%d results, stopped %q; want 1 result, stopped after 1 of 3", len(rep.Results), rep.Meta.Stopped)
 	}
 	var b bytes.Buffer

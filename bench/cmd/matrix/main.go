@@ -6,6 +6,7 @@
 //
 //	go run ./bench/cmd/matrix                                   # the default matrix
 //	go run ./bench/cmd/matrix -impls lockfree,reference -workloads update -dists hot8 -duration 100ms
+//	go run ./bench/cmd/matrix -from bench-results/results.json -out /tmp/replot  # tables and plots again, no run
 package main
 
 import (
@@ -40,7 +41,12 @@ func main() {
 	// after the cell in progress; what was measured is still written.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	rep, err := matrix.Run(ctx, o, os.Stderr)
+	var rep *matrix.Report
+	if o.From != "" {
+		rep, err = readReport(o.From)
+	} else {
+		rep, err = matrix.Run(ctx, o, os.Stderr)
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -63,4 +69,14 @@ func main() {
 			os.Exit(1)
 		}
 	}
+}
+
+// readReport reads a results.json that an earlier run wrote.
+func readReport(path string) (*matrix.Report, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return matrix.ReadJSON(f)
 }
