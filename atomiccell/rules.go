@@ -36,7 +36,12 @@ func (r *Rules) Kind() decay.Kind { return r.law.Kind() }
 // side (decay.Compiled.Apply): never below the law's own result for a
 // positive score, and a custom law's faults sanitized. dt <= 0 returns
 // score.
-func (r *Rules) Decay(score float64, dt int64) float64 { return r.law.Apply(score, dt) }
+func (r *Rules) Decay(score float64, dt int64) float64 {
+	if dt <= 0 || score == 0 {
+		return score // the hot key's case: no call
+	}
+	return r.law.Apply(score, dt)
+}
 
 // Remain is decay.Compiled.Remain: the least that is left, dt ms later,
 // of an increment inc added to a cell (the most, for inc < 0), which a
@@ -50,11 +55,31 @@ const MaxCells = decay.Batch
 // ValueN sets v[i] = Value(w[i], now) for i < n: one call for all of a
 // key's cells, with the decay law's dispatch taken once. n <= MaxCells.
 func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
+	if r.law.Kind() == decay.KindExponential {
+		// The common law, with its table path inlined: no call per key
+		// unless a gap is past the tables.
+		for i := range n {
+			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
+			if dt > 0 && s != 0 {
+				if x, ok := r.law.ExpFast(s, dt); ok {
+					s = x
+				} else {
+					s = r.law.Apply(s, dt)
+				}
+			}
+			v[i] = s
+		}
+		return
+	}
 	var dt [MaxCells]int64
+	aged := false
 	for i := range n {
 		v[i], dt[i] = float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
+		aged = aged || dt[i] > 0
 	}
-	r.law.ApplyN(v, &dt, n)
+	if aged {
+		r.law.ApplyN(v, &dt, n)
+	}
 }
 
 // NextN sets nw[i] = Next(w[i], now, delta) for i < n, computing all of
@@ -70,7 +95,16 @@ func (r *Rules) NextN(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw
 // Value returns the score word w stands for at time now: its score decayed
 // for the elapsed age. It only reads.
 func (r *Rules) Value(w Word, now uint32) float64 {
-	return r.Decay(float64(w.Score()), Elapsed(w.Stamp(), now))
+	s, dt := float64(w.Score()), Elapsed(w.Stamp(), now)
+	if dt <= 0 || s == 0 {
+		return s
+	}
+	if r.law.Kind() == decay.KindExponential {
+		if x, ok := r.law.ExpFast(s, dt); ok {
+			return x
+		}
+	}
+	return r.law.Apply(s, dt)
 }
 
 // Next returns the word that results from adding delta to w at time now:
@@ -90,4 +124,13 @@ func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
 // Round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
 // float32 values, the result stays inside the bounds. v must not be NaN.
 // It inlines (TestInlining).
-func (r *Rules) Round(v float64) float32 { return roundUpInRange(min(max(v, r.lo), r.hi)) }
+func (r *Rules) Round(v float64) float32 {
+	// Branches rather than min/max: clamping is rare, so they predict
+	// well, and Go's float min/max must order NaN and signed zeros.
+	if v < r.lo {
+		v = r.lo
+	} else if v > r.hi {
+		v = r.hi
+	}
+	return roundUpInRange(v)
+}

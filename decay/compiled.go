@@ -91,7 +91,11 @@ func (c *Compiled) ApplyN(s *[Batch]float64, dt *[Batch]int64, n uint32) {
 	case KindExponential:
 		for i := range n {
 			if dt[i] > 0 && s[i] != 0 {
-				s[i] = c.expApply(s[i], dt[i])
+				if v, ok := c.ExpFast(s[i], dt[i]); ok {
+					s[i] = v
+				} else {
+					s[i] = c.expSlow(s[i], dt[i])
+				}
 			}
 		}
 	default:
@@ -101,16 +105,26 @@ func (c *Compiled) ApplyN(s *[Batch]float64, dt *[Batch]int64, n uint32) {
 	}
 }
 
-// expApply is exponential decay for dt > 0: three table lookups below
-// 2^24 ms, nudged up; math.Exp otherwise (expSlow). It is over the
-// inlining budget, so ApplyN calls it once per value.
+// expApply is exponential decay for dt > 0: the table path (ExpFast)
+// when it applies, math.Exp of the whole gap (expSlow) otherwise.
 func (c *Compiled) expApply(score float64, dt int64) float64 {
-	if dt < expSpan {
-		if v := score * (c.exp[0][dt&expMask] * c.exp[1][(dt>>expTableBits)&expMask] * c.exp[2][(dt>>(2*expTableBits))&expMask]); math.Abs(v) >= tinyDecayed {
-			return v + math.Abs(v)*expNudge
-		}
+	if v, ok := c.ExpFast(score, dt); ok {
+		return v
 	}
 	return c.expSlow(score, dt)
+}
+
+// ExpFast is the table path of the exponential law, for a caller's own
+// batch loop (atomiccell's ValueN): three lookups for dt mod 2^24, the
+// product nudged up by 2^-40. ok is false, and v meaningless, when the
+// caller must call Apply instead: dt >= 2^24 (past the tables), or a
+// result so small that the relative nudge no longer covers the table's
+// rounding. Kind must be KindExponential and dt > 0. It inlines
+// (TestInlining), so a batch loop makes no call on the common path.
+func (c *Compiled) ExpFast(score float64, dt int64) (v float64, ok bool) {
+	v = score * (c.exp[0][dt&expMask] * c.exp[1][(dt>>expTableBits)&expMask] * c.exp[2][(dt>>(2*expTableBits))&expMask])
+	a := math.Abs(v)
+	return v + a*expNudge, dt < expSpan && a >= tinyDecayed
 }
 
 // expSlow is exponential decay by math.Exp of the whole gap, as

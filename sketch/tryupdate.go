@@ -154,12 +154,9 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 			return false
 		}
 		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
-			ok := s.commitAndRelease(st, &sn, now, delta, limit)
+			ok := s.commitAndRelease(st, &sn, now, delta, limit, rc)
 			if ok && rc != nil {
 				rc.h, rc.ms, rc.levels = h, ms, s.levels
-				for l := range s.levels {
-					rc.inc[l] = sn.v[l] // commit left the increments there
-				}
 			}
 			return ok
 		}
@@ -181,9 +178,9 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 // (even again) even if a custom decay law panics, so one bad call cannot
 // wedge every later TryUpdate on the stripe.
 // Precondition: the caller holds the stripe (its seq is odd).
-func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, now uint32, delta, limit float64) bool {
+func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, now uint32, delta, limit float64, rc *Receipt) bool {
 	defer st.seq.Add(1)
-	return s.commit(sn, now, delta, limit)
+	return s.commit(sn, now, delta, limit, rc)
 }
 
 // commit applies delta to each cell, CASing it from the snapshot word,
@@ -196,10 +193,10 @@ func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, now uint32, delta, l
 // call decides again from a fresh snapshot, still holding the stripe. Each
 // retry means another writer succeeded, so the loop is lock-free.
 //
-// On success sn.v holds, per level, the increment stored (the new score
-// minus the value it replaced), for a Receipt.
+// On success, when rc is not nil, rc.inc holds per level the increment
+// stored (the new score minus the value it replaced).
 // Precondition: the caller holds the stripe.
-func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64) bool {
+func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64, rc *Receipt) bool {
 	var nw [MaxLevels]atomiccell.Word
 	L := s.levels
 	for {
@@ -216,8 +213,10 @@ func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64) bool {
 			}
 		}
 		if i == L {
-			for l := range L {
-				sn.v[l] = float64(nw[l].Score()) - sn.v[l]
+			if rc != nil {
+				for l := range L {
+					rc.inc[l] = float64(nw[l].Score()) - sn.v[l]
+				}
 			}
 			return true
 		}
