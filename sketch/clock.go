@@ -51,7 +51,6 @@ type timeClock interface {
 // use NewTimebase.
 type Timebase struct {
 	clock    Clock     // never nil
-	system   bool      // clock is the default system clock (read without an interface call)
 	anchor   time.Time // the time.Time of clock reading anchorMs
 	anchorMs int64
 	_        cpu.CacheLinePad
@@ -65,12 +64,12 @@ func NewTimebase(c Clock) *Timebase {
 	if tb, ok := c.(*Timebase); ok {
 		return tb
 	}
-	tb := &Timebase{clock: c}
 	if c == nil {
-		tb.clock, tb.system = systemClock{}, true
+		c = systemClock{}
 	}
+	tb := &Timebase{clock: c}
 	tb.hw.Store(math.MinInt64)
-	tb.anchorMs = tb.read()
+	tb.anchorMs = c.NowMillis()
 	if tc, ok := c.(timeClock); ok {
 		tb.anchor = tc.Now()
 	} else {
@@ -81,15 +80,7 @@ func NewTimebase(c Clock) *Timebase {
 
 // NowMillis returns the clock's reading through the high-water mark. It
 // implements Clock, so a Timebase can be shared as Config.Clock.
-func (tb *Timebase) NowMillis() int64 { return tb.observe(tb.read()) }
-
-// read returns the clock's reading, unfiltered.
-func (tb *Timebase) read() int64 {
-	if tb.system {
-		return systemMillis()
-	}
-	return tb.clock.NowMillis()
-}
+func (tb *Timebase) NowMillis() int64 { return tb.observe(tb.clock.NowMillis()) }
 
 // Millis returns t on the clock's scale, through the high-water mark and
 // capped at the clock's current reading (see Timebase).
@@ -99,7 +90,7 @@ func (tb *Timebase) Millis(t time.Time) int64 {
 	if ms <= h {
 		return h // the common case for a composite: no clock read
 	}
-	if c := tb.read(); ms > c {
+	if c := tb.clock.NowMillis(); ms > c {
 		ms = c
 	}
 	return tb.observe(ms)

@@ -16,7 +16,7 @@ func SetHooks(s *Sketch, h Hooks) {
 
 // Floor and Due expose the horizon state.
 func Floor(s *Sketch) int64 { return s.sweep.floor.Load() }
-func Due(s *Sketch) int64   { return s.sweep.due.Load() }
+func Due(s *Sketch) int64   { return s.due.Load() }
 
 // StripeOf returns the TryUpdate stripe of key in s.
 func StripeOf(s *Sketch, key []byte) uint64 { return stripeOf(s.hasher.Sum64(key)) }

@@ -39,8 +39,7 @@ const (
 
 // sweeper is a sketch's horizon state (see above).
 type sweeper struct {
-	due   atomic.Int64 // floor + sweepDue; read by every operation
-	floor atomic.Int64 // no cell's stamp is older than this
+	floor atomic.Int64 // no cell's stamp is older than this; Sketch.due is floor + sweepDue
 	mu    sync.Mutex   // held while sweeping a chunk
 	// Guarded by mu:
 	active bool  // a sweep is under way
@@ -51,13 +50,13 @@ type sweeper struct {
 // initHorizon sets the state of a sketch whose cells are all stamped ms.
 func (s *Sketch) initHorizon(ms int64) {
 	s.sweep.floor.Store(ms)
-	s.sweep.due.Store(ms + sweepDue)
+	s.due.Store(ms + sweepDue)
 }
 
 // maintain keeps the horizon invariant for an operation at time ms. It is
 // cheap (one load and compare) unless a sweep is due.
 func (s *Sketch) maintain(ms int64) {
-	if ms < s.sweep.due.Load() {
+	if ms < s.due.Load() {
 		return
 	}
 	s.maintainSlow(ms)
@@ -88,7 +87,7 @@ func (s *Sketch) maintainSlow(ms int64) {
 func (s *Sketch) sweepStep(ms int64, chunks int) {
 	sw := &s.sweep
 	if !sw.active {
-		if ms < sw.due.Load() {
+		if ms < s.due.Load() {
 			return // another operation finished it meanwhile
 		}
 		sw.active, sw.at, sw.next = true, ms, 0
@@ -103,7 +102,7 @@ func (s *Sketch) sweepStep(ms int64, chunks int) {
 	if sw.next == len(s.cells) {
 		sw.active = false
 		sw.floor.Store(sw.at - sweepKeep)
-		sw.due.Store(sw.at - sweepKeep + sweepDue)
+		s.due.Store(sw.at - sweepKeep + sweepDue)
 	}
 }
 

@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"math"
+	"sync/atomic"
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/atomiccell"
@@ -18,10 +19,10 @@ import (
 // denied TryUpdate only read. See doc.go for the guarantees and
 // docs/design.md for the protocol.
 type Sketch struct {
-	// Everything up to cells is written once by New and only read after,
-	// so these lines are shared read-only by all cores.
+	// Everything but due is written once by New and only read after, so
+	// these lines are shared read-only by all cores; the fields every
+	// operation reads come first (the first two cache lines).
 	cells   []atomiccell.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
-	stripes []stripe          // numStripes TryUpdate sequence stripes, one per cache line
 	rules   *atomiccell.Rules // decay law and clamp bounds
 	hasher  Hasher
 	tb      *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
@@ -29,14 +30,16 @@ type Sketch struct {
 	stride  int       // cells between row starts, a multiple of cellsPerLine
 	levels  uint32
 	m       uint32
-	agg     Aggregator
+	due     atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
 	aggFunc func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
-	cfg     Config                  // normalized, as given to New
-	bytes   int                     // bytes allocated for cells and stripes
 	hooks   *testHooks              // nil except in tests (export_test.go)
+	stripes []stripe                // numStripes TryUpdate sequence stripes, one per cache line
+	agg     Aggregator
+	cfg     Config // normalized, as given to New
+	bytes   int    // bytes allocated for cells and stripes
 
-	// sweep keeps every stamp inside the 2^31 ms window (horizon.go).
-	// Written once per sweep; on its own lines.
+	// sweep is the rest of the horizon state (horizon.go), written only by
+	// sweeps; on its own lines.
 	_     [cacheLine]byte
 	sweep sweeper
 	_     [cacheLine]byte
