@@ -19,15 +19,8 @@ import (
 // seed), the admitted total never exceeds the limit, within a period
 // (frozen clock) and across promotions (window bound below).
 
-func collideProcs(t *testing.T, f func(t *testing.T)) {
-	t.Helper()
-	for _, p := range []int{1, 2, 4, 8} {
-		t.Run(fmt.Sprintf("procs=%d", p), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
-			f(t)
-		})
-	}
-}
+// collideProcs runs f at GOMAXPROCS 1, 2, 4 and 8.
+var collideProcs = sketchtest.ForEachGOMAXPROCS
 
 func newCollideRotator(t testing.TB, cfg rotator.Config) *rotator.Rotator {
 	t.Helper()

@@ -5,7 +5,6 @@ import (
 	"math"
 	"math/rand/v2"
 	"reflect"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -24,21 +23,9 @@ var (
 	_ sketch.Scorer = (*reference.Sketch)(nil)
 )
 
-// gomaxprocsSweep is the GOMAXPROCS values every concurrent test runs at.
-var gomaxprocsSweep = []int{1, 2, 4, 8}
-
-// forEachGOMAXPROCS runs f as one subtest per GOMAXPROCS value of gomaxprocsSweep
-// and restores the previous setting after each. Callers must not use
-// t.Parallel: GOMAXPROCS is process-wide.
-func forEachGOMAXPROCS(t *testing.T, f func(t *testing.T)) {
-	t.Helper()
-	for _, p := range gomaxprocsSweep {
-		t.Run(fmt.Sprintf("procs=%d", p), func(t *testing.T) {
-			defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(p))
-			f(t)
-		})
-	}
-}
+// forEachGOMAXPROCS runs f at GOMAXPROCS 1, 2, 4 and 8 (the suite's
+// helper, sketchtest.ForEachGOMAXPROCS).
+var forEachGOMAXPROCS = sketchtest.ForEachGOMAXPROCS
 
 func mustNewSketch(t testing.TB, cfg sketch.Config) *sketch.Sketch {
 	t.Helper()
