@@ -11,8 +11,8 @@
 // earlier loads have completed, so a value read after observing a
 // published timestamp is not taken "in the past" of that observation (the
 // guarantee Linux's rdtsc_ordered and arch_timer_read_cntvct_el0 give).
-// A bare RDTSC is cheaper (12ns against 19ns for RDTSCP on the development
-// VM) but gives no such ordering.
+// A bare RDTSC is cheaper but gives no such ordering (docs/design.md,
+// section 4).
 // [Pause] is the spin-wait hint: PAUSE on amd64, ISB on arm64 (a real delay
 // of tens of cycles on Neoverse cores, where YIELD is a no-op; Go's
 // runtime.procyield and Rust's core::hint::spin_loop made the same choice).

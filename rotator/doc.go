@@ -91,22 +91,14 @@
 // # Allocate, don't reset
 //
 // A promotion allocates its fresh generations; retired ones are left to
-// the garbage collector. Resetting a retired sketch instead was rejected
-// on measurement and on correctness (BenchmarkGeneration, L=4, M=100k, on
-// the 2-core x86-64 machine): sketch.Reset stores every cell atomically,
-// 2.9-9 ms, while sketch.New costs 36 us when fresh pages come from the
-// OS and 0.6-2 ms with the zeroing and GC work of steady state. A fresh
-// sketch also gets a fresh epoch and a fresh seed (a reused
-// one would bring its collisions back every N+1 periods). And no writer
-// can be stalled inside a generation being reset: a late writer writes to
-// garbage. The rotator references exactly N sketches; retired ones (one
-// per period, up to N after a long jump) stay reachable only while an
-// operation that loaded the old set is in flight
-// (TestMemoryBounded: after 1,000 rotations and a GC the heap holds the
-// N live generations; without forcing GC, the peak is bounded by the
-// pacer, independently of the number of rotations). The cost is a
-// latency spike in the promoting operation: 0.3 ms median, under 1 ms
-// max, for L=4, M=100k (BenchmarkRotationLatency), once per Period.
+// the garbage collector (docs/design.md, section 6, has the measurements
+// behind the choice). A fresh sketch also gets a fresh epoch and a fresh
+// seed (a reused one would bring its collisions back every N+1 periods),
+// and no writer can be stalled inside a generation being reset: a late
+// writer writes to garbage. The rotator references exactly N sketches;
+// retired ones stay reachable only while an operation that loaded the old
+// set is in flight. The cost is a latency spike in the promoting
+// operation, once per Period.
 //
 // # Differences from grudge
 //

@@ -81,7 +81,7 @@
 //     time; the lock-free sketch cannot do that with a read-only Query, and
 //     the oracle must share its time semantics.
 //   - The default clock is the wall clock, time.Now().UnixMilli(), as in
-//     grudge (about 50 ns a read and not monotonic); the lock-free sketch
+//     grudge (costlier to read, and not monotonic); the lock-free sketch
 //     defaults to a monotonic clock. Benchmarks that want to separate the
 //     two effects give both the same Clock.
 //
