@@ -22,21 +22,22 @@ type Sketch struct {
 	// Everything but due is written once by New and only read after, so
 	// these lines are shared read-only by all cores; the fields every
 	// operation reads come first (the first two cache lines).
-	cells   []atomiccell.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
-	rules   *atomiccell.Rules // decay law and clamp bounds
-	hasher  Hasher
-	tb      *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
-	epoch   int64     // clock reading at New; stamps count ms from here, mod 2^32
-	stride  int       // cells between row starts, a multiple of cellsPerLine
-	levels  uint32
-	m       uint32
-	due     atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
-	aggFunc func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
-	hooks   *testHooks              // nil except in tests (export_test.go)
-	stripes []stripe                // numStripes TryUpdate sequence stripes, one per cache line
-	agg     Aggregator
-	cfg     Config // normalized, as given to New
-	bytes   int    // bytes allocated for cells and stripes
+	cells    []atomiccell.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
+	rules    *atomiccell.Rules // decay law and clamp bounds
+	hasher   Hasher
+	tb       *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
+	epoch    int64     // clock reading at New; stamps count ms from here, mod 2^32
+	stride   int       // cells between row starts, a multiple of cellsPerLine
+	levels   uint32
+	m        uint32
+	due      atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
+	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
+	maxLimit float64                 // the largest TryUpdate limit: min(Hi, MaxFloat32)
+	hooks    *testHooks              // nil except in tests (export_test.go)
+	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
+	agg      Aggregator
+	cfg      Config // normalized, as given to New
+	bytes    int    // bytes allocated for cells and stripes
 
 	// sweep is the rest of the horizon state (horizon.go), written only by
 	// sweeps; on its own lines.
@@ -69,6 +70,7 @@ func New(cfg Config) (*Sketch, error) {
 	s.cells, n = allocRows(int(s.levels), s.stride)
 	s.stripes = allocStripes()
 	s.bytes = n + (numStripes+3)*cacheLine
+	s.maxLimit = min(cfg.Hi, math.MaxFloat32)
 	s.epoch = s.nowMillis()
 	s.initHorizon(s.epoch)
 	return s, nil

@@ -32,7 +32,14 @@ func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
 }
 
 // checkTry panics on a non-finite delta or limit, or a limit above Hi.
-func (s *Sketch) checkTry(delta, limit float64) { s.cfg.CheckTryUpdate(delta, limit) }
+// It is Config.CheckTryUpdate with the bound precomputed (s.maxLimit).
+// One compare chain on the hot path; the slow path says which check
+// failed.
+func (s *Sketch) checkTry(delta, limit float64) {
+	if delta-delta != 0 || limit-limit != 0 || limit > s.maxLimit {
+		s.cfg.CheckTryUpdate(delta, limit) // panics with the message
+	}
+}
 
 //go:noinline
 func panicLimitAboveHi(limit, hi float64) {
