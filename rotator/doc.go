@@ -59,18 +59,13 @@
 //     N x Period after it was made (a false positive lives at most
 //     Generations x Period).
 //   - Clock jumps: a forward jump of k periods is one promotion of O(N)
-//     work whatever k is: it retires min(k, N) generations (all of them,
-//     and builds N fresh ones, when k >= N), and the deadline stays on
-//     the Period grid. A backwards step is zero elapsed time: it rotates
-//     nothing, and decays nothing. A clock read near the end of int64
-//     saturates the deadline instead of overflowing.
-//   - TryUpdate is decided by the primary's exact TryUpdate, and is exact
-//     across promotions too: the younger generations receive the
-//     increment of an admitted call, and a decision taken on a set that
-//     was replaced meanwhile is given back and taken again. No generation's admitted total ever
-//     exceeds the limit: 50 goroutines racing TryUpdate(k, 1, 1000) with
-//     no decay admit exactly 1000 per generation lifetime, whatever the
-//     promotions. A denial by the primary writes nothing.
+//     work: it retires min(k, N) generations and keeps the deadline on
+//     the Period grid. A backwards step rotates and decays nothing. The
+//     deadline saturates near the end of int64.
+//   - TryUpdate is decided by the primary's exact TryUpdate and is exact
+//     across promotions (see Rotator.TryUpdate): no generation's admitted
+//     total ever exceeds the limit. A denial by the primary writes
+//     nothing.
 //   - Manual rotators (Config.Manual) rotate only on Rotate, which the
 //     grudge-compatible root package drives from a Ticker.
 //   - Update, Query, UpdateAndQuery, TryUpdate and their string twins do
@@ -90,15 +85,10 @@
 //
 // # Allocate, don't reset
 //
-// A promotion allocates its fresh generations; retired ones are left to
-// the garbage collector (docs/design.md, section 6, has the measurements
-// behind the choice). A fresh sketch also gets a fresh epoch and a fresh
-// seed (a reused one would bring its collisions back every N+1 periods),
-// and no writer can be stalled inside a generation being reset: a late
-// writer writes to garbage. The rotator references exactly N sketches;
-// retired ones stay reachable only while an operation that loaded the old
-// set is in flight. The cost is a latency spike in the promoting
-// operation, once per Period.
+// A promotion allocates its fresh generations (a fresh epoch and seed;
+// no writer can be stalled in a generation being reset) and leaves the
+// retired ones to the garbage collector; docs/design.md, section 6, has
+// the measurements behind the choice.
 //
 // # Differences from grudge
 //
