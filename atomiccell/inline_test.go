@@ -30,7 +30,7 @@ func TestInlining(t *testing.T) {
 			"Elapsed", "Newer", "RoundUp", "roundUpInRange", "stepUp", "(*Rules).Round", "(*Rules).Decay",
 		},
 		"github.com/lfgrudge/grudge/sketch": {"checkFinite", "(*Sketch).maintain", "Index", "stripeOf"},
-		"github.com/lfgrudge/grudge/decay":  {"(*Compiled).ExpFast"},
+		"github.com/lfgrudge/grudge/decay":  {"(*Compiled).ExpFast", "(*Compiled).LinearApply"},
 	}
 	for pkg, fns := range want {
 		out, err := exec.Command(gobin, "build", "-gcflags=-m", pkg).CombinedOutput()

@@ -71,6 +71,17 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 		}
 		return
 	}
+	if r.law.Kind() == decay.KindLinear {
+		// The limiter's law, inlined the same way.
+		for i := range n {
+			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
+			if dt > 0 && s != 0 {
+				s = r.law.LinearApply(s, dt)
+			}
+			v[i] = s
+		}
+		return
+	}
 	var dt [MaxCells]int64
 	aged := false
 	for i := range n {
@@ -99,10 +110,13 @@ func (r *Rules) Value(w Word, now uint32) float64 {
 	if dt <= 0 || s == 0 {
 		return s
 	}
-	if r.law.Kind() == decay.KindExponential {
+	switch r.law.Kind() {
+	case decay.KindExponential:
 		if x, ok := r.law.ExpFast(s, dt); ok {
 			return x
 		}
+	case decay.KindLinear:
+		return r.law.LinearApply(s, dt)
 	}
 	return r.law.Apply(s, dt)
 }

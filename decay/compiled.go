@@ -78,7 +78,7 @@ func (c *Compiled) Apply(score float64, dt int64) float64 {
 	case KindExponential:
 		return c.expApply(score, dt)
 	case KindLinear:
-		return c.linApply(score, dt)
+		return c.LinearApply(score, dt)
 	}
 	return sanitize(score, c.law.Apply(score, dt))
 }
@@ -156,14 +156,24 @@ func (c *Compiled) expSlow(score float64, dt int64) float64 {
 	return v + math.Abs(v)*expNudge
 }
 
-// linApply is the linear law with the expression of Linear's Apply, so
-// the result equals the law's exactly.
-func (c *Compiled) linApply(score float64, dt int64) float64 {
+// LinearApply is the linear law for dt > 0 and a score that is neither 0
+// nor NaN, for a caller's own batch loop (atomiccell's ValueN): the
+// expression of Linear's Apply, so the result equals the law's exactly
+// (plain compares stand in for math.Max and math.Min, whose NaN and
+// signed-zero cases cannot arise here). Kind must be KindLinear. It
+// inlines (TestInlining).
+func (c *Compiled) LinearApply(score float64, dt int64) float64 {
 	drop := c.param * float64(dt) / 1000
 	if score > 0 {
-		return math.Max(score-drop, 0)
+		if v := score - drop; v > 0 {
+			return v
+		}
+		return 0
 	}
-	return math.Min(score+drop, 0)
+	if v := score + drop; v < 0 {
+		return v
+	}
+	return 0
 }
 
 // sanitize keeps a custom law's result v for score on the safe side of
