@@ -10,6 +10,7 @@ import (
 
 	"github.com/loov/hrtime"
 
+	"github.com/lfgrudge/grudge/bench/matrix"
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
@@ -57,24 +58,24 @@ func benchSketch(clk sketch.Clock) sketch.Config {
 
 type rotatorImpl struct {
 	name string
-	new  func(b *testing.B, clk sketch.Clock) (sketch.Scorer, func())
+	new  func(b *testing.B, clk sketch.Clock) (matrix.Target, func())
 }
 
+// impls are the two rotators as the contention matrix registers them
+// (bench/matrix: 2 generations, Period 1 s, L=4, M=100k, Exponential(1)).
 var impls = []rotatorImpl{
-	{"lockfree", func(b *testing.B, clk sketch.Clock) (sketch.Scorer, func()) {
-		r, err := rotator.New(rotator.Config{Sketch: benchSketch(clk), Generations: 2, Period: time.Second})
+	{"lockfree", newMatrixTarget(matrix.ImplRotator)},
+	{"reference", newMatrixTarget(matrix.ImplRefRotator)},
+}
+
+func newMatrixTarget(impl string) func(b *testing.B, clk sketch.Clock) (matrix.Target, func()) {
+	return func(b *testing.B, clk sketch.Clock) (matrix.Target, func()) {
+		t, closeFn, err := matrix.NewTargetOn(impl, 4, 100_000, clk)
 		if err != nil {
 			b.Fatal(err)
 		}
-		return r, r.Close
-	}},
-	{"reference", func(b *testing.B, clk sketch.Clock) (sketch.Scorer, func()) {
-		r, err := reference.NewRotator(reference.RotatorConfig{Sketch: benchSketch(clk), Generations: 2, Period: time.Second})
-		if err != nil {
-			b.Fatal(err)
-		}
-		return r, r.Close
-	}},
+		return t, closeFn
+	}
 }
 
 // BenchmarkRotator: Update and Query on 1M uniform keys, serial and
@@ -93,9 +94,9 @@ func BenchmarkRotator(b *testing.B) {
 							s.Update(r.key(), 1)
 						}
 					}
-					do := func(s sketch.Scorer, k []byte) { s.Update(k, 1) }
+					do := func(s matrix.Target, k []byte) { s.Update(k, 1) }
 					if op == "Query" {
-						do = func(s sketch.Scorer, k []byte) { s.Query(k) }
+						do = func(s matrix.Target, k []byte) { s.Query(k) }
 					}
 					b.ReportAllocs()
 					b.ResetTimer()

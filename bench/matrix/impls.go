@@ -110,6 +110,12 @@ func build(o *Options, impl, clock string, w workload) (instance, error) {
 	if clock == ClockShared {
 		clk, now = SharedClock{}, sharedTime
 	}
+	return buildOn(o, impl, clk, now, w)
+}
+
+// buildOn is build on clock clk (nil: each implementation's default) and,
+// for ratemap, the time source now.
+func buildOn(o *Options, impl string, clk sketch.Clock, now func() time.Time, w workload) (instance, error) {
 	nop := func() {}
 	switch impl {
 	case ImplLockfree:
@@ -150,6 +156,16 @@ func build(o *Options, impl, clock string, w workload) (instance, error) {
 func NewTarget(impl string, levels, cells uint32, clock string) (t Target, close func(), err error) {
 	o := &Options{Levels: levels, Cells: cells}
 	in, err := build(o, impl, clock, workload{})
+	return in.target, in.close, err
+}
+
+// NewTargetOn is NewTarget on clock clk (a sketchtest.FakeClock, say),
+// for benchmarks that drive time themselves. The target's concrete type
+// is the implementation's (*sketch.Sketch, *rotator.Rotator, ...), for a
+// caller that needs more than Target.
+func NewTargetOn(impl string, levels, cells uint32, clk sketch.Clock) (t Target, close func(), err error) {
+	o := &Options{Levels: levels, Cells: cells}
+	in, err := buildOn(o, impl, clk, time.Now, workload{})
 	return in.target, in.close, err
 }
 
