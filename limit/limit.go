@@ -35,11 +35,13 @@ func Every(interval time.Duration) Limit {
 }
 
 // PeriodFactor is K in the default rotation Period, K x MaxDebt /
-// (rate x (Generations-1)): see doc.go, "Rotation and amnesty".
+// (rate x (Generations-1)): see the package documentation, "Rotation
+// and amnesty".
 const PeriodFactor = 16
 
 // Limiter is a token bucket per key over an unbounded key space, in debt
-// form, in constant memory: see doc.go. Create one with New; the zero
+// form, in constant memory (the package documentation has the model).
+// Create one with [New]; the zero
 // Limiter is not usable. A Limiter is safe for concurrent use by any
 // number of goroutines; it starts no goroutine and never needs purging.
 type Limiter struct {
@@ -115,7 +117,7 @@ func WithGenerations(n uint32) Option { return func(o *options) { o.generations 
 
 // WithPeriod overrides the rotation Period. New refuses a Period shorter
 // than MaxDebt / (rate x (Generations-1)), which could amnesty a key that
-// went silent at MaxDebt (see doc.go).
+// went silent at MaxDebt (see [PeriodFactor]).
 func WithPeriod(p time.Duration) Option { return func(o *options) { o.period = p } }
 
 // WithName names the limiter's policy (default "default"); httplimit uses

@@ -23,8 +23,9 @@ import (
 // performs a promotion and allocates the new generation.
 //
 // Each generation is linearizable as sketch.Sketch is; an operation that
-// races a promotion may act on the generation set of just before it (see
-// doc.go, "Races with a promotion").
+// races a promotion may act on the generation set of just before it (the
+// package documentation, "Races with a promotion"), except
+// [Rotator.TryUpdate], which decides again.
 type Rotator struct {
 	// cur is the current generation set; replaced (never mutated) by the
 	// operation that claims its promotion.

@@ -16,8 +16,8 @@ import (
 // concurrent use by any number of goroutines; no method takes a lock,
 // starts a goroutine or allocates, except QueryDetailed, which allocates
 // its result. Update, UpdateAndQuery and Query are lock-free; Query and a
-// denied TryUpdate only read. See doc.go for the guarantees and
-// docs/design.md for the protocol.
+// denied TryUpdate only read. The package documentation states the
+// guarantees; [Sketch.TryUpdate] the protocol's contract.
 type Sketch struct {
 	// Everything but due is written once by New and only read after, so
 	// these lines are shared read-only by all cores; the fields every
