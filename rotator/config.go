@@ -13,7 +13,7 @@ const DefaultGenerations = 2
 // Config describes a Rotator.
 type Config struct {
 	// Sketch configures every generation. Its Seed is the base seed: each
-	// generation hashes under its own seed derived from it (see genSeed).
+	// generation hashes under its own seed derived from it (see GenerationSeed).
 	// Its Clock (nil means the sketch's default monotonic clock) is read
 	// once per operation and drives both decay and rotation.
 	Sketch sketch.Config

@@ -50,7 +50,7 @@ type genSet struct {
 	// creation time + a whole number of periods.
 	deadline int64
 	// next is the creation counter of the next generation to build; it
-	// picks that generation's seed (genSeed).
+	// picks that generation's seed (GenerationSeed).
 	next uint64
 	// claimed is set by the one operation that promotes this set.
 	claimed atomic.Bool

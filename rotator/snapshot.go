@@ -27,7 +27,7 @@ import (
 //	48 u64             the base seed (Config.Sketch.Seed)
 //
 // Generation i (0 = the primary) was created as number next-N+i and
-// hashes under genSeed(base seed, next-N+i); its own header records that
+// hashes under GenerationSeed(base seed, next-N+i); its own header records that
 // seed, so a restore rebuilds it under the same seed and every key maps to
 // the same cells.
 const rotHeaderSize = 56

@@ -410,7 +410,7 @@ func TestDifferentialMixedSign(t *testing.T) {
 // with backwards clock steps mixed in. Regression test: the reference's
 // Query writes the decayed score and its time back (as grudge does), the
 // lock-free Query only reads, so before both kept a high-water mark of
-// time (sketch.Monotonic) a backwards step made them count elapsed time
+// time (sketch.Timebase) a backwards step made them count elapsed time
 // from different instants. Two of the counterexamples it found
 // (Linear(1), Hi=1e9, one key, clock starting at 0):
 //

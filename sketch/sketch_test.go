@@ -183,7 +183,7 @@ func TestBackwardsClockAfterWrite(t *testing.T) {
 // counts as zero elapsed time, never as growth" as a user observes it:
 // Query at T, step the clock back, Query again. Regression test: Query
 // does not stamp the cells, so before the sketch kept a high-water mark of
-// time (sketch.Monotonic) the second Query decayed from the last write and
+// time (sketch.Timebase) the second Query decayed from the last write and
 // returned more than the first (Linear(1): 90 at T=10s, then 95 at T=5s).
 func TestBackwardsClockAfterRead(t *testing.T) {
 	for _, law := range drainingDecays {

@@ -75,7 +75,7 @@
 //     reaching ±Inf (grudge has that hole: Inf, then NaN once exp
 //     underflows to 0); no cell ever holds Inf or NaN.
 //   - Every clock reading goes through a high-water mark
-//     (sketch.Monotonic): after a backwards step time stands still for
+//     (sketch.Timebase): after a backwards step time stands still for
 //     every cell until the clock catches up. grudge keeps the step per
 //     cell, so a cell last touched before the step decays to the earlier
 //     time; the lock-free sketch cannot do that with a read-only Query, and
