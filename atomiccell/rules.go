@@ -50,14 +50,15 @@ func (r *Rules) Remain(inc float64, dt int64) float64 { return r.law.Remain(inc,
 
 // MaxCells is the most words ValueN and NextN take at once (a sketch's
 // MaxLevels).
-const MaxCells = decay.Batch
+const MaxCells = 8
 
 // ValueN sets v[i] = Value(w[i], now) for i < n: one call for all of a
-// key's cells, with the decay law's dispatch taken once. n <= MaxCells.
+// key's cells, with the decay law's dispatch taken once and the two common
+// laws' arithmetic (decay.Compiled.ExpFast, LinearApply) inlined into the
+// loop. n <= MaxCells.
 func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
-	if r.law.Kind() == decay.KindExponential {
-		// The common law, with its table path inlined: no call per key
-		// unless a gap is past the tables.
+	switch r.law.Kind() {
+	case decay.KindExponential:
 		for i := range n {
 			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
 			if dt > 0 && s != 0 {
@@ -69,10 +70,7 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 			}
 			v[i] = s
 		}
-		return
-	}
-	if r.law.Kind() == decay.KindLinear {
-		// The limiter's law, inlined the same way.
+	case decay.KindLinear:
 		for i := range n {
 			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
 			if dt > 0 && s != 0 {
@@ -80,16 +78,14 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 			}
 			v[i] = s
 		}
-		return
-	}
-	var dt [MaxCells]int64
-	aged := false
-	for i := range n {
-		v[i], dt[i] = float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
-		aged = aged || dt[i] > 0
-	}
-	if aged {
-		r.law.ApplyN(v, &dt, n)
+	case decay.KindNone:
+		for i := range n {
+			v[i] = float64(w[i].Score())
+		}
+	default: // a custom law: one call to it per aged cell
+		for i := range n {
+			v[i] = r.Value(w[i], now)
+		}
 	}
 }
 

@@ -21,9 +21,6 @@ type Compiled struct {
 	exp [3][1 << expTableBits]float64
 }
 
-// Batch is the most values ApplyN takes at once (a sketch's levels).
-const Batch = 8
-
 const (
 	// expNudge is the relative upward bias of table-driven exponential
 	// decay: it covers the few float64 ulps (2^-51) by which a product of
@@ -81,28 +78,6 @@ func (c *Compiled) Apply(score float64, dt int64) float64 {
 		return c.LinearApply(score, dt)
 	}
 	return sanitize(score, c.law.Apply(score, dt))
-}
-
-// ApplyN sets s[i] = Apply(s[i], dt[i]) for i < n, dispatching on the law
-// once for the batch. n <= Batch.
-func (c *Compiled) ApplyN(s *[Batch]float64, dt *[Batch]int64, n uint32) {
-	switch c.kind {
-	case KindNone:
-	case KindExponential:
-		for i := range n {
-			if dt[i] > 0 && s[i] != 0 {
-				if v, ok := c.ExpFast(s[i], dt[i]); ok {
-					s[i] = v
-				} else {
-					s[i] = c.expSlow(s[i], dt[i])
-				}
-			}
-		}
-	default:
-		for i := range n {
-			s[i] = c.Apply(s[i], dt[i])
-		}
-	}
 }
 
 // expApply is exponential decay for dt > 0: the table path (ExpFast)

@@ -41,8 +41,8 @@
 // Compile turns a Decay into the form a hot path uses, and this package is
 // the one place each law's arithmetic lives: Compiled.Apply (exponential
 // decay by three table lookups below 2^24 ms, biased up by 2^-40 so it
-// never decays more than the law), Compiled.ApplyN (one dispatch for a
-// batch of cells), and Compiled.Remain (the least that is left of an
+// never decays more than the law), ExpFast and LinearApply (the two common
+// laws in a form a caller's batch loop inlines), and Compiled.Remain (the least that is left of an
 // increment, for a refund that must not take another key's mass). A custom
 // law's faults (NaN, ±Inf, growth, crossing 0) are sanitized to the safe
 // side: no decay, or 0.
