@@ -17,12 +17,7 @@ func (r *Rotator) Timebase() *sketch.Timebase { return r.tb }
 
 // acquireAt is acquire at time t.
 func (r *Rotator) acquireAt(t time.Time) (*genSet, time.Time) {
-	gs := r.cur.Load()
-	now := r.tb.Millis(t)
-	if now >= gs.deadline && !r.cfg.Manual {
-		gs = r.promote(gs, now)
-	}
-	return gs, r.tb.Time(now)
+	return r.settle(r.cur.Load(), r.tb.Millis(t))
 }
 
 // Rotate retires the primary now and builds a fresh newest generation,

@@ -110,11 +110,12 @@ func (r *Rotator) build(gen uint64) *sketch.Sketch {
 
 // acquire returns the generation set to operate on and the time of the
 // operation: one clock read, and a promotion when the deadline has passed.
-// The time is returned as the Timebase's time.Time of that reading, which
-// every generation converts back without reading the clock again.
-func (r *Rotator) acquire() (*genSet, time.Time) {
-	gs := r.cur.Load()
-	now := r.tb.NowMillis()
+func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(), r.tb.NowMillis()) }
+
+// settle returns the set to operate on at time now (promoting gs when its
+// deadline has passed) and now as the Timebase's time.Time, which every
+// generation converts back without reading the clock again.
+func (r *Rotator) settle(gs *genSet, now int64) (*genSet, time.Time) {
 	if now >= gs.deadline && !r.cfg.Manual {
 		gs = r.promote(gs, now)
 	}

@@ -265,9 +265,9 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atomiccell.Word, upto, now ui
 func formatValue(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // AddAt is UpdateAt that returns a Receipt of what it added to each cell,
-// so that Refund can take it back (the rotator adds to its younger
-// generations before the primary decides, and refunds them on a denial).
-// It is one CAS loop per cell, without Update's batching.
+// so that Refund can take it back (the rotator adds an admitted increment
+// to its younger generations, and refunds them if the generation set
+// changed under the decision).
 func (s *Sketch) AddAt(t time.Time, key []byte, delta float64) Receipt {
 	checkFinite("Update", "delta", delta)
 	return s.add(s.hasher.Sum64(key), delta, s.tb.Millis(t))
