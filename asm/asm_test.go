@@ -6,6 +6,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 // twins pairs each build's Ticks with the always-compiled pure-Go twin.
@@ -152,6 +153,41 @@ func TestPause(t *testing.T) {
 				t.Logf("spin-wait ended after %d Pause calls", n)
 			case <-time.After(30 * time.Second):
 				t.Fatal("a spin-wait on Pause never saw the flag set by another goroutine")
+			}
+		})
+	}
+}
+
+// TestPrefetch: Prefetch is a cache hint, so what it must do is return
+// for any slice (empty, nil pointers, lines anywhere in a large block),
+// change no memory the caller can see, and allocate nothing.
+func TestPrefetch(t *testing.T) {
+	for _, tw := range []struct {
+		name string
+		f    func([]unsafe.Pointer)
+	}{{"impl=asm", Prefetch}, {"impl=generic", prefetchGeneric}} {
+		t.Run(tw.name, func(t *testing.T) {
+			block := make([]uint64, 1<<20) // 8 MB: most lines not cached
+			for i := range block {
+				block[i] = uint64(i) * 0x9e3779b97f4a7c15
+			}
+			ps := make([]unsafe.Pointer, 64)
+			for i := range ps {
+				ps[i] = unsafe.Pointer(&block[(i*104729)%len(block)])
+			}
+			tw.f(nil)
+			tw.f(ps[:0])
+			tw.f([]unsafe.Pointer{nil}) // a hint never faults
+			for n := 1; n <= len(ps); n *= 2 {
+				tw.f(ps[:n])
+			}
+			for i := range block {
+				if block[i] != uint64(i)*0x9e3779b97f4a7c15 {
+					t.Fatalf("Prefetch changed word %d", i)
+				}
+			}
+			if a := testing.AllocsPerRun(100, func() { tw.f(ps[:4]) }); a != 0 {
+				t.Fatalf("Prefetch allocates %v times per call; want 0", a)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package asm
 import (
 	"testing"
 	"time"
+	"unsafe"
 )
 
 var (
@@ -58,6 +59,23 @@ func BenchmarkPause(b *testing.B) {
 	b.Run("impl=generic", func(b *testing.B) {
 		for b.Loop() {
 			pauseGeneric()
+		}
+	})
+}
+
+// BenchmarkPrefetch: the cost of one call prefetching 4 cached lines (the
+// sketch's L=4 cells), the overhead a Prefetch adds when it was not needed.
+func BenchmarkPrefetch(b *testing.B) {
+	var lines [4][8]uint64
+	ps := []unsafe.Pointer{unsafe.Pointer(&lines[0]), unsafe.Pointer(&lines[1]), unsafe.Pointer(&lines[2]), unsafe.Pointer(&lines[3])}
+	b.Run("impl=asm", func(b *testing.B) {
+		for b.Loop() {
+			Prefetch(ps)
+		}
+	})
+	b.Run("impl=generic", func(b *testing.B) {
+		for b.Loop() {
+			prefetchGeneric(ps)
 		}
 	})
 }

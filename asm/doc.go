@@ -1,6 +1,7 @@
 // Package asm holds the hardware primitives the lock-free sketch is built
-// on: a raw tick counter, a spin-loop hint, a calibrated millisecond clock on
-// top of the counter, and a bounded exponential backoff for CAS loops.
+// on: a raw tick counter, a spin-loop hint, a cache prefetch hint, a
+// calibrated millisecond clock on top of the counter, and a bounded
+// exponential backoff for CAS loops.
 //
 // # Model
 //
@@ -16,9 +17,14 @@
 // [Pause] is the spin-wait hint: PAUSE on amd64, ISB on arm64 (a real delay
 // of tens of cycles on Neoverse cores, where YIELD is a no-op; Go's
 // runtime.procyield and Rust's core::hint::spin_loop made the same choice).
+// [Prefetch] starts loading cache lines without waiting for them
+// (PREFETCHT0 on amd64, PRFM PLDL1KEEP on arm64), so that a caller about to
+// touch several unrelated lines overlaps their misses; the rotator uses it
+// to fetch every generation's cells at once (sketch.Sketch.Prefetch).
 //
 // Every primitive has a pure-Go twin that is always compiled
-// ([ticksGeneric], [pauseGeneric]) so tests compare the two in one binary.
+// ([ticksGeneric], [pauseGeneric], [prefetchGeneric], which does nothing)
+// so tests compare the two in one binary.
 // Builds without the assembly (other GOARCHes, gccgo, -tags purego) use the
 // twins directly, and [FastTicks] reports false there.
 //
@@ -61,7 +67,7 @@
 //     monotonic clock (about 1e-5 on amd64), and the tick clock is not slewed
 //     by NTP, so over hours it drifts from time.Now by seconds at most. Use
 //     it for decay and rate windows, not for wall-clock time.
-//   - NowMillis, NowNanos, Ticks and Pause do not allocate.
+//   - NowMillis, NowNanos, Ticks, Pause and Prefetch do not allocate.
 //
 // [Backoff] is a value type for CAS retry loops; see its documentation.
 package asm

@@ -1,6 +1,6 @@
 package asm
 
-import _ "unsafe" // for go:linkname
+import "unsafe" // go:linkname, and Prefetch's pointer
 
 // nanotime is the runtime's monotonic clock (vDSO clock_gettime on Linux).
 // runtime.nanotime is one of the symbols the runtime keeps open to being
@@ -22,3 +22,7 @@ func ticksGeneric() uint64 { return uint64(nanotime()) }
 // pauseGeneric is the pure-Go twin of [Pause]: it does nothing. It is
 // always compiled.
 func pauseGeneric() {}
+
+// prefetchGeneric is the pure-Go twin of [Prefetch]: it does nothing (a
+// hint may be ignored; Go has no portable prefetch). It is always compiled.
+func prefetchGeneric([]unsafe.Pointer) {}

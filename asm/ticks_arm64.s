@@ -31,3 +31,20 @@ TEXT ·counterInfo(SB), NOSPLIT, $0-16
 	MRS  CNTFRQ_EL0, R1
 	MOVD R1, hz+8(FP)
 	RET
+
+// func Prefetch(ps []unsafe.Pointer)
+//
+// PRFM is a hint: it never faults and does not wait (Arm ARM C6.2.248).
+TEXT ·Prefetch(SB), NOSPLIT, $0-24
+	MOVD ps_base+0(FP), R1
+	MOVD ps_len+8(FP), R2
+	CBZ  R2, done
+
+loop:
+	MOVD.P 8(R1), R0
+	PRFM   (R0), PLDL1KEEP
+	SUB    $1, R2
+	CBNZ   R2, loop
+
+done:
+	RET

@@ -2,6 +2,8 @@
 
 package asm
 
+import "unsafe"
+
 // Ticks returns a raw, monotonic hardware tick counter: RDTSCP (or
 // MFENCE; LFENCE; RDTSC where RDTSCP is missing) on amd64, ISB; MRS
 // CNTVCT_EL0 on arm64. The unit is machine-dependent; use
@@ -23,3 +25,14 @@ func Pause()
 //
 //go:noescape
 func counterInfo() (flags uint32, hz uint64)
+
+// Prefetch asks the CPU to start loading the cache line of each pointer
+// in ps into every cache level (PREFETCHT0 on amd64, PRFM PLDL1KEEP on
+// arm64) and returns at once: a hint that never faults, reads or writes
+// nothing the program can see, and does not wait for the lines. A caller
+// that will soon touch several unrelated lines prefetches them all first,
+// so their cache misses overlap instead of queueing. One call for all the
+// lines, since the call costs more than the instructions.
+//
+//go:noescape
+func Prefetch(ps []unsafe.Pointer)

@@ -2,6 +2,8 @@
 
 package asm
 
+import "unsafe"
+
 // Ticks returns a monotonic tick counter. Without the assembly it is
 // [ticksGeneric]: runtime nanotime, one tick per nanosecond.
 func Ticks() uint64 { return ticksGeneric() }
@@ -12,3 +14,6 @@ func Pause() { pauseGeneric() }
 // counterInfo reports no usable hardware counter: Clock falls back to
 // Nanotime and FastTicks reports false.
 func counterInfo() (flags uint32, hz uint64) { return 0, 0 }
+
+// Prefetch is a cache hint. Without the assembly it does nothing.
+func Prefetch(ps []unsafe.Pointer) { prefetchGeneric(ps) }

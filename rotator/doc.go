@@ -26,6 +26,14 @@
 // across rotations), and retires at t + N*Period. New builds all N at
 // once; the i-th of them (from 0) retires at i+1 periods.
 //
+// A write hashes the key for every generation first, prefetching each
+// generation's L cells as soon as it has their hash (sketch.Sketch.Hash,
+// Prefetch), and only then acts on them, oldest first: the N x L cache
+// misses of a key not in cache overlap instead of queueing generation
+// behind generation. TryUpdate does the same before the primary decides,
+// so a denial pays the younger generations' hashing and prefetch (a few
+// tens of nanoseconds) for an admission that finds their cells arriving.
+//
 // # Rotation on access (pseudo-code)
 //
 // There is no goroutine and no ticker. The operation that first sees the

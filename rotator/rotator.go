@@ -162,17 +162,36 @@ func (r *Rotator) Close() {}
 // It panics if delta is NaN or ±Inf, before touching any cell.
 func (r *Rotator) Update(key []byte, delta float64) {
 	gs, t := r.acquire()
-	for _, s := range gs.gens {
-		s.UpdateAt(t, key, delta)
-	}
+	update(gs, t, bytesView(key), delta)
 }
 
 // UpdateString is Update for a string key, without allocating.
 func (r *Rotator) UpdateString(key string, delta float64) {
 	gs, t := r.acquire()
-	for _, s := range gs.gens {
-		s.UpdateStringAt(t, key, delta)
+	update(gs, t, key, delta)
+}
+
+// update adds delta to key in every generation of gs at t, all of their
+// cells prefetched first (hashAll). The first generation's check panics
+// on a non-finite delta before any cell is written.
+func update(gs *genSet, t time.Time, key string, delta float64) {
+	var keys [maxInlineGens]sketch.Hashed
+	ks := hashAll(gs, key, &keys)
+	for i, s := range gs.gens {
+		s.UpdateHashedAt(t, ks[i], delta)
 	}
+}
+
+// updateAndQuery is update returning the primary's aggregate after its
+// update.
+func updateAndQuery(gs *genSet, t time.Time, key string, delta float64) float64 {
+	var keys [maxInlineGens]sketch.Hashed
+	ks := hashAll(gs, key, &keys)
+	v := gs.gens[0].UpdateAndQueryHashedAt(t, ks[0], delta)
+	for i, s := range gs.gens[1:] {
+		s.UpdateHashedAt(t, ks[i+1], delta)
+	}
+	return v
 }
 
 // Query returns the key's score in the primary (oldest) generation.
@@ -191,22 +210,14 @@ func (r *Rotator) QueryString(key string) float64 {
 // aggregate after its update. It panics if delta is NaN or ±Inf.
 func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
 	gs, t := r.acquire()
-	v := gs.gens[0].UpdateAndQueryAt(t, key, delta)
-	for _, s := range gs.gens[1:] {
-		s.UpdateAt(t, key, delta)
-	}
-	return v
+	return updateAndQuery(gs, t, bytesView(key), delta)
 }
 
 // UpdateAndQueryString is UpdateAndQuery for a string key, without
 // allocating.
 func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
 	gs, t := r.acquire()
-	v := gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
-	for _, s := range gs.gens[1:] {
-		s.UpdateStringAt(t, key, delta)
-	}
-	return v
+	return updateAndQuery(gs, t, key, delta)
 }
 
 // TryUpdate adds delta to the key's score in every generation only if
@@ -237,15 +248,34 @@ func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
 // only hash their keys (a read), and hash both forms alike.
 func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// maxInlineGens is how many generations' receipts a TryUpdate keeps on
-// the stack; a rotator with more allocates them.
+// maxInlineGens is how many generations' hashed keys and receipts an
+// operation keeps on the stack; a rotator with more allocates them.
 const maxInlineGens = 4
+
+// hashAll hashes key for every generation of gs, oldest first, and
+// prefetches each generation's cells as soon as it has its hash, so the
+// cache misses of all N generations are in flight together (and the
+// younger generations' hashing overlaps the primary's misses) before any
+// generation acts. It returns buf[:N], or a new slice for N > len(buf).
+func hashAll(gs *genSet, key string, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
+	ks := buf[:]
+	if len(gs.gens) > len(buf) {
+		ks = make([]sketch.Hashed, len(gs.gens))
+	}
+	ks = ks[:len(gs.gens)]
+	for i, s := range gs.gens {
+		ks[i] = s.HashString(key)
+		s.Prefetch(ks[i])
+	}
+	return ks
+}
 
 // tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
 // and the call is admitted, it records every generation's receipt there.
 func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation) bool {
 	r.cfg.Sketch.CheckTryUpdate(delta, limit)
 	var inline [maxInlineGens]sketch.Receipt
+	var keys [maxInlineGens]sketch.Hashed
 	for {
 		var gs *genSet
 		var t time.Time
@@ -254,8 +284,8 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		} else {
 			gs, t = r.acquireAt(*at)
 		}
-		p := gs.gens[0]
-		rc, ok := p.TryReserveStringAt(t, key, delta, limit)
+		ks := hashAll(gs, key, &keys)
+		rc, ok := gs.gens[0].TryReserveHashedAt(t, ks[0], delta, limit)
 		if !ok {
 			return false // the primary's denial: nothing written
 		}
@@ -265,7 +295,7 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		}
 		rcs[0] = rc
 		for i, s := range gs.gens[1:] {
-			rcs[i+1] = s.AddStringAt(t, key, delta)
+			rcs[i+1] = s.AddHashedAt(t, ks[i+1], delta)
 		}
 		if r.cur.Load() == gs {
 			if res != nil {

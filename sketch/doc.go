@@ -12,6 +12,11 @@
 // age stamp in milliseconds (package atomiccell). A key's estimate is the
 // Aggregator (Min by default) of its L cells, each decayed to now.
 //
+// [Sketch.Hash] returns a key's hash as a [Hashed] for the Hashed twins of
+// the At methods, and [Sketch.Prefetch] starts loading its cells without
+// waiting: a caller touching several sketches or keys (the rotator's
+// generations, a batch) hashes once and overlaps the cache misses.
+//
 // Decay is lazy: nothing runs in the background and no goroutine is ever
 // started. Whoever touches a cell applies the decay law for the time since
 // its stamp; this is exact because the laws compose over time subdivision.
