@@ -27,7 +27,8 @@ import (
 // limiter allows rate r per key with burst b and the same sketch size
 // (L=4, M=100k, two generations).
 //
-//	go test -run '^$' -bench 'Allow' -cpu 1,2 ./limit/
+//	for i in 1 2 3 4 5; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
+//	benchstat -col /impl allow.txt
 //	go test -run '^$' -bench 'Heap' -benchtime 1x ./limit/
 
 const benchKeys = 1 << 20
@@ -180,6 +181,10 @@ func BenchmarkAllow(b *testing.B) {
 				for i := range uint64(benchKeys) {
 					a.Allow(benchKey(&warm, i))
 				}
+				// Collect the garbage of earlier sub-benchmarks (1M-entry
+				// maps) now, so that no background GC of theirs runs in
+				// this one's timed loop.
+				runtime.GC()
 				var seed atomic.Uint64
 				var wrong atomic.Int64
 				b.ReportAllocs()

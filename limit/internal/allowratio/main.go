@@ -1,0 +1,131 @@
+// Command allowratio summarizes interleaved rounds of BenchmarkAllow as
+// the markdown tables of docs/readings.md:
+//
+//	for i in 1 2 3 4 5; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
+//	go run ./limit/internal/allowratio < allow.txt
+//
+// Each `go test` run is one round: it measures every implementation once,
+// one after the other, so the implementations of a round share the
+// machine's state at that time. The first table gives each
+// implementation's median ns/op over the rounds, with the range; the
+// second, for each other implementation, the ratio of its ns/op to
+// limit's within the same round (how many times faster limit is), median
+// and range over the rounds.
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"log"
+	"os"
+	"regexp"
+	"slices"
+	"strconv"
+)
+
+var line = regexp.MustCompile(`^BenchmarkAllow/path=([^/]+)/impl=([^/]+)/keys=\w+?(?:-(\d+))?\s+\d+\s+([0-9.]+) ns/op`)
+
+type cell struct {
+	path, impl string
+	procs      int
+}
+
+func main() {
+	rounds := map[cell][]float64{} // ns/op per round, in input order
+	var impls, paths []string
+	var procs []int
+	sc := bufio.NewScanner(os.Stdin)
+	for sc.Scan() {
+		m := line.FindStringSubmatch(sc.Text())
+		if m == nil {
+			continue
+		}
+		p := 1
+		if m[3] != "" {
+			p, _ = strconv.Atoi(m[3])
+		}
+		ns, err := strconv.ParseFloat(m[4], 64)
+		if err != nil {
+			log.Fatal(err)
+		}
+		c := cell{m[1], m[2], p}
+		rounds[c] = append(rounds[c], ns)
+		if !slices.Contains(impls, c.impl) {
+			impls = append(impls, c.impl)
+		}
+		if !slices.Contains(paths, c.path) {
+			paths = append(paths, c.path)
+		}
+		if !slices.Contains(procs, p) {
+			procs = append(procs, p)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		log.Fatal(err)
+	}
+	if len(rounds) == 0 {
+		log.Fatal("no BenchmarkAllow lines on stdin")
+	}
+	slices.Sort(procs)
+	fmt.Println("ns/op, median (min-max) over the rounds:")
+	fmt.Println()
+	header(procs, "path | implementation")
+	for _, path := range paths {
+		for _, impl := range impls {
+			fmt.Printf("| %s | `%s` |", path, impl)
+			for _, p := range procs {
+				fmt.Printf(" %s |", summary(rounds[cell{path, impl, p}], "%.0f"))
+			}
+			fmt.Println()
+		}
+	}
+	fmt.Println()
+	fmt.Println("ns/op of the implementation / ns/op of `limit` in the same round, median (min-max):")
+	fmt.Println()
+	header(procs, "path | limit faster than")
+	for _, path := range paths {
+		for _, impl := range impls {
+			if impl == "limit" {
+				continue
+			}
+			fmt.Printf("| %s | `%s` |", path, impl)
+			for _, p := range procs {
+				base, other := rounds[cell{path, "limit", p}], rounds[cell{path, impl, p}]
+				n := min(len(base), len(other))
+				r := make([]float64, n)
+				for i := range n {
+					r[i] = other[i] / base[i]
+				}
+				fmt.Printf(" %s |", summary(r, "%.2fx"))
+			}
+			fmt.Println()
+		}
+	}
+}
+
+func header(procs []int, first string) {
+	fmt.Printf("| %s |", first)
+	for _, p := range procs {
+		fmt.Printf(" P=%d |", p)
+	}
+	fmt.Println()
+	fmt.Print("|---|---|")
+	for range procs {
+		fmt.Print("---|")
+	}
+	fmt.Println()
+}
+
+// summary formats the median and range of v ("-" when v is empty).
+func summary(v []float64, f string) string {
+	if len(v) == 0 {
+		return "-"
+	}
+	s := slices.Clone(v)
+	slices.Sort(s)
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	return fmt.Sprintf(f+" ("+f+"-"+f+")", med, s[0], s[len(s)-1])
+}
