@@ -106,7 +106,8 @@ func TestModel(t *testing.T) {
 				strict := rapid.Bool().Draw(rt, "strict")
 				clk := sketchtest.NewFakeClock()
 				l, err := limit.New(limit.Limit(rate), burst, limit.WithClock(clk),
-					limit.WithSize(map[bool]uint32{true: 4, false: 2}[cells > 2], cells), limit.WithSeed(rapid.Uint64().Draw(rt, "seed")), limit.WithStrict(strict))
+					limit.WithSize(map[bool]uint32{true: 4, false: 2}[cells > 2], cells), limit.WithSeed(rapid.Uint64().Draw(rt, "seed")), limit.WithStrict(strict),
+					limit.WithPrefetch(rapid.Bool().Draw(rt, "prefetch")))
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -154,10 +155,14 @@ func TestStrictSentinel(t *testing.T) {
 	if testing.Short() {
 		attempts, burst = 100, 500
 	}
-	for _, procs := range []int{1, 2, 4, 8} {
+	for _, tc := range []struct {
+		procs    int
+		prefetch bool
+	}{{1, true}, {2, true}, {4, true}, {8, true}, {2, false}, {8, false}} {
+		procs := tc.procs
 		runtime.GOMAXPROCS(procs)
-		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
-			l, _ := newFake(t, 1, burst, limit.WithSize(4, 64))
+		t.Run(fmt.Sprintf("procs=%d/prefetch=%v", procs, tc.prefetch), func(t *testing.T) {
+			l, _ := newFake(t, 1, burst, limit.WithSize(4, 64), limit.WithPrefetch(tc.prefetch))
 			w1, _ := newFake(t, 1, burst)
 			w2, _ := newFake(t, 1, burst/2)
 			m, err := limit.NewMulti(w1, w2)
@@ -196,7 +201,13 @@ func TestStrictSentinel(t *testing.T) {
 }
 
 func TestZeroAllocs(t *testing.T) {
-	l, _ := newFake(t, 1, 3, limit.WithRejectCost(1))
+	for _, prefetch := range []bool{true, false} {
+		l, _ := newFake(t, 1, 3, limit.WithRejectCost(1), limit.WithPrefetch(prefetch))
+		zeroAllocs(t, l)
+	}
+}
+
+func zeroAllocs(t *testing.T, l *limit.Limiter) {
 	kb := []byte("bytes-key")
 	now := l.Now()
 	for name, f := range map[string]func(){

@@ -25,7 +25,7 @@ func TestRateModel(t *testing.T) {
 				window := time.Duration(rapid.IntRange(10, 60_000).Draw(rt, "windowMs")) * time.Millisecond
 				clk := sketchtest.NewFakeClock()
 				r, err := meter.NewRate(window, meter.WithClock(clk), meter.WithSize(levelsFor(cells), cells),
-					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")))
+					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")), meter.WithPrefetch(rapid.Bool().Draw(rt, "prefetch")))
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -136,7 +136,7 @@ func TestNoveltyModel(t *testing.T) {
 				within := time.Duration(rapid.IntRange(100, 10_000).Draw(rt, "withinMs")) * time.Millisecond
 				clk := sketchtest.NewFakeClock()
 				n, err := meter.NewNovelty(within, meter.WithClock(clk), meter.WithSize(levelsFor(cells), cells),
-					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")))
+					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")), meter.WithPrefetch(rapid.Bool().Draw(rt, "prefetch")))
 				if err != nil {
 					rt.Fatal(err)
 				}
@@ -259,7 +259,7 @@ func TestInflightModel(t *testing.T) {
 		t.Run(fmt.Sprintf("cells=%d", cells), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
 				in, err := meter.NewInflight(0, meter.WithSize(levelsFor(cells), cells),
-					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")))
+					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")), meter.WithPrefetch(rapid.Bool().Draw(rt, "prefetch")))
 				if err != nil {
 					rt.Fatal(err)
 				}

@@ -57,7 +57,8 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 			Decay: decay.Exponential(1 / within.Seconds()), Lo: 0, Hi: 1,
 			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
 		},
-		Period: periodOf(within, o.periods),
+		Prefetch: !o.noPF,
+		Period:   periodOf(within, o.periods),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)

@@ -52,7 +52,8 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 			Decay: decay.Exponential(lambda), Lo: 0, Hi: math.MaxFloat32,
 			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
 		},
-		Period: periodOf(window, o.periods),
+		Prefetch: !o.noPF,
+		Period:   periodOf(window, o.periods),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)

@@ -45,13 +45,13 @@ func (r *Rotator) Rotate() {
 // UpdateAt is Update at time t.
 func (r *Rotator) UpdateAt(t time.Time, key []byte, delta float64) {
 	gs, t := r.acquireAt(t)
-	update(gs, t, bytesView(key), delta)
+	r.update(gs, t, bytesView(key), delta)
 }
 
 // UpdateStringAt is UpdateString at time t.
 func (r *Rotator) UpdateStringAt(t time.Time, key string, delta float64) {
 	gs, t := r.acquireAt(t)
-	update(gs, t, key, delta)
+	r.update(gs, t, key, delta)
 }
 
 // QueryAt is Query at time t.
@@ -69,13 +69,13 @@ func (r *Rotator) QueryStringAt(t time.Time, key string) float64 {
 // UpdateAndQueryAt is UpdateAndQuery at time t.
 func (r *Rotator) UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64 {
 	gs, t := r.acquireAt(t)
-	return updateAndQuery(gs, t, bytesView(key), delta)
+	return r.updateAndQuery(gs, t, bytesView(key), delta)
 }
 
 // UpdateAndQueryStringAt is UpdateAndQueryString at time t.
 func (r *Rotator) UpdateAndQueryStringAt(t time.Time, key string, delta float64) float64 {
 	gs, t := r.acquireAt(t)
-	return updateAndQuery(gs, t, key, delta)
+	return r.updateAndQuery(gs, t, key, delta)
 }
 
 // TryUpdateAt is TryUpdate at time t.

@@ -27,6 +27,18 @@ type Config struct {
 	// Manual turns rotation on access off: generations rotate only when
 	// Rotate is called (grudge's ticker-driven rotation is built on it).
 	Manual bool
+	// Prefetch makes every write and every TryUpdate hash the key for
+	// all generations first and prefetch their cells (sketch.Sketch.Hash,
+	// Prefetch) before acting, so the cache misses of the N generations
+	// overlap instead of queueing: for keys whose cells are not in cache
+	// (many distinct keys, each seen now and then: a limiter over all
+	// clients) an admitted TryUpdate or an Update costs about one
+	// generation's misses instead of N. For keys whose cells are cached
+	// (a few hot keys) it only adds the work: about 15-20 ns per call,
+	// and a TryUpdate denial pays it too. Off by default; package limit
+	// and meter turn it on. docs/design.md, section 6, has the numbers.
+	// The reference rotator ignores it.
+	Prefetch bool
 }
 
 // Normalize returns cfg with defaults filled in and validated (the

@@ -32,7 +32,8 @@ func TestMatchesReference(t *testing.T) {
 			Clock:         clk,
 		}
 		const p = time.Hour
-		r, err := rotator.New(rotator.Config{Sketch: sc, Generations: n, Period: p})
+		prefetch := rapid.Bool().Draw(rt, "prefetch") // must change no result
+		r, err := rotator.New(rotator.Config{Sketch: sc, Generations: n, Period: p, Prefetch: prefetch})
 		if err != nil {
 			rt.Fatal(err)
 		}

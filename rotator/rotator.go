@@ -162,21 +162,28 @@ func (r *Rotator) Close() {}
 // It panics if delta is NaN or ±Inf, before touching any cell.
 func (r *Rotator) Update(key []byte, delta float64) {
 	gs, t := r.acquire()
-	update(gs, t, bytesView(key), delta)
+	r.update(gs, t, bytesView(key), delta)
 }
 
 // UpdateString is Update for a string key, without allocating.
 func (r *Rotator) UpdateString(key string, delta float64) {
 	gs, t := r.acquire()
-	update(gs, t, key, delta)
+	r.update(gs, t, key, delta)
 }
 
-// update adds delta to key in every generation of gs at t, all of their
-// cells prefetched first (hashAll). The first generation's check panics
-// on a non-finite delta before any cell is written.
-func update(gs *genSet, t time.Time, key string, delta float64) {
+// update adds delta to key in every generation of gs at t; with
+// Config.Prefetch, all of their cells are prefetched first (hashAll).
+// The first generation's check panics on a non-finite delta before any
+// cell is written.
+func (r *Rotator) update(gs *genSet, t time.Time, key string, delta float64) {
+	if !r.cfg.Prefetch {
+		for _, s := range gs.gens {
+			s.UpdateStringAt(t, key, delta)
+		}
+		return
+	}
 	var keys [maxInlineGens]sketch.Hashed
-	ks := hashAll(gs, key, &keys)
+	ks := hashAll(gs, key, keySlice(gs, &keys))
 	for i, s := range gs.gens {
 		s.UpdateHashedAt(t, ks[i], delta)
 	}
@@ -184,9 +191,16 @@ func update(gs *genSet, t time.Time, key string, delta float64) {
 
 // updateAndQuery is update returning the primary's aggregate after its
 // update.
-func updateAndQuery(gs *genSet, t time.Time, key string, delta float64) float64 {
+func (r *Rotator) updateAndQuery(gs *genSet, t time.Time, key string, delta float64) float64 {
+	if !r.cfg.Prefetch {
+		v := gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
+		for _, s := range gs.gens[1:] {
+			s.UpdateStringAt(t, key, delta)
+		}
+		return v
+	}
 	var keys [maxInlineGens]sketch.Hashed
-	ks := hashAll(gs, key, &keys)
+	ks := hashAll(gs, key, keySlice(gs, &keys))
 	v := gs.gens[0].UpdateAndQueryHashedAt(t, ks[0], delta)
 	for i, s := range gs.gens[1:] {
 		s.UpdateHashedAt(t, ks[i+1], delta)
@@ -210,14 +224,14 @@ func (r *Rotator) QueryString(key string) float64 {
 // aggregate after its update. It panics if delta is NaN or ±Inf.
 func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
 	gs, t := r.acquire()
-	return updateAndQuery(gs, t, bytesView(key), delta)
+	return r.updateAndQuery(gs, t, bytesView(key), delta)
 }
 
 // UpdateAndQueryString is UpdateAndQuery for a string key, without
 // allocating.
 func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
 	gs, t := r.acquire()
-	return updateAndQuery(gs, t, key, delta)
+	return r.updateAndQuery(gs, t, key, delta)
 }
 
 // TryUpdate adds delta to the key's score in every generation only if
@@ -252,22 +266,26 @@ func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(
 // operation keeps on the stack; a rotator with more allocates them.
 const maxInlineGens = 4
 
-// hashAll hashes key for every generation of gs, oldest first, and
-// prefetches each generation's cells as soon as it has its hash, so the
-// cache misses of all N generations are in flight together (and the
-// younger generations' hashing overlaps the primary's misses) before any
-// generation acts. It returns buf[:N], or a new slice for N > len(buf).
-func hashAll(gs *genSet, key string, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
-	ks := buf[:]
-	if len(gs.gens) > len(buf) {
-		ks = make([]sketch.Hashed, len(gs.gens))
-	}
-	ks = ks[:len(gs.gens)]
+// hashAll hashes key into ks for every generation of gs, oldest first,
+// and prefetches each generation's cells as soon as it has their hash, so
+// the cache misses of all N generations are in flight together, and the
+// younger generations' hashing runs under the primary's misses, before
+// any generation is read or written (Config.Prefetch). It returns ks.
+func hashAll(gs *genSet, key string, ks []sketch.Hashed) []sketch.Hashed {
 	for i, s := range gs.gens {
 		ks[i] = s.HashString(key)
 		s.Prefetch(ks[i])
 	}
 	return ks
+}
+
+// keySlice returns buf[:N] for gs's N generations, or a new slice when N
+// is above len(buf).
+func keySlice(gs *genSet, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
+	if len(gs.gens) > len(buf) {
+		return make([]sketch.Hashed, len(gs.gens))
+	}
+	return buf[:len(gs.gens)]
 }
 
 // tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
@@ -284,8 +302,20 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		} else {
 			gs, t = r.acquireAt(*at)
 		}
-		ks := hashAll(gs, key, &keys)
-		rc, ok := gs.gens[0].TryReserveHashedAt(t, ks[0], delta, limit)
+		// With Config.Prefetch, every generation's cells are prefetched
+		// before the primary decides, so that an admission finds the
+		// younger ones arriving; a denial pays their hashing and
+		// prefetch for nothing. Without it, the younger generations are
+		// hashed only once the primary has admitted.
+		var rc sketch.Receipt
+		var ok bool
+		var ks []sketch.Hashed
+		if r.cfg.Prefetch {
+			ks = hashAll(gs, key, keySlice(gs, &keys))
+			rc, ok = gs.gens[0].TryReserveHashedAt(t, ks[0], delta, limit)
+		} else {
+			rc, ok = gs.gens[0].TryReserveStringAt(t, key, delta, limit)
+		}
 		if !ok {
 			return false // the primary's denial: nothing written
 		}
@@ -295,7 +325,11 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		}
 		rcs[0] = rc
 		for i, s := range gs.gens[1:] {
-			rcs[i+1] = s.AddHashedAt(t, ks[i+1], delta)
+			if ks != nil {
+				rcs[i+1] = s.AddHashedAt(t, ks[i+1], delta)
+			} else {
+				rcs[i+1] = s.AddStringAt(t, key, delta)
+			}
 		}
 		if r.cur.Load() == gs {
 			if res != nil {

@@ -5,6 +5,7 @@ import (
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/asm"
+	"github.com/lfgrudge/grudge/atomiccell"
 )
 
 // Hashed is a key hashed by one sketch ([Sketch.Hash], [Sketch.HashString]):
@@ -42,18 +43,26 @@ func panicForeign(op string) {
 	panic("sketch: " + op + ": the Hashed key was not made by this sketch's Hash")
 }
 
-// Prefetch asks the CPU to start loading the key's L cells (asm.Prefetch,
-// one line each) and returns without waiting. It changes nothing, and
+// Prefetch asks the CPU to start loading the key's L cells (asm.Prefetch)
+// and returns without waiting. It changes nothing, and
 // costs a few nanoseconds when the lines are already cached; a later
 // method on k then finds its lines arriving or arrived. It panics if k
 // was not made by s.
 func (s *Sketch) Prefetch(k Hashed) {
-	h := s.mine("Prefetch", k)
 	var ps [MaxLevels]unsafe.Pointer
-	for l := uint32(0); l < s.levels; l++ {
-		ps[l] = unsafe.Pointer(&s.cells[int(l)*s.stride+int(Index(h, l, s.m))])
+	asm.Prefetch(ps[:s.lines(s.mine("Prefetch", k), &ps)])
+}
+
+// lines fills ps[:L] with the addresses of the cells of hash h and
+// returns L. Index(h, l, m) < m <= stride, so every address is inside
+// s.cells and needs no bounds check (this runs on every rotator write
+// and TryUpdate).
+func (s *Sketch) lines(h uint64, ps *[MaxLevels]unsafe.Pointer) int {
+	base := unsafe.Pointer(unsafe.SliceData(s.cells))
+	for l := range s.levels {
+		ps[l] = unsafe.Add(base, uintptr(int(l)*s.stride+int(Index(h, l, s.m)))*unsafe.Sizeof(atomiccell.Cell{}))
 	}
-	asm.Prefetch(ps[:s.levels])
+	return int(s.levels)
 }
 
 // QueryHashedAt is QueryAt for a hashed key.
