@@ -26,13 +26,16 @@
 // across rotations), and retires at t + N*Period. New builds all N at
 // once; the i-th of them (from 0) retires at i+1 periods.
 //
-// A write hashes the key for every generation first, prefetching each
-// generation's L cells as soon as it has their hash (sketch.Sketch.Hash,
-// Prefetch), and only then acts on them, oldest first: the N x L cache
-// misses of a key not in cache overlap instead of queueing generation
-// behind generation. TryUpdate does the same before the primary decides,
-// so a denial pays the younger generations' hashing and prefetch (a few
-// tens of nanoseconds) for an admission that finds their cells arriving.
+// With Config.Prefetch, a write hashes the key for every generation
+// first, prefetching each generation's L cells as soon as it has their
+// hash (sketch.Sketch.Hash, Prefetch), and only then acts on them, oldest
+// first: the N x L cache misses of a key not in cache overlap instead of
+// queueing generation behind generation. TryUpdate does the same before
+// the primary decides, so a denial pays the younger generations' hashing
+// and prefetch for an admission that finds their cells arriving. On keys
+// whose cells are cached that is only extra work, so it is off by
+// default (package limit turns it on); without it, the younger
+// generations are hashed and written after the primary.
 //
 // # Rotation on access (pseudo-code)
 //
