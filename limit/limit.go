@@ -124,10 +124,10 @@ func WithPeriod(p time.Duration) Option { return func(o *options) { o.period = p
 // WithPrefetch sets the rotator's Prefetch (default true): every Allow
 // hashes the key for every generation and prefetches their cells before
 // the decision, so an admission of a key whose cells are not in cache
-// costs one generation's cache misses instead of two (601 -> 378 ns/op
-// on 1M keys in docs/readings.md), while a call on a cached key, or a
-// denial, pays 15-20 ns more. Turn it off for a limiter over a few hot
-// keys (rotator.Config.Prefetch).
+// waits for one generation's cache misses instead of two, while a call
+// on a cached key, and a denial, does a little more work. Turn it off for
+// a limiter over a few hot keys (rotator.Config.Prefetch; the numbers
+// are in docs/readings.md and docs/design.md).
 func WithPrefetch(on bool) Option { return func(o *options) { o.noPrefetch = !on } }
 
 // WithName names the limiter's policy (default "default"); httplimit uses

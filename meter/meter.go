@@ -39,8 +39,8 @@ func WithSize(levels, cells uint32) Option {
 // WithPrefetch sets the rotator's Prefetch (default true) for Rate and
 // Novelty: every write hashes the key for both generations and
 // prefetches their cells first, which pays off for many distinct keys
-// whose cells are not in cache and costs 15-20 ns per call on a few hot
-// keys (rotator.Config.Prefetch). Inflight has one sketch and ignores it.
+// whose cells are not in cache and is extra work on a few hot keys
+// (rotator.Config.Prefetch). Inflight has one sketch and ignores it.
 func WithPrefetch(on bool) Option { return func(o *options) { o.noPF = !on } }
 
 // WithHasher sets the hash (default sketch.SipHash()).

@@ -32,12 +32,13 @@ type Config struct {
 	// Prefetch) before acting, so the cache misses of the N generations
 	// overlap instead of queueing: for keys whose cells are not in cache
 	// (many distinct keys, each seen now and then: a limiter over all
-	// clients) an admitted TryUpdate or an Update costs about one
+	// clients) an admitted TryUpdate or an Update waits for about one
 	// generation's misses instead of N. For keys whose cells are cached
-	// (a few hot keys) it only adds the work: about 15-20 ns per call,
-	// and a TryUpdate denial pays it too. Off by default; package limit
-	// and meter turn it on. docs/design.md, section 6, has the numbers.
-	// The reference rotator ignores it.
+	// (a few hot keys) it only adds work (the younger generations'
+	// hashes and the prefetch calls), and a TryUpdate denial pays it
+	// too. Off by default; packages limit and meter turn it on.
+	// docs/design.md, section 6, has the numbers. Results are the same
+	// either way. The reference rotator ignores it.
 	Prefetch bool
 }
 
