@@ -1,5 +1,7 @@
 package sketch
 
+import "unsafe"
+
 // Hooks are the test seams of one sketch's TryUpdate (see testHooks):
 // each gets the level about to be touched. A nil field is not called.
 type Hooks struct {
@@ -20,3 +22,21 @@ func Due(s *Sketch) int64   { return s.due.Load() }
 
 // StripeOf returns the TryUpdate stripe of key in s.
 func StripeOf(s *Sketch, key []byte) uint64 { return stripeOf(s.hasher.Sum64(key)) }
+
+// CheckLines reports whether the addresses Prefetch computes for k are
+// those of the key's cells, &cells[offset] level by level.
+func CheckLines(s *Sketch, k Hashed) bool {
+	var ps [MaxLevels]unsafe.Pointer
+	var off [MaxLevels]int
+	n := s.lines(k.h, &ps)
+	s.offsets(k.h, &off)
+	if n != int(s.levels) {
+		return false
+	}
+	for l := range n {
+		if ps[l] != unsafe.Pointer(&s.cells[off[l]]) {
+			return false
+		}
+	}
+	return true
+}

@@ -148,3 +148,25 @@ func TestHashedAllocs(t *testing.T) {
 		t.Fatalf("the Hashed methods allocate %v times per round; want 0", n)
 	}
 }
+
+// TestPrefetchAddresses: the addresses Prefetch hands to asm.Prefetch
+// (computed without bounds checks) are the key's cells, for every level
+// count and row size, including rows padded to whole cache lines.
+func TestPrefetchAddresses(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		s, err := sketch.New(sketch.Config{
+			Levels:        uint32(rapid.IntRange(1, sketch.MaxLevels).Draw(t, "L")),
+			CellsPerLevel: uint32(rapid.IntRange(1, 5000).Draw(t, "M")),
+			Hi:            10,
+			Seed:          rapid.Uint64().Draw(t, "seed"),
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 50 {
+			if k := s.HashString(fmt.Sprint("key-", i)); !sketch.CheckLines(s, k) {
+				t.Fatalf("Prefetch addresses of key-%d are not its cells", i)
+			}
+		}
+	})
+}
