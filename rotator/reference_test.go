@@ -22,7 +22,7 @@ import (
 func TestMatchesReference(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
 		clk := sketchtest.NewFakeClock()
-		n := rapid.Uint32Range(2, 6).Draw(rt, "gens") // above 4: the slices hashAll and TryUpdate allocate
+		n := rapid.Uint32Range(2, 6).Draw(rt, "gens") // above 4: the slices hashed and TryUpdate allocate
 		sc := sketch.Config{
 			Levels:        rapid.Uint32Range(1, 4).Draw(rt, "levels"),
 			CellsPerLevel: rapid.Uint32Range(1, 16).Draw(rt, "m"),

@@ -171,39 +171,39 @@ func (r *Rotator) UpdateString(key string, delta float64) {
 	r.update(gs, t, key, delta)
 }
 
-// update adds delta to key in every generation of gs at t; with
-// Config.Prefetch, all of their cells are prefetched first (hashAll).
-// The first generation's check panics on a non-finite delta before any
-// cell is written.
+// update adds delta to key in every generation of gs at t, through the
+// hashes r.hashed prefetched when Config.Prefetch is on. The first
+// generation's check panics on a non-finite delta before any cell is
+// written.
 func (r *Rotator) update(gs *genSet, t time.Time, key string, delta float64) {
-	if !r.cfg.Prefetch {
-		for _, s := range gs.gens {
+	var buf [maxInlineGens]sketch.Hashed
+	ks := r.hashed(gs, key, &buf)
+	for i, s := range gs.gens {
+		if ks != nil {
+			s.UpdateHashedAt(t, ks[i], delta)
+		} else {
 			s.UpdateStringAt(t, key, delta)
 		}
-		return
-	}
-	var keys [maxInlineGens]sketch.Hashed
-	ks := hashAll(gs, key, keySlice(gs, &keys))
-	for i, s := range gs.gens {
-		s.UpdateHashedAt(t, ks[i], delta)
 	}
 }
 
 // updateAndQuery is update returning the primary's aggregate after its
 // update.
 func (r *Rotator) updateAndQuery(gs *genSet, t time.Time, key string, delta float64) float64 {
-	if !r.cfg.Prefetch {
-		v := gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
-		for _, s := range gs.gens[1:] {
+	var buf [maxInlineGens]sketch.Hashed
+	ks := r.hashed(gs, key, &buf)
+	var v float64
+	if ks != nil {
+		v = gs.gens[0].UpdateAndQueryHashedAt(t, ks[0], delta)
+	} else {
+		v = gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
+	}
+	for i, s := range gs.gens[1:] {
+		if ks != nil {
+			s.UpdateHashedAt(t, ks[i+1], delta)
+		} else {
 			s.UpdateStringAt(t, key, delta)
 		}
-		return v
-	}
-	var keys [maxInlineGens]sketch.Hashed
-	ks := hashAll(gs, key, keySlice(gs, &keys))
-	v := gs.gens[0].UpdateAndQueryHashedAt(t, ks[0], delta)
-	for i, s := range gs.gens[1:] {
-		s.UpdateHashedAt(t, ks[i+1], delta)
 	}
 	return v
 }
@@ -266,26 +266,32 @@ func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(
 // operation keeps on the stack; a rotator with more allocates them.
 const maxInlineGens = 4
 
-// hashAll hashes key into ks for every generation of gs, oldest first,
-// and prefetches each generation's cells as soon as it has their hash, so
-// the cache misses of all N generations are in flight together, and the
-// younger generations' hashing runs under the primary's misses, before
-// any generation is read or written (Config.Prefetch). It returns ks.
-func hashAll(gs *genSet, key string, ks []sketch.Hashed) []sketch.Hashed {
+// hashed returns nil without Config.Prefetch: the generations then hash
+// the key themselves, each when it acts. With it, it hashes key for every
+// generation of gs, oldest first, and prefetches each generation's cells
+// as soon as it has their hash, so the cache misses of all N generations
+// are in flight together, and the younger generations' hashing runs
+// under the primary's misses, before any generation is read or written.
+// It returns the hashes in buf[:N], or in a new slice for N > len(buf).
+func (r *Rotator) hashed(gs *genSet, key string, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
+	if !r.cfg.Prefetch {
+		return nil // inlined: the default path makes no call
+	}
+	return prefetchAll(gs, key, buf)
+}
+
+// prefetchAll is hashed with Config.Prefetch on.
+func prefetchAll(gs *genSet, key string, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
+	ks := buf[:]
+	if len(gs.gens) > len(buf) {
+		ks = make([]sketch.Hashed, len(gs.gens))
+	}
+	ks = ks[:len(gs.gens)]
 	for i, s := range gs.gens {
 		ks[i] = s.HashString(key)
 		s.Prefetch(ks[i])
 	}
 	return ks
-}
-
-// keySlice returns buf[:N] for gs's N generations, or a new slice when N
-// is above len(buf).
-func keySlice(gs *genSet, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
-	if len(gs.gens) > len(buf) {
-		return make([]sketch.Hashed, len(gs.gens))
-	}
-	return buf[:len(gs.gens)]
 }
 
 // tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
@@ -309,9 +315,8 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		// hashed only once the primary has admitted.
 		var rc sketch.Receipt
 		var ok bool
-		var ks []sketch.Hashed
-		if r.cfg.Prefetch {
-			ks = hashAll(gs, key, keySlice(gs, &keys))
+		ks := r.hashed(gs, key, &keys)
+		if ks != nil {
 			rc, ok = gs.gens[0].TryReserveHashedAt(t, ks[0], delta, limit)
 		} else {
 			rc, ok = gs.gens[0].TryReserveStringAt(t, key, delta, limit)
