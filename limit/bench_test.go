@@ -28,7 +28,7 @@ import (
 // (L=4, M=100k, two generations).
 //
 //	for i in 1 2 3 4 5; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
-//	benchstat -col /impl allow.txt
+//	go run ./limit/internal/allowratio < allow.txt
 //	go test -run '^$' -bench 'Heap' -benchtime 1x ./limit/
 
 const benchKeys = 1 << 20

@@ -1,8 +1,6 @@
 package limit
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"fmt"
 	"math"
 	"time"
@@ -187,9 +185,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	}
 	l.period = period
 	if !o.seeded {
-		var b [8]byte
-		_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
-		o.seed = binary.LittleEndian.Uint64(b[:])
+		o.seed = sketch.RandomSeed()
 	}
 	if o.hasher == nil {
 		o.hasher = sketch.SipHash()

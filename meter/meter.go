@@ -1,8 +1,6 @@
 package meter
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"time"
 	"unsafe"
 
@@ -13,14 +11,14 @@ import (
 type Option func(*options)
 
 type options struct {
-	clock   sketch.Clock
-	seed    uint64
-	seeded  bool
-	levels  uint32
-	cells   uint32
-	hasher  sketch.HasherFactory
-	periods float64 // rotation Period in units of the window (Rate, Novelty)
-	noPF    bool    // WithPrefetch(false)
+	clock      sketch.Clock
+	seed       uint64
+	seeded     bool
+	levels     uint32
+	cells      uint32
+	hasher     sketch.HasherFactory
+	periods    float64 // rotation Period in units of the window (Rate, Novelty)
+	noPrefetch bool    // WithPrefetch(false)
 }
 
 // WithClock sets the clock (default: the sketch's monotonic clock); a
@@ -41,7 +39,7 @@ func WithSize(levels, cells uint32) Option {
 // prefetches their cells first, which pays off for many distinct keys
 // whose cells are not in cache and is extra work on a few hot keys
 // (rotator.Config.Prefetch). Inflight has one sketch and ignores it.
-func WithPrefetch(on bool) Option { return func(o *options) { o.noPF = !on } }
+func WithPrefetch(on bool) Option { return func(o *options) { o.noPrefetch = !on } }
 
 // WithHasher sets the hash (default sketch.SipHash()).
 func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.hasher = h } }
@@ -57,9 +55,7 @@ func collect(opts []Option) options {
 		f(&o)
 	}
 	if !o.seeded {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		o.seed = binary.LittleEndian.Uint64(b[:])
+		o.seed = sketch.RandomSeed()
 	}
 	if o.hasher == nil {
 		o.hasher = sketch.SipHash()

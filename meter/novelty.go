@@ -57,7 +57,7 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 			Decay: decay.Exponential(1 / within.Seconds()), Lo: 0, Hi: 1,
 			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
 		},
-		Prefetch: !o.noPF,
+		Prefetch: !o.noPrefetch,
 		Period:   periodOf(within, o.periods),
 	})
 	if err != nil {

@@ -52,7 +52,7 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 			Decay: decay.Exponential(lambda), Lo: 0, Hi: math.MaxFloat32,
 			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
 		},
-		Prefetch: !o.noPF,
+		Prefetch: !o.noPrefetch,
 		Period:   periodOf(window, o.periods),
 	})
 	if err != nil {

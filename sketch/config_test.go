@@ -473,3 +473,11 @@ func TestAggregatorString(t *testing.T) {
 		}
 	}
 }
+
+// TestRandomSeed: seeds come from crypto/rand, so two draws differ (a
+// repeat has probability 2^-64).
+func TestRandomSeed(t *testing.T) {
+	if a, b := RandomSeed(), RandomSeed(); a == b {
+		t.Fatalf("two RandomSeed draws are equal: %#x", a)
+	}
+}

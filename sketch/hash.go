@@ -1,6 +1,8 @@
 package sketch
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"unsafe"
 
 	"github.com/dchest/siphash"
@@ -29,6 +31,15 @@ type xxh3Hasher uint64
 func (h xxh3Hasher) Sum64(key []byte) uint64 { return xxh3.HashSeed(key, uint64(h)) }
 func (h xxh3Hasher) Sum64String(key string) uint64 {
 	return xxh3.HashStringSeed(key, uint64(h))
+}
+
+// RandomSeed returns 8 bytes from crypto/rand as a Config.Seed: the
+// secret seed SipHash needs when keys come from untrusted clients (the
+// default of packages limit and meter).
+func RandomSeed() uint64 {
+	var b [8]byte
+	_, _ = rand.Read(b[:]) // never fails (crypto/rand, Go 1.24+)
+	return binary.LittleEndian.Uint64(b[:])
 }
 
 // SipHash returns the keyed-PRF hasher factory: SipHash-2-4
