@@ -50,7 +50,6 @@
 //     Seed, as in grudge. Use package sketch for a fixed Seed.
 //   - Levels is at most 8; SuggestLevels answers at most 8 and returns 0
 //     for degenerate inputs (SuggestLevelsChecked reports why).
-//   - A TryUpdate limit above Hi panics: it could never deny.
 //   - The Ticker interface is C() <-chan time.Time and Stop(), what
 //     *time.Ticker offers; Close stops it. grudgetest.FakeTicker.Tick
 //     returns once its rotation is visible.

@@ -44,8 +44,9 @@ func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
 
 // TryUpdate adds delta to the key's cells only if aggregate + delta <=
 // limit, atomically with respect to every other TryUpdate touching those
-// cells, and reports whether it did. It panics if delta or limit is NaN or
-// ±Inf, or if limit is above Hi (such a limit could never deny).
+// cells, and reports whether it did. Any finite limit is accepted, above
+// Hi too (scores stay clamped at Hi). It panics if delta or limit is NaN
+// or ±Inf.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
 	return s.s.TryUpdate(key, delta, limit)
 }

@@ -61,15 +61,13 @@ func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 	return c.add(r, now, delta, w, &bo)
 }
 
-// AddContended is Add for a caller that has just lost a CAS race on this
-// cell (Update's first pass): it backs off one round before loading the
-// cell, as Add does after a loss, and continues the same schedule.
-func (c *Cell) AddContended(r *Rules, now uint32, delta float64) Word {
-	bo := ContentionBackoff()
+// Backoff is the wait after a lost CAS race in an owner's own CAS loop:
+// one round of bo (see ContentionBackoff), or none under -tags
+// grudge_nobackoff, as in Add.
+func Backoff(bo *asm.Backoff) {
 	if useBackoff {
 		bo.Spin()
 	}
-	return c.add(r, now, delta, c.Load(), &bo)
 }
 
 func (c *Cell) add(r *Rules, now uint32, delta float64, w Word, bo *asm.Backoff) Word {

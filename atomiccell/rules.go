@@ -43,11 +43,6 @@ func (r *Rules) Decay(score float64, dt int64) float64 {
 	return r.law.Apply(score, dt)
 }
 
-// Remain is decay.Compiled.Remain: the least that is left, dt ms later,
-// of an increment inc added to a cell (the most, for inc < 0), which a
-// refund may take back without taking another key's mass.
-func (r *Rules) Remain(inc float64, dt int64) float64 { return r.law.Remain(inc, dt) }
-
 // MaxCells is the most words ValueN and NextN take at once (a sketch's
 // MaxLevels).
 const MaxCells = 8

@@ -167,30 +167,3 @@ func sanitize(score, v float64) float64 {
 	}
 	return score
 }
-
-// Remain returns a lower bound on what is left, dt ms later, of an
-// increment inc > 0 that was added to a sum under the law, and an upper
-// bound on the magnitude left of an inc < 0: what a refund may take back
-// without taking anyone else's share. Under Exponential each contribution
-// decays on its own: inc*exp(-lambda*dt), nudged toward -Inf. A sum under
-// Linear drains at the law's rate whatever it holds, so the least that
-// can be left of inc > 0 is Linear's Apply(inc, dt), as if the drain took
-// inc first; for inc < 0 the whole of inc may be left. A custom law is
-// treated as the linear one is, through its Apply.
-func (c *Compiled) Remain(inc float64, dt int64) float64 {
-	if dt <= 0 || inc == 0 {
-		return inc
-	}
-	switch c.kind {
-	case KindNone:
-		return inc
-	case KindExponential:
-		v := inc * math.Exp(-c.param*float64(dt)/1000)
-		return v - math.Abs(v)*expNudge
-	}
-	if inc < 0 {
-		return inc
-	}
-	v := c.Apply(inc, dt)
-	return max(v-v*expNudge, 0)
-}

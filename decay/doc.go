@@ -42,8 +42,7 @@
 // the one place each law's arithmetic lives: Compiled.Apply (exponential
 // decay by three table lookups below 2^24 ms, biased up by 2^-40 so it
 // never decays more than the law), ExpFast and LinearApply (the two common
-// laws in a form a caller's batch loop inlines), and Compiled.Remain (the least that is left of an
-// increment, for a refund that must not take another key's mass). A custom
+// laws in a form a caller's batch loop inlines). A custom
 // law's faults (NaN, ±Inf, growth, crossing 0) are sanitized to the safe
 // side: no decay, or 0.
 package decay

@@ -118,19 +118,24 @@ func (r *Rotator) TryReserveStringAt(t time.Time, key string, delta, limit float
 }
 
 // Refund takes back what res added to each generation that is still
-// live (sketch.Sketch.Refund: never more than is left of it). Generations
-// retired since need nothing. Refunding twice takes it back twice.
-func (r *Rotator) Refund(res *Reservation) {
+// live, cell by cell as sketch.Sketch.Refund does: exactly where the cell
+// still holds the word the reservation stored, not at all where anything
+// else wrote it since (an over-estimate, never another key's mass).
+// Generations retired since need nothing. It reports whether everything
+// still live was given back; a second Refund of res does nothing.
+func (r *Rotator) Refund(res *Reservation) bool {
 	if res.gs == nil {
-		return
+		return true
 	}
+	all := true
 	live := r.cur.Load().gens
 	for i, s := range res.gs.gens {
 		for _, l := range live {
 			if l == s {
-				s.Refund(&res.rcs[i])
+				all = s.Refund(&res.rcs[i]) && all
 				break
 			}
 		}
 	}
+	return all
 }

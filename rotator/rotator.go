@@ -237,18 +237,13 @@ func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
 // TryUpdate adds delta to the key's score in every generation only if
 // the primary's aggregate plus delta is at most limit, and reports
 // whether it did; the decision is the primary's exact
-// sketch.Sketch.TryUpdate. It stays exact across promotions: after the
-// primary admits, the increment goes to every younger generation, and
-// the call keeps its admission only if the generation set is still the
-// one it decided on; otherwise it gives everything back and decides
-// again on the new set. So a generation holds the increment of every
-// admission kept before it can be the primary, and with no decay N
-// goroutines racing TryUpdate(k, 1, 1000) admit exactly 1000 within the
-// life of a generation, however many promotions happen meanwhile (the
-// price: a concurrent reader may see an increment that is then given
-// back, which can only make it deny). A denial by the primary writes
-// nothing. It panics if delta or limit is NaN or ±Inf, or limit is above
-// Hi.
+// sketch.Sketch.TryUpdate (any finite limit, above Hi too). It stays
+// exact across promotions: after the primary admits, the increment goes
+// to every younger generation, and the call keeps its admission only if
+// the generation set is still the one it decided on; otherwise it rolls
+// everything back (exactly, or not at all where a cell was written
+// since: see Refund) and decides again on the new set. A denial by the
+// primary writes nothing. It panics if delta or limit is NaN or ±Inf.
 func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
 	return r.tryUpdate(nil, bytesView(key), delta, limit, nil)
 }
@@ -297,7 +292,7 @@ func prefetchAll(gs *genSet, key string, buf *[maxInlineGens]sketch.Hashed) []sk
 // tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
 // and the call is admitted, it records every generation's receipt there.
 func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation) bool {
-	r.cfg.Sketch.CheckTryUpdate(delta, limit)
+	checkTry(delta, limit)
 	var inline [maxInlineGens]sketch.Receipt
 	var keys [maxInlineGens]sketch.Hashed
 	for {
@@ -344,8 +339,9 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		}
 		// A promotion replaced the set while we decided: the primary
 		// that admitted is retired, and the new one may have admitted
-		// others before our increment reached it. Give it all back and
-		// decide again on the new set.
+		// others before our increment reached it. Roll it all back
+		// (exactly, or where a cell was written since, not at all: an
+		// over-estimate) and decide again on the new set.
 		for i, s := range gs.gens {
 			s.Refund(&rcs[i])
 		}
@@ -357,4 +353,13 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 func (r *Rotator) QueryDetailed(key []byte) sketch.Detail {
 	gs, t := r.acquire()
 	return gs.gens[0].QueryDetailedAt(t, key)
+}
+
+// checkTry panics, as sketch.Sketch.TryUpdate does, if delta or limit is
+// NaN or ±Inf, before any generation is touched.
+func checkTry(delta, limit float64) {
+	if delta-delta != 0 || limit-limit != 0 {
+		var cfg sketch.Config
+		cfg.CheckTryUpdate(delta, limit)
+	}
 }

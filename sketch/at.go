@@ -56,13 +56,13 @@ func (s *Sketch) UpdateAndQueryStringAt(t time.Time, key string, delta float64) 
 
 // TryUpdateAt is TryUpdate at time t.
 func (s *Sketch) TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool {
-	s.checkTry(delta, limit)
+	checkTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t))
 }
 
 // TryUpdateStringAt is TryUpdateString at time t.
 func (s *Sketch) TryUpdateStringAt(t time.Time, key string, delta, limit float64) bool {
-	s.checkTry(delta, limit)
+	checkTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t))
 }
 

@@ -160,13 +160,9 @@ func SuggestLevels(m uint32, hotKeys uint64, target float64) uint32 {
 }
 
 // CheckTryUpdate panics, with a message that starts "sketch:", if delta
-// or limit is NaN or ±Inf, or if limit is above Hi (or above the float32
-// range when Hi is +Inf): scores are clamped at Hi, so such a limit could
-// never deny. cfg must be normalized. Both implementations call it.
+// or limit is NaN or ±Inf. Any finite limit is valid (above Hi too: the
+// decision is aggregate + delta <= limit). Both implementations call it.
 func (cfg *Config) CheckTryUpdate(delta, limit float64) {
 	checkFinite("TryUpdate", "delta", delta)
 	checkFinite("TryUpdate", "limit", limit)
-	if limit > cfg.Hi || limit > math.MaxFloat32 {
-		panicLimitAboveHi(limit, cfg.Hi)
-	}
 }

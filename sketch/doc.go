@@ -56,7 +56,13 @@
 //     TryUpdate, of k or of any key sharing cells with it: N goroutines
 //     racing TryUpdate(k, 1, 1000) with no decay admit exactly 1000, and
 //     with every key colliding the total admitted never exceeds the limit.
-//     A limit above Hi panics (it could never deny).
+//     Any finite limit is accepted, above Hi too, as in grudge (scores
+//     stay clamped at Hi; an admitted add the clamp cuts is still one
+//     admission in that order).
+//   - Roll-backs (a TryUpdate's undo after a commit conflict, Refund) are
+//     exact or nothing: a cell gets its previous value back only while it
+//     still holds the very word the call stored; otherwise it keeps the
+//     increment (an over-estimate, never another key's mass).
 //   - Snapshots (MarshalBinary, WriteTo, UnmarshalBinary, ReadFrom) are
 //     checksummed, refuse another configuration, and restore on a new
 //     process clock with every score aged by its downtime; Merge adds a
@@ -80,7 +86,7 @@
 //	commit:
 //	for each cell i {
 //		if !cell[i].CAS(w[i], next(w[i], d)) {
-//			undo cells < i                 // exact, or what is left of d
+//			undo cells < i                 // exact, or keep d there
 //			w, v := a fresh snapshot
 //			if agg(v)+d > limit { release; return false }
 //			goto commit                    // decide again

@@ -9,11 +9,13 @@ type Hooks struct {
 	Conflict  func(level uint32) // commit, after the CAS of level failed
 	Reread    func(level uint32) // commit, after the undo, before the fresh snapshot
 	Rollback  func(level uint32) // undo, before each level's undo
+	Held      func(level uint32) // commit, denied after a conflict: a level that keeps the call's increment
+	Load      func(level uint32) // Query, Update, UpdateAndQuery: before loading the cells
 }
 
 // SetHooks installs h on s (not concurrently with s's operations).
 func SetHooks(s *Sketch, h Hooks) {
-	s.hooks = &testHooks{beforeCAS: h.BeforeCAS, conflict: h.Conflict, reread: h.Reread, rollback: h.Rollback}
+	s.hooks = &testHooks{beforeCAS: h.BeforeCAS, conflict: h.Conflict, reread: h.Reread, rollback: h.Rollback, held: h.Held, load: h.Load}
 }
 
 // Floor and Due expose the horizon state.

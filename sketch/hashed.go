@@ -84,7 +84,7 @@ func (s *Sketch) UpdateAndQueryHashedAt(t time.Time, k Hashed, delta float64) fl
 
 // TryReserveHashedAt is TryReserveAt for a hashed key.
 func (s *Sketch) TryReserveHashedAt(t time.Time, k Hashed, delta, limit float64) (Receipt, bool) {
-	s.checkTry(delta, limit)
+	checkTry(delta, limit)
 	h := s.mine("TryUpdate", k)
 	var rc Receipt
 	ok := s.tryUpdateReceipt(h, delta, limit, s.tb.Millis(t), &rc)

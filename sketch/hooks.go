@@ -9,6 +9,8 @@ type testHooks struct {
 	conflict  func(level uint32) // commit, after the CAS of level failed
 	reread    func(level uint32) // commit, after the undo, before the fresh snapshot
 	rollback  func(level uint32) // undo, before each level's undo
+	held      func(level uint32) // commit, denied after a conflict: a level that keeps the call's increment
+	load      func(level uint32) // Query, Update, UpdateAndQuery: after reading the time, before loading (level 0)
 }
 
 func (h *testHooks) call(f func(uint32), level uint32) {

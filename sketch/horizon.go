@@ -27,6 +27,18 @@ import (
 //     idle, or the clock jumped) cannot trust any age: it waits for the
 //     sweep lock and finishes the sweep itself (re-basing every cell to
 //     its own time if needed) before it proceeds.
+//   - Stale operations. An operation reads its time once, then loads
+//     cells; if the clock jumps meanwhile and another operation re-bases
+//     the cells to a time 2^31 ms or more past it, a 32-bit age would
+//     read such a stamp as a large positive age (over-decay). So every
+//     stamp in a cell, now or later until low next rises, is below
+//     low + 2^31: low is the floor, raised before an urgent re-base to
+//     (its time - 2^31 + 1). After loading words, an operation checks
+//     its time against low (fresh); a stale one takes the clock's
+//     current reading as its time, which is at or past every stamp any
+//     re-base wrote, so each stamp ahead of it reads as zero elapsed.
+//     Words loaded before the check stay valid for the new time: low
+//     only grows.
 //
 // The cost on the hot path is one load of due, on a line that is written
 // once per sweep (every 6.2 days of clock time).
@@ -51,6 +63,33 @@ type sweeper struct {
 func (s *Sketch) initHorizon(ms int64) {
 	s.sweep.floor.Store(ms)
 	s.due.Store(ms + sweepDue)
+	s.raiseLow(ms)
+}
+
+// raiseLow raises low to at least x (it never falls).
+func (s *Sketch) raiseLow(x int64) {
+	for {
+		l := s.low.Load()
+		if x <= l || s.low.CompareAndSwap(l, x) {
+			return
+		}
+	}
+}
+
+// fresh reports whether an operation at *ms may use the words it has
+// just loaded. If *ms has fallen below low (a re-base moved past it
+// while the operation ran), it sets *ms to the clock's current reading
+// (after the horizon work that reading needs) and returns false: words
+// loaded before the call are still safe to use at the new *ms, words
+// loaded after it are checked again by the caller. One load of a line
+// written once per sweep.
+func (s *Sketch) fresh(ms *int64) bool {
+	if *ms >= s.low.Load() {
+		return true
+	}
+	*ms = s.nowMillis()
+	s.maintain(*ms)
+	return false
 }
 
 // maintain keeps the horizon invariant for an operation at time ms. It is
@@ -69,17 +108,25 @@ func (s *Sketch) maintainSlow(ms int64) {
 		// Due but not urgent: help with one chunk if nobody else is
 		// sweeping right now, else carry on.
 		if sw.mu.TryLock() {
+			// Deferred: the sweep calls the decay law, and a custom
+			// law that panics must not leave the lock held (every
+			// later sweep, and every operation past the window, would
+			// block on it).
+			defer sw.mu.Unlock()
 			s.sweepStep(ms, 1)
-			sw.mu.Unlock()
 		}
 		return
 	}
 	// Past the window: no age can be trusted until the sweep is done.
 	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	// The re-base below may stamp cells at ms, 2^31 ms or more past the
+	// time of an operation still in flight: make such an operation stale
+	// before the first such stamp is written.
+	s.raiseLow(ms - horizonWindow + 1)
 	for ms-sw.floor.Load() >= horizonWindow {
 		s.sweepStep(ms, -1)
 	}
-	sw.mu.Unlock()
 }
 
 // sweepStep sweeps up to chunks chunks (all of them if chunks < 0),
@@ -103,6 +150,7 @@ func (s *Sketch) sweepStep(ms int64, chunks int) {
 		sw.active = false
 		sw.floor.Store(sw.at - sweepKeep)
 		s.due.Store(sw.at - sweepKeep + sweepDue)
+		s.raiseLow(sw.at - sweepKeep)
 	}
 }
 

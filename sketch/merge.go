@@ -111,9 +111,13 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			if b == 0 && slack == 0 {
 				continue
 			}
+			s.markNegative(b)
 			c := &s.cells[base+i]
 			for {
 				w := c.Load()
+				if !s.fresh(&msS) { // a clock jump re-based s meanwhile
+					nowS = s.stamp(msS)
+				}
 				a := s.rules.Value(w, nowS)
 				v := a + b
 				if linear && (a < 0 || b < 0) {

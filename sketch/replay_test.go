@@ -173,10 +173,12 @@ func TestReplayRollbackAfterLaterDecay(t *testing.T) {
 	}
 }
 
-// TestReplayRefundAtNewerStamp: Refund of a receipt whose cells were
-// since decayed to a later stamp by another key's Update takes back only
-// what is left of the increment there (Rules.Remain), so the other key
-// keeps its score; and a refund right away restores the cells exactly.
+// TestReplayRefundAtNewerStamp: Refund of a receipt whose cells another
+// key's Update has since moved to a later stamp keeps the increment (an
+// over-estimate: the roll-back cannot know what a clamp or the law did
+// meanwhile) and says so; a refund right away restores the cells exactly;
+// a refund in the same millisecond after another key's write subtracts
+// exactly; and a second Refund of one receipt does nothing.
 func TestReplayRefundAtNewerStamp(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 1e6, Decay: decay.Exponential(1), Clock: clk})
@@ -186,16 +188,30 @@ func TestReplayRefundAtNewerStamp(t *testing.T) {
 	}
 	clk.Advance(time.Second)
 	s.Update([]byte("b"), 3)
-	s.Refund(&rc)
-	if got, want := s.Query([]byte("b")), 3.0; got < want {
-		t.Fatalf("Query(b) = %v after k's refund, want >= %v", got, want)
+	if s.Refund(&rc) {
+		t.Fatal("Refund reported success on cells written at a later stamp")
 	}
-	if got, want := s.Query([]byte("b")), 3.0+4*math.Exp(-1)*1e-6; got > want {
-		t.Fatalf("Query(b) = %v: the refund left more than rounding of k behind (want <= %v)", got, want)
+	kLeft := 4 * math.Exp(-1)
+	if got := s.Query([]byte("b")); got < 3+kLeft || got > (3+kLeft)*(1+1e-6) {
+		t.Fatalf("Query(b) = %v after k's refund, want k's remainder kept: %v", got, 3+kLeft)
 	}
+	base := s.Query([]byte("b"))
 	rc2, _ := s.TryReserveAt(clk.Now(), []byte("k"), 2, 100)
-	s.Refund(&rc2)
-	if got := s.Query([]byte("b")); got < 3 || got > 3*(1+1e-6) {
-		t.Fatalf("Query(b) = %v after an immediate refund, want 3", got)
+	if !s.Refund(&rc2) {
+		t.Fatal("an immediate Refund did not restore")
+	}
+	if got := s.Query([]byte("b")); got != base {
+		t.Fatalf("Query(b) = %v after an immediate refund, want %v", got, base)
+	}
+	rc3, _ := s.TryReserveAt(clk.Now(), []byte("k"), 2, 100)
+	s.Update([]byte("b"), 1) // same millisecond: the refund may subtract
+	if !s.Refund(&rc3) {
+		t.Fatal("a same-millisecond Refund after another write did not give back")
+	}
+	if got := s.Query([]byte("b")); got < base+1 || got > (base+1)*(1+1e-6) {
+		t.Fatalf("Query(b) = %v, want %v", got, base+1)
+	}
+	if !s.Refund(&rc3) || s.Query([]byte("b")) < base+1 {
+		t.Fatal("a second Refund of one receipt took more")
 	}
 }

@@ -31,8 +31,11 @@ type Sketch struct {
 	levels   uint32
 	m        uint32
 	due      atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
+	low      atomic.Int64            // an operation at a time below low is stale (horizon.go, fresh); written once per sweep
+	negative atomic.Bool             // a negative delta has been applied: roll-backs only restore exactly (tryupdate.go, rollback); written once
+	resets   atomic.Uint64           // Reset and snapshot loads so far: a Receipt from before one is void
 	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
-	maxLimit float64                 // the largest TryUpdate limit: min(Hi, MaxFloat32)
+	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
 	hooks    *testHooks              // nil except in tests (export_test.go)
 	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
 	agg      Aggregator
@@ -70,8 +73,9 @@ func New(cfg Config) (*Sketch, error) {
 	s.cells, n = allocRows(int(s.levels), s.stride)
 	s.stripes = allocStripes()
 	s.bytes = n + (numStripes+3)*cacheLine
-	s.maxLimit = min(cfg.Hi, math.MaxFloat32)
+	s.hi32 = float32(s.rules.Hi())
 	s.epoch = s.nowMillis()
+	s.low.Store(math.MinInt64)
 	s.initHorizon(s.epoch)
 	return s, nil
 }
@@ -155,24 +159,21 @@ func (s *Sketch) UpdateString(key string, delta float64) {
 
 func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	s.maintain(ms)
+	s.markNegative(delta)
 	var off [MaxLevels]int
 	var w [MaxLevels]atomiccell.Word
 	s.offsets(h, &off)
-	now := s.stamp(ms)
 	// Load every cell before the first CAS: the loads are independent, so
 	// their cache misses overlap instead of queueing behind each locked
 	// CAS.
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
-	}
+	now := s.loadWords(&off, &w, &ms)
 	// Compute every new word before the first CAS too: a locked
 	// instruction keeps later loads (the decay tables) from passing it,
 	// so interleaving compute and CAS would serialise L table lookups.
 	var nw [MaxLevels]atomiccell.Word
 	s.rules.NextN(&w, s.levels, now, delta, &nw)
 	for l := range s.levels {
-		c := &s.cells[off[l]]
-		if c.CompareAndSwap(w[l], nw[l]) {
+		if s.cells[off[l]].CompareAndSwap(w[l], nw[l]) {
 			continue
 		}
 		// Lost a race: the key is hot. Back off so the winner keeps the
@@ -180,12 +181,47 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 		// CAS-loop on a fresh word. The words computed for the remaining
 		// cells are likely stale too, and a failed CAS costs a cache-line
 		// transfer, so they go straight to the CAS loop on fresh words.
-		c.AddContended(s.rules, now, delta)
-		for j := l + 1; j < s.levels; j++ {
-			c = &s.cells[off[j]]
-			c.Add(s.rules, now, delta, c.Load())
+		for j := l; j < s.levels; j++ {
+			s.addLoop(&s.cells[off[j]], &ms, delta)
 		}
 		return
+	}
+}
+
+// loadWords loads the words of the cells at off[:L] into w for an
+// operation at *ms and returns the stamp of *ms. If the horizon moved
+// past *ms meanwhile (see fresh), *ms becomes the clock's reading and the
+// words are loaded again.
+func (s *Sketch) loadWords(off *[MaxLevels]int, w *[MaxLevels]atomiccell.Word, ms *int64) uint32 {
+	if s.hooks != nil {
+		s.hooks.call(s.hooks.load, 0)
+	}
+	for {
+		for l := range s.levels {
+			w[l] = s.cells[off[l]].Load()
+		}
+		if s.fresh(ms) {
+			return s.stamp(*ms)
+		}
+	}
+}
+
+// addLoop adds delta to c by a CAS loop for an operation at *ms that has
+// just lost a CAS race on c: it backs off one round first (the winner
+// keeps the line a while), then loads, computes and CASes until it wins.
+// Every word it loads is checked against the horizon (fresh), so a stale
+// *ms is moved to the clock's reading rather than used on a re-stamped
+// word. It returns the word it replaced and the word it stored.
+func (s *Sketch) addLoop(c *atomiccell.Cell, ms *int64, delta float64) (old, nw atomiccell.Word) {
+	bo := atomiccell.ContentionBackoff()
+	for {
+		atomiccell.Backoff(&bo)
+		old = c.Load()
+		s.fresh(ms)
+		nw = s.rules.Next(old, s.stamp(*ms), delta)
+		if c.CompareAndSwap(old, nw) {
+			return old, nw
+		}
 	}
 }
 
@@ -205,16 +241,20 @@ func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 
 func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	s.maintain(ms)
+	s.markNegative(delta)
 	var off [MaxLevels]int
 	var w [MaxLevels]atomiccell.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
-	now := s.stamp(ms)
+	now := s.loadWords(&off, &w, &ms)
 	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
-	}
-	for l := range s.levels {
-		v[l] = float64(s.cells[off[l]].Add(s.rules, now, delta, w[l]).Score())
+		c := &s.cells[off[l]]
+		nw := s.rules.Next(w[l], now, delta)
+		if !c.CompareAndSwap(w[l], nw) {
+			_, nw = s.addLoop(c, &ms, delta)
+			now = s.stamp(ms)
+		}
+		v[l] = float64(nw.Score())
 	}
 	return s.aggregate(v[:s.levels])
 }
@@ -235,10 +275,7 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 	var w [MaxLevels]atomiccell.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
-	now := s.stamp(ms)
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
-	}
+	now := s.loadWords(&off, &w, &ms)
 	s.rules.ValueN(&w, s.levels, now, &v) // one decay dispatch per key, as update does
 	return s.aggregate(v[:s.levels])
 }
@@ -253,11 +290,13 @@ func (s *Sketch) queryDetailed(h uint64, ms int64) Detail {
 	s.maintain(ms)
 	var off [MaxLevels]int
 	s.offsets(h, &off)
-	now := s.stamp(ms)
 	d := Detail{Levels: make([]LevelDetail, s.levels)}
 	v := make([]float64, s.levels)
 	for l := range s.levels {
-		v[l] = s.rules.Value(s.cells[off[l]].Load(), now)
+		// One level at a time: load, check the time (fresh), decay.
+		w := s.cells[off[l]].Load()
+		s.fresh(&ms)
+		v[l] = s.rules.Value(w, s.stamp(ms))
 		d.Levels[l] = LevelDetail{Level: l, Index: uint32(off[l] - int(l)*s.stride), Score: v[l]}
 	}
 	d.Score = s.aggregate(v)
@@ -277,6 +316,7 @@ func (s *Sketch) Reset() {
 	for i := range s.cells {
 		s.cells[i].Store(w)
 	}
+	s.resets.Add(1)
 	s.sweep.active = false
 	s.initHorizon(ms)
 }

@@ -428,6 +428,7 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 	lo, hi := s.rules.Lo(), s.rules.Hi()
 	s.sweep.mu.Lock()
 	defer s.sweep.mu.Unlock()
+	s.resets.Add(1) // receipts issued before the load are void
 	fail := func(err error) (int64, error) {
 		w := atomiccell.Pack(0, now)
 		for i := range s.cells {
@@ -458,6 +459,7 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 			if downtime > math.MaxInt64-age {
 				total = math.MaxInt64 // a forged instant decades back
 			}
+			s.markNegative(v)
 			w := atomiccell.Pack(score, s.stamp(ms-total))
 			if total >= sweepKeep {
 				// Too old to keep its stamp inside the horizon:

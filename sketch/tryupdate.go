@@ -9,60 +9,61 @@ import (
 
 // TryUpdate adds delta to the key's score at every level only if the
 // aggregate (decayed to now) plus delta is at most limit, and reports
-// whether it did. It panics if delta or limit is NaN or ±Inf, or if limit
-// is above Hi (the score is clamped at Hi, so such a limit could never
-// deny).
+// whether it did. Any finite limit is accepted, as in grudge: with limit
+// above Hi the decision is still aggregate + delta <= limit, and the
+// scores an admitted call stores are clamped at Hi. It panics if delta or
+// limit is NaN or ±Inf.
 //
 // Admitted TryUpdates are linearizable among themselves, for one key and
 // for keys that share cells: each decides on values that all L cells held
-// at one instant and commits only if no cell changed from that instant to
-// its CAS. So N goroutines racing TryUpdate(k, 1, 1000) with no decay
-// admit exactly 1000, and with every key colliding (CellsPerLevel=1) the
-// total admitted over all keys never exceeds the limit. A denial only
-// reads. The protocol and its argument are in docs/design.md.
+// at one instant. So N goroutines racing TryUpdate(k, 1, 1000) with no
+// decay admit exactly 1000, and with every key colliding (CellsPerLevel=1)
+// the total admitted over all keys never exceeds the limit. A denial
+// writes nothing, except after a commit conflict whose roll-back could not
+// be exact (see [Sketch.Refund]): then the call's increment stays in the
+// cells it could not restore, an over-estimate. docs/design.md has the
+// protocol and its argument.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
-	s.checkTry(delta, limit)
+	checkTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.nowMillis())
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
-	s.checkTry(delta, limit)
+	checkTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.nowMillis())
 }
 
-// checkTry panics on a non-finite delta or limit, or a limit above Hi.
-// It is Config.CheckTryUpdate with the bound precomputed (s.maxLimit).
-// One compare chain on the hot path; the slow path says which check
-// failed.
-func (s *Sketch) checkTry(delta, limit float64) {
-	if delta-delta != 0 || limit-limit != 0 || limit > s.maxLimit {
-		s.cfg.CheckTryUpdate(delta, limit) // panics with the message
+// checkTry panics on a non-finite delta or limit: one compare chain on
+// the hot path, the message from the slow path.
+func checkTry(delta, limit float64) {
+	if delta-delta != 0 || limit-limit != 0 {
+		checkFinite("TryUpdate", "delta", delta)
+		checkFinite("TryUpdate", "limit", limit)
 	}
 }
 
-//go:noinline
-func panicLimitAboveHi(limit, hi float64) {
-	panic("sketch: TryUpdate limit " + formatValue(limit) + " is above Hi " + formatValue(hi) +
-		": scores are clamped at Hi, so it could never deny")
-}
-
-// Receipt records what an admitted TryReserve added to each of its key's
-// cells, so that Refund can take it back. The zero Receipt refunds
-// nothing. A Receipt is a value (no allocation) and belongs to the sketch
-// that issued it.
+// Receipt records, per level, the word an admitted call stored in the
+// key's cell and the word that takes the increment back out, so that
+// Refund can restore the cells nothing else has written since. The zero
+// Receipt refunds nothing. A Receipt is a value (no allocation) and
+// belongs to the sketch that issued it.
 type Receipt struct {
-	h      uint64             // the key's hash
-	ms     int64              // time of the commit, on the sketch's scale
-	levels uint32             // 0 for the zero Receipt
-	inc    [MaxLevels]float64 // the increment stored in each level's cell
+	h      uint64 // the key's hash
+	resets uint64 // the sketch's Reset/load count when issued: a Receipt from before is void
+	levels uint32 // 0 for the zero Receipt
+	// stored[l] is the word the call left in level l's cell; restore[l]
+	// the cell's previous value decayed to that word's stamp (rounded up)
+	// at the same stamp. restore[l] == stored[l]: nothing to give back
+	// (a zero increment, or a level whose roll-back already failed).
+	stored, restore [MaxLevels]atomiccell.Word
 }
 
 // TryReserveAt is TryUpdateAt that also returns a Receipt of the admitted
 // increment, for a caller that may have to take it back (the rotator's
 // generations, a limiter's reservation or a multi-window decision).
 func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Receipt, bool) {
-	s.checkTry(delta, limit)
+	checkTry(delta, limit)
 	var rc Receipt
 	ok := s.tryUpdateReceipt(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
@@ -70,49 +71,105 @@ func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Re
 
 // TryReserveStringAt is TryReserveAt for a string key.
 func (s *Sketch) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Receipt, bool) {
-	s.checkTry(delta, limit)
+	checkTry(delta, limit)
 	var rc Receipt
 	ok := s.tryUpdateReceipt(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
 }
 
-// Refund takes back what rc recorded: from each cell it subtracts what is
-// left of this call's increment at the cell's own time (the increment
-// decayed from the commit to the cell's stamp, by Rules.Remain), never
-// more, so a refund can leave a little of its increment behind but never
-// takes another key's mass. Refunding the zero Receipt does nothing;
-// refunding one Receipt twice takes it back twice (the caller's error).
-func (s *Sketch) Refund(rc *Receipt) {
+// Refund takes back what rc recorded, cell by cell, never taking another
+// key's mass, whatever the decay law:
+//   - a cell that still holds the very word the call stored gets its
+//     previous value back (decayed to the same time);
+//   - a cell written since, in the same millisecond, has the increment
+//     subtracted, provided no clamp can have cut an add meanwhile (its
+//     score is below Hi, and no negative delta has ever been applied to
+//     the sketch: see docs/design.md, "Roll-backs");
+//   - any other cell (time has passed, the cell is at Hi, the call's own
+//     add reached Hi, or negative deltas are in use) keeps the increment:
+//     an over-estimate.
+//
+// It reports whether every level was given back, and clears rc, so a
+// second Refund does nothing. The zero Receipt refunds nothing and
+// reports true. A Receipt is void after Reset or a snapshot load.
+func (s *Sketch) Refund(rc *Receipt) bool {
 	if rc.levels == 0 {
-		return
+		return true
+	}
+	levels := rc.levels
+	rc.levels = 0
+	if rc.resets != s.resets.Load() {
+		return false
 	}
 	var off [MaxLevels]int
 	s.offsets(rc.h, &off)
-	ms := s.nowMillis()
-	s.maintain(ms)
-	now, t0 := s.stamp(ms), s.stamp(rc.ms)
-	for l := range rc.levels {
-		s.refundCell(&s.cells[off[l]], rc.inc[l], t0, now)
+	all := true
+	for l := range levels {
+		if !s.rollback(&s.cells[off[l]], rc.stored[l], rc.restore[l]) {
+			all = false
+		}
+	}
+	return all
+}
+
+// rollback takes an increment back out of c, which the call set from a
+// word worth restore to stored. It reports whether the cell no longer
+// holds the increment. Three cases, each safe (docs/design.md,
+// "Roll-backs"):
+//
+//   - stored at Hi: never. A later add that the clamp cut entirely would
+//     leave the very same word, so neither a CAS nor the score can tell
+//     whether the increment still stands alone above the others' mass.
+//   - the cell still holds stored: one CAS back to restore, exact for any
+//     law (restore is the previous value decayed to stored's stamp).
+//   - the cell was written since, at stored's stamp (no time has passed,
+//     so no decay), is below Hi, and the sketch has never applied a
+//     negative delta: subtract the increment. Without negative deltas a
+//     cell that reached Hi stays at Hi for the rest of that millisecond,
+//     so a cell below Hi has had no add cut since the call stored its
+//     word, and it holds the others' mass plus the increment exactly
+//     (rounded up).
+//
+// Otherwise the cell keeps the increment: an over-estimate.
+func (s *Sketch) rollback(c *atomiccell.Cell, stored, restore atomiccell.Word) bool {
+	if stored == restore {
+		return true
+	}
+	if stored.Score() == s.hi32 {
+		return false
+	}
+	if c.CompareAndSwap(stored, restore) {
+		return true
+	}
+	inc := float64(stored.Score()) - float64(restore.Score())
+	for {
+		w := c.Load()
+		// The flag is read after the word: a negative write that changed
+		// the cell before that load had set it already.
+		if w.Stamp() != stored.Stamp() || w.Score() == s.hi32 || s.negative.Load() {
+			return false
+		}
+		if c.CompareAndSwap(w, atomiccell.Pack(s.rules.Round(float64(w.Score())-inc), w.Stamp())) {
+			return true
+		}
 	}
 }
 
-// refundCell subtracts from c what is left at the cell's time of inc,
-// added at stamp t0: the cell's time is the newer of its stamp and now.
-func (s *Sketch) refundCell(c *atomiccell.Cell, inc float64, t0, now uint32) {
-	if inc == 0 {
-		return
+// markNegative records that a negative delta reached the cells; from
+// then on roll-backs only restore exactly (see rollback). One compare on
+// the hot path; the store happens once.
+func (s *Sketch) markNegative(delta float64) {
+	if delta < 0 && !s.negative.Load() {
+		s.negative.Store(true)
 	}
-	bo := atomiccell.ContentionBackoff()
-	for {
-		w := c.Load()
-		at := atomiccell.Newer(w.Stamp(), now)
-		left := s.rules.Remain(inc, atomiccell.Elapsed(t0, at))
-		nw := s.rules.Next(w, at, -left)
-		if c.CompareAndSwap(w, nw) {
-			return
-		}
-		bo.Spin()
-	}
+}
+
+// undoWord is the word that takes an increment back out of a cell that
+// held a word of value v (decayed to now) and was set to nw: v rounded up
+// as a cell stores it, at nw's stamp, so the horizon sweep sees the stamp
+// it already knows.
+func (s *Sketch) undoWord(v float64, nw atomiccell.Word) atomiccell.Word {
+	return atomiccell.Pack(s.rules.Round(v), nw.Stamp())
 }
 
 // snapshot is a TryUpdate's view of the key's cells: the words it loaded
@@ -123,13 +180,22 @@ type snapshot struct {
 	v   [MaxLevels]float64
 }
 
-// loadAll fills the snapshot: it loads the L words, then decays them in
-// one batch (Rules.ValueN: one dispatch on the decay law, as Query does).
-func (s *Sketch) loadAll(sn *snapshot, now uint32) {
-	for l := range s.levels {
-		sn.w[l] = s.cells[sn.off[l]].Load()
+// loadAll fills the snapshot at *ms: it loads the L words, then decays
+// them in one batch (Rules.ValueN: one dispatch on the decay law, as
+// Query does). If the horizon moved past *ms meanwhile (a stale
+// operation), it moves *ms to the clock's reading first (see fresh).
+func (s *Sketch) loadAll(sn *snapshot, ms *int64) uint32 {
+	for {
+		for l := range s.levels {
+			sn.w[l] = s.cells[sn.off[l]].Load()
+		}
+		if s.fresh(ms) {
+			break
+		}
 	}
+	now := s.stamp(*ms)
 	s.rules.ValueN(&sn.w, s.levels, now, &sn.v)
+	return now
 }
 
 func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
@@ -140,10 +206,10 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 // admitted, it records the increments in rc.
 func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *Receipt) bool {
 	s.maintain(ms)
+	s.markNegative(delta)
 	var sn snapshot
 	s.offsets(h, &sn.off)
 	st := &s.stripes[stripeOf(h)]
-	now := s.stamp(ms)
 	bo := atomiccell.ContentionBackoff()
 	for {
 		// Seqlock read side: seq, then the cells. If seq is unchanged when
@@ -151,7 +217,7 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		// in between, so the snapshot still holds every commit of the
 		// stripe in full.
 		seq := st.seq.Load()
-		s.loadAll(&sn, now)
+		now := s.loadAll(&sn, &ms)
 		if !(s.aggregate(sn.v[:s.levels])+delta <= limit) {
 			// Deny without writing anything. The cells hold every
 			// completed commit, plus possibly part of one in flight,
@@ -161,9 +227,9 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 			return false
 		}
 		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
-			ok := s.commitAndRelease(st, &sn, now, delta, limit, rc)
+			ok := s.commitAndRelease(st, &sn, ms, now, delta, limit, rc)
 			if ok && rc != nil {
-				rc.h, rc.ms, rc.levels = h, ms, s.levels
+				rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
 			}
 			return ok
 		}
@@ -172,7 +238,7 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		// cells meanwhile would pull their lines out of the committer's
 		// cache in the middle of its CASes. After 10 rounds each round
 		// yields the processor, so a preempted holder gets to run. Keep
-		// now: a snapshot decayed to a slightly stale time is higher,
+		// ms: a snapshot decayed to a slightly stale time is higher,
 		// never lower, and stamps never move backwards.
 		bo.Spin()
 		for st.seq.Load()&1 != 0 {
@@ -182,12 +248,12 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 }
 
 // commitAndRelease commits the admitted TryUpdate and releases the stripe
-// (even again) even if a custom decay law panics, so one bad call cannot
-// wedge every later TryUpdate on the stripe.
+// (even again) even if a custom decay law or aggregator panics, so one
+// bad call cannot wedge every later TryUpdate on the stripe.
 // Precondition: the caller holds the stripe (its seq is odd).
-func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, now uint32, delta, limit float64, rc *Receipt) bool {
+func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
 	defer st.seq.Add(1)
-	return s.commit(sn, now, delta, limit, rc)
+	return s.commit(sn, ms, now, delta, limit, rc)
 }
 
 // commit applies delta to each cell, CASing it from the snapshot word,
@@ -196,15 +262,24 @@ func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, now uint32, delta, l
 // its CAS, so all L cells held the snapshot values together at the
 // instant after the last load. A CAS fails only when a writer outside the
 // stripe (an Update, or a TryUpdate of a colliding key on another stripe)
-// changed the cell; then the cells already committed are undone, and the
-// call decides again from a fresh snapshot, still holding the stripe. Each
-// retry means another writer succeeded, so the loop is lock-free.
+// changed the cell; then the cells already committed are rolled back
+// (undo), and the call decides again from a fresh snapshot, still holding
+// the stripe. Each retry means another writer succeeded, so the loop is
+// lock-free.
 //
-// On success, when rc is not nil, rc.inc holds per level the increment
-// stored (the new score minus the value it replaced).
+// A level whose roll-back failed keeps the increment ("held"): in the
+// fresh snapshot its value includes the call's own increment, so the new
+// decision counts it twice (stricter, never looser), and a commit writes
+// it with a zero delta (a CAS that still proves the cell unchanged since
+// the snapshot), so an admitted call adds delta to every level once.
+//
+// On success, when rc is not nil, rc records per level the stored word
+// and its undo word (nothing for a held level, whose increment went in
+// with an earlier word).
 // Precondition: the caller holds the stripe.
-func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64, rc *Receipt) bool {
+func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
 	var nw [MaxLevels]atomiccell.Word
+	var held uint32 // bit l: level l holds this call's increment from an earlier attempt
 	L := s.levels
 	for {
 		i := uint32(0)
@@ -212,9 +287,13 @@ func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64, rc *Rece
 			if s.hooks != nil {
 				s.hooks.call(s.hooks.beforeCAS, i)
 			}
+			d := delta
+			if held&(1<<i) != 0 {
+				d = 0
+			}
 			// sn.v[i] is sn.w[i] decayed to now, so this is
-			// Next(sn.w[i], now, delta) without a second decay.
-			nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, delta)
+			// Next(sn.w[i], now, d) without a second decay.
+			nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, d)
 			if !s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
 				break
 			}
@@ -222,44 +301,59 @@ func (s *Sketch) commit(sn *snapshot, now uint32, delta, limit float64, rc *Rece
 		if i == L {
 			if rc != nil {
 				for l := range L {
-					rc.inc[l] = float64(nw[l].Score()) - sn.v[l]
+					rc.stored[l], rc.restore[l] = nw[l], nw[l]
+					if held&(1<<l) == 0 {
+						rc.restore[l] = s.undoWord(sn.v[l], nw[l])
+					}
 				}
 			}
 			return true
 		}
-		// Conflict on cell i: undo cells [0, i), then decide again on a
-		// fresh snapshot. Combining cells read at different times (the
-		// committed ones with our share taken out, and fresh ones) could
-		// mix a stale cell with a fresh one and over-admit.
+		// Conflict on cell i: roll back cells [0, i), then decide again
+		// on a fresh snapshot. Combining cells read at different times
+		// (the committed ones with our share taken out, and fresh ones)
+		// could mix a stale cell with a fresh one and over-admit.
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.conflict, i)
 		}
-		s.undo(sn, &nw, i, now)
+		held |= s.undo(sn, &nw, i, held)
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.reread, i)
 		}
-		s.loadAll(sn, now)
+		now = s.loadAll(sn, &ms)
 		if !(s.aggregate(sn.v[:L])+delta <= limit) {
+			if s.hooks != nil {
+				for l := range L {
+					if held&(1<<l) != 0 {
+						s.hooks.call(s.hooks.held, l)
+					}
+				}
+			}
 			return false
 		}
 	}
 }
 
-// undo removes this call's increment from cells [0, upto). A cell that
-// still holds exactly the word we stored gets its snapshot word back (an
-// exact undo). A cell someone wrote since gets what is left of our
-// increment at the cell's time subtracted (refundCell), never more.
-func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atomiccell.Word, upto, now uint32) {
-	for j := uint32(0); j < upto; j++ {
+// undo rolls this call's increment back out of cells [0, upto) and
+// returns the levels it could not (rollback: exactly, or by subtraction
+// in the same millisecond when no clamp can have cut an add; otherwise
+// the cell keeps the increment, held: an over-estimate, never another
+// key's mass). Levels already held carry no new increment
+// (their word was written with a zero delta) and stay held.
+func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atomiccell.Word, upto, held uint32) uint32 {
+	var failed uint32
+	for j := range upto {
+		if held&(1<<j) != 0 {
+			continue
+		}
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.rollback, j)
 		}
-		c := &s.cells[sn.off[j]]
-		if c.CompareAndSwap(nw[j], sn.w[j]) {
-			continue
+		if !s.rollback(&s.cells[sn.off[j]], nw[j], s.undoWord(sn.v[j], nw[j])) {
+			failed |= 1 << j
 		}
-		s.refundCell(c, float64(nw[j].Score())-sn.v[j], now, now)
 	}
+	return failed
 }
 
 func formatValue(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
@@ -285,30 +379,20 @@ func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	var w [MaxLevels]atomiccell.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
-	now := s.stamp(ms)
-	rc := Receipt{h: h, ms: ms, levels: s.levels}
+	s.markNegative(delta)
+	rc := Receipt{h: h, levels: s.levels, resets: s.resets.Load()}
 	// As update: every load, then one batch of decay, before the first CAS.
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
-	}
+	now := s.loadWords(&off, &w, &ms)
 	s.rules.ValueN(&w, s.levels, now, &v)
 	for l := range s.levels {
 		c := &s.cells[off[l]]
-		bo := atomiccell.ContentionBackoff()
-		for {
-			nw := s.rules.Apply(w[l], v[l], now, delta)
-			if c.CompareAndSwap(w[l], nw) {
-				// The increment at now; if the cell's stamp is newer than
-				// now (a later writer), it is the share at that stamp,
-				// which Refund decays from ms anyway: taking back less
-				// than was added is the safe side.
-				rc.inc[l] = float64(nw.Score()) - v[l]
-				break
-			}
-			bo.Spin()
-			w[l] = c.Load()
+		nw := s.rules.Apply(w[l], v[l], now, delta)
+		if !c.CompareAndSwap(w[l], nw) {
+			w[l], nw = s.addLoop(c, &ms, delta)
+			now = s.stamp(ms)
 			v[l] = s.rules.Value(w[l], now)
 		}
+		rc.stored[l], rc.restore[l] = nw, s.undoWord(v[l], nw)
 	}
 	return rc
 }

@@ -68,8 +68,13 @@
 //     Kirsch-Mitzenmacher hash h1 + l*h2 (h2 forced odd) instead of
 //     (h1 + l*h2) mod M; see sketch.Index. The hash functions are XXH3
 //     (default) and SipHash-2-4 instead of murmur3 and SipHash.
-//   - Cells start with last = 0; the first access with a clock reading
-//     > 0 decays a zero score, which stays zero.
+//   - Cells start with last = the sketch's creation time (grudge starts
+//     at 0, which with a clock reading below 0, as a fake clock may,
+//     never decays until the clock passes 0).
+//   - Every lock, on a cell or on all L cells of a TryUpdate, is
+//     released by defer, so a custom decay law or aggregator that panics
+//     cannot leave a cell locked.
+//   - TryUpdate accepts any finite limit, as grudge does.
 //   - An infinite clamp bound (allowed with a draining decay) is applied
 //     as ±MaxFloat64, so a sum of huge finite deltas saturates instead of
 //     reaching ±Inf (grudge has that hole: Inf, then NaN once exp

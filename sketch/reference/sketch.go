@@ -28,7 +28,7 @@ var _ sketch.Scorer = (*Sketch)(nil)
 type cell struct {
 	mu    sync.Mutex // guards score and last
 	score float64    // raw score as of last
-	last  int64      // ms of the last decay step (0 until first decayed)
+	last  int64      // ms of the last decay step; the sketch's creation time until first decayed
 }
 
 // wallClock is the default clock when Config.Clock is nil: wall-clock
@@ -87,9 +87,14 @@ func New(cfg sketch.Config) (*Sketch, error) {
 	s.tb = sketch.NewTimebase(clk)
 	// Creation time is the earliest time the sketch uses, as for the
 	// lock-free sketch (its epoch): a clock that starts behind it reads
-	// as standing still at it.
-	s.now()
+	// as standing still at it. Every cell starts there, so a clock that
+	// reads negative decays like any other (a cell starting at 0 would
+	// not decay until the clock passed 0).
+	born := s.now()
 	s.cells = make([]cell, uint64(cfg.Levels)*uint64(cfg.CellsPerLevel))
+	for i := range s.cells {
+		s.cells[i].last = born
+	}
 	return s, nil
 }
 
@@ -118,9 +123,8 @@ func (s *Sketch) Sizes() sketch.Sizes {
 func (s *Sketch) CellScore(level, index uint32) float64 {
 	c := s.cellAtIndex(level, index)
 	c.mu.Lock()
-	v := c.score
-	c.mu.Unlock()
-	return v
+	defer c.mu.Unlock()
+	return c.score
 }
 
 // cellAtIndex returns the cell at index of row level; it panics when
@@ -192,12 +196,28 @@ func (s *Sketch) UpdateString(key string, delta float64) {
 
 func (s *Sketch) update(h uint64, delta float64, now int64) {
 	for l := uint32(0); l < s.levels; l++ {
-		c := s.cellFor(h, l)
-		c.mu.Lock()
-		s.decayLocked(c, now)
-		s.addLocked(c, delta)
-		c.mu.Unlock()
+		s.addCell(s.cellFor(h, l), now, delta)
 	}
+}
+
+// addCell decays c to now, adds delta (clamped) and returns the new
+// score, under c's lock. The unlock is deferred: a custom decay law that
+// panics must not leave the cell locked for every later operation.
+func (s *Sketch) addCell(c *cell, now int64, delta float64) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.decayLocked(c, now)
+	s.addLocked(c, delta)
+	return c.score
+}
+
+// readCell decays c to now (written back, as grudge does) and returns its
+// score, under c's lock (deferred, as in addCell).
+func (s *Sketch) readCell(c *cell, now int64) float64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	s.decayLocked(c, now)
+	return c.score
 }
 
 // Query returns the aggregate of the key's L cells, each decayed to now.
@@ -215,11 +235,7 @@ func (s *Sketch) QueryString(key string) float64 {
 func (s *Sketch) query(h uint64, now int64) float64 {
 	var scores [sketch.MaxLevels]float64
 	for l := uint32(0); l < s.levels; l++ {
-		c := s.cellFor(h, l)
-		c.mu.Lock()
-		s.decayLocked(c, now)
-		scores[l] = c.score
-		c.mu.Unlock()
+		scores[l] = s.readCell(s.cellFor(h, l), now)
 	}
 	return s.aggregate(scores[:s.levels])
 }
@@ -242,12 +258,7 @@ func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 func (s *Sketch) updateAndQuery(h uint64, delta float64, now int64) float64 {
 	var scores [sketch.MaxLevels]float64
 	for l := uint32(0); l < s.levels; l++ {
-		c := s.cellFor(h, l)
-		c.mu.Lock()
-		s.decayLocked(c, now)
-		s.addLocked(c, delta)
-		scores[l] = c.score
-		c.mu.Unlock()
+		scores[l] = s.addCell(s.cellFor(h, l), now, delta)
 	}
 	return s.aggregate(scores[:s.levels])
 }
@@ -264,11 +275,7 @@ func (s *Sketch) queryDetailed(h uint64, now int64) sketch.Detail {
 	d := sketch.Detail{Levels: make([]sketch.LevelDetail, s.levels)}
 	for l := uint32(0); l < s.levels; l++ {
 		idx := sketch.Index(h, l, s.m)
-		c := s.cellFor(h, l)
-		c.mu.Lock()
-		s.decayLocked(c, now)
-		scores[l] = c.score
-		c.mu.Unlock()
+		scores[l] = s.readCell(s.cellFor(h, l), now)
 		d.Levels[l] = sketch.LevelDetail{Level: l, Index: idx, Score: scores[l]}
 	}
 	d.Score = s.aggregate(scores[:s.levels])

@@ -7,8 +7,9 @@ import "github.com/lfgrudge/grudge/sketch"
 // It holds all L cell locks at once (taken in ascending level order, so
 // two TryUpdates never deadlock), which makes the check and the update one
 // atomic step: N goroutines racing TryUpdate(k, 1, 1000) with no decay
-// admit exactly 1000. Scores are clamped to [Lo, Hi] after adding. It
-// panics if delta or limit is NaN or ±Inf, or limit is above Hi.
+// admit exactly 1000. Scores are clamped to [Lo, Hi] after adding. Any
+// finite limit is accepted (above Hi too, as in grudge). It panics if
+// delta or limit is NaN or ±Inf.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
 	s.cfg.CheckTryUpdate(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.now())
@@ -26,12 +27,20 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, now int64) bool {
 		scores [sketch.MaxLevels]float64
 	)
 	// Rows are distinct arrays, so the L cells are distinct and locking
-	// them in level order is a total order shared by every caller.
+	// them in level order is a total order shared by every caller. The
+	// unlocks are deferred: a custom decay law or aggregator that panics
+	// must not leave cells locked.
+	locked := 0
+	defer func() {
+		for _, c := range cells[:locked] {
+			c.mu.Unlock()
+		}
+	}()
 	for l := uint32(0); l < s.levels; l++ {
 		c := s.cellFor(h, l)
 		c.mu.Lock()
+		cells[l], locked = c, int(l)+1
 		s.decayLocked(c, now)
-		cells[l] = c
 		scores[l] = c.score
 	}
 	ok := s.aggregate(scores[:s.levels])+delta <= limit
@@ -39,9 +48,6 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, now int64) bool {
 		for _, c := range cells[:s.levels] {
 			s.addLocked(c, delta)
 		}
-	}
-	for _, c := range cells[:s.levels] {
-		c.mu.Unlock()
 	}
 	return ok
 }

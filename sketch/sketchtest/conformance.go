@@ -27,7 +27,7 @@ type Factory func(t testing.TB, cfg sketch.Config) sketch.Scorer
 // testing/fstest.TestFS: one-sided error, the decay laws, the
 // aggregators, the clamp, the TryUpdate sentinel for one key and for
 // colliding keys, NaN/Inf panics that leave the cells untouched, a limit
-// above Hi panicking, clock safety (a backwards step is no growth), zero
+// above Hi deciding as grudge does, clock safety (a backwards step is no growth), zero
 // allocations on the hot methods, and the time-first At twins when the
 // Scorer has them. Each check is a subtest; under -short the concurrent
 // ones run fewer repetitions.
@@ -284,19 +284,32 @@ func checkNonFinite(t *testing.T, newScorer Factory) {
 	}
 }
 
-// checkLimitAboveHi: a limit above Hi could never deny, so it panics.
+// checkLimitAboveHi: any finite limit is accepted, above Hi too (as in
+// grudge), and the decision stays aggregate + delta <= limit: with Hi = 10
+// and limit = 15, a key saturated at 10 is still admitted by delta 5
+// (10 + 5 <= 15) and denied by delta 6; scores stay clamped at Hi.
 func checkLimitAboveHi(t *testing.T, newScorer Factory) {
 	s := newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 10})
-	for name, f := range map[string]func(){
-		"TryUpdate":       func() { s.TryUpdate([]byte("k"), 1, 20) },
-		"TryUpdateString": func() { s.TryUpdateString("k", 1, 10.5) },
-	} {
-		if msg := Panics(f); !strings.HasPrefix(msg, "sketch:") || !strings.Contains(msg, "above Hi") {
-			t.Errorf("%s with a limit above Hi: panic %q, want \"sketch: ... above Hi ...\"", name, msg)
+	k := []byte("k")
+	for i := range 3 {
+		if !s.TryUpdate(k, 4, 20) {
+			t.Fatalf("TryUpdate(4, limit 20) #%d denied at %v: the decision is aggregate + delta <= limit", i, s.Query(k))
 		}
 	}
-	if !s.TryUpdate([]byte("k"), 1, 10) {
-		t.Error("TryUpdate(1, Hi) denied on an empty sketch")
+	if got := s.Query(k); got != 10 {
+		t.Fatalf("after 12 admitted into Hi 10: Query = %v, want the clamp 10", got)
+	}
+	if s.TryUpdateString("k", 6, 15) {
+		t.Error("TryUpdate(6, limit 15) admitted at the clamp 10: 10 + 6 > 15")
+	}
+	if !s.TryUpdateString("k", 5, 15) {
+		t.Error("TryUpdate(5, limit 15) denied at the clamp 10: 10 + 5 <= 15")
+	}
+	if !s.TryUpdate([]byte("other"), 0.5, 10.5) {
+		t.Error("TryUpdate(0.5, limit Hi + 0.5) denied on a fresh key")
+	}
+	if got := s.Query(k); got != 10 {
+		t.Errorf("Query = %v after admissions past Hi, want the clamp 10", got)
 	}
 }
 

@@ -1,0 +1,104 @@
+package rotator_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+// gateLaw is the identity as a custom law (so every aged, non-zero cell
+// is passed to it) that holds the first evaluation of marker once armed,
+// until released: a pause point inside an operation, between its loads
+// and its CAS.
+type gateLaw struct {
+	marker  float64
+	armed   *atomic.Bool
+	reached chan struct{}
+	release chan struct{}
+	once    *sync.Once
+}
+
+func newGateLaw(marker float64) gateLaw {
+	return gateLaw{marker: marker, armed: new(atomic.Bool), reached: make(chan struct{}), release: make(chan struct{}), once: new(sync.Once)}
+}
+
+func (g gateLaw) Apply(s float64, _ int64) float64 {
+	if s == g.marker && g.armed.CompareAndSwap(true, false) {
+		close(g.reached)
+		<-g.release
+	}
+	return s
+}
+
+func (g gateLaw) open() { g.once.Do(func() { close(g.release) }) }
+
+// TestRollbackAtHiRotatorRefund: a rotator Reservation refunded after
+// another key's add was cut at Hi must leave that key at Hi.
+func TestRollbackAtHiRotatorRefund(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	r, err := rotator.New(rotator.Config{Sketch: sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 100, Clock: clk}, Period: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, ok := r.TryReserveStringAt(clk.Now(), "a", 5, 100)
+	if !ok {
+		t.Fatal("TryReserve denied on an empty rotator")
+	}
+	r.UpdateString("b", 100) // 5 + 100 cut to 100 in every generation
+	if r.Refund(&res) {
+		t.Error("Refund reported giving back from cells at Hi")
+	}
+	if got := r.QueryString("b"); got < 100 {
+		t.Fatalf("Query(b) = %v < 100 after a's refund", got)
+	}
+}
+
+// TestRollbackAtHiRotatorRetry: a TryUpdate whose generation set is
+// replaced while it adds to the younger generations rolls its increment
+// back and decides again; if another key's add was cut at Hi meanwhile in
+// the generation that becomes primary, the roll-back must not take the
+// increment out of that key's mass.
+//
+// Three generations, every key in one cell per level (M = 1). The
+// youngest generation's cells hold a marker value, so the gated law holds
+// A's TryUpdate inside its add to that generation, after its adds to the
+// primary and the middle one. Meanwhile: a rotation (the middle
+// generation becomes primary) and B's Update(100), cut at Hi there.
+func TestRollbackAtHiRotatorRetry(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	law := newGateLaw(3)
+	t.Cleanup(law.open)
+	r, err := rotator.New(rotator.Config{
+		Sketch:      sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 100, Decay: law, Clock: clk},
+		Generations: 3, Period: time.Hour, Manual: true,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.UpdateString("m", 7)
+	r.Rotate()             // [7, 7, 0]
+	r.UpdateString("m", 3) // [10, 10, 3]: the youngest holds the marker
+	clk.Advance(time.Millisecond)
+	law.armed.Store(true)
+	done := make(chan bool)
+	go func() { done <- r.TryUpdateString("a", 5, 100) }()
+	select {
+	case <-law.reached:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A never reached its add to the youngest generation")
+	}
+	r.Rotate()               // the middle generation, holding A's 5, is the primary now
+	r.UpdateString("b", 100) // 15 + 100 cut to 100 there
+	law.open()
+	if <-done {
+		t.Error("A admitted at 100 + 5 > 100")
+	}
+	if got := r.QueryString("b"); got < 100 {
+		t.Fatalf("Query(b) = %v < 100, what b alone wrote: A's retry took b's mass", got)
+	}
+}
