@@ -40,12 +40,15 @@
 // exactly 1/3 per second) and MaxDebt drains within 2^24 units, a unit
 // being the largest that divides both a token and a millisecond's drain
 // (with the default MaxDebt of 2 x burst: bursts up to 2330 at 1000/h,
-// 139 at 1/minute, 83886 at 10/s). Otherwise the debt is kept
-// in milliseconds of drain with float32 adds rounded up: decisions are
-// never earlier than the exact bucket's, late by at most the rounding of
-// the adds, and RetryAfter still predicts the limiter's own decision to
-// the millisecond. A retry at t+RetryAfter is admitted and one 1 ms
-// earlier is not, either way.
+// 139 at 1/minute, 83886 at 10/s). Otherwise decisions are never
+// earlier than the exact bucket's and late by at most the float32
+// rounding of a stored value (a short fraction's units beyond 2^24), or
+// the rate is rounded down by at most 2^-8 of itself (2^-13 at MaxDebt
+// 2000) for a rate that is not a short fraction, so that a token's adds
+// stay exact (units.go has the derivation). Either way a full burst is
+// admitted at once from an empty key, and RetryAfter predicts the
+// limiter's own next decision to the millisecond: a retry at
+// t+RetryAfter is admitted and one 1 ms earlier is not.
 //
 // # Error side
 //

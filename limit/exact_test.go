@@ -297,3 +297,29 @@ func TestRetryAfterInexact(t *testing.T) {
 		}
 	})
 }
+
+// TestBurstFromEmpty: whatever the rate and burst, an empty key is
+// admitted its whole burst at one instant, one request at a time, and
+// not one more (the adds of a token stay exact in the cells' units).
+func TestBurstFromEmpty(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		rate := rapid.OneOf(rapid.Float64Range(1e-6, 1e7),
+			rapid.Map(rapid.Int64Range(1, 1e7), func(ms int64) float64 { return float64(limit.Every(time.Duration(ms) * time.Millisecond)) }),
+		).Draw(rt, "rate")
+		burst := rapid.IntRange(1, 5000).Draw(rt, "burst")
+		clk := sketchtest.NewFakeClock()
+		l, err := limit.New(limit.Limit(rate), burst, limit.WithClock(clk),
+			limit.WithMaxDebt(float64(burst)*rapid.Float64Range(1, 10).Draw(rt, "debtFactor")))
+		if err != nil {
+			rt.Fatal(err)
+		}
+		for i := range burst {
+			if !l.AllowString("k") {
+				rt.Fatalf("request %d of a burst of %d denied (rate %v)", i+1, burst, rate)
+			}
+		}
+		if l.AllowString("k") {
+			rt.Fatalf("request past a burst of %d admitted (rate %v)", burst, rate)
+		}
+	})
+}

@@ -204,8 +204,8 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if maxDebt == 0 {
 		maxDebt = max(2*l.burstF, l.burstF+o.rejectCost)
 	}
-	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < l.burstF {
-		return nil, bad("MaxDebt", maxDebt, "MaxDebt must be finite and >= burst (%d); got %v", burst, maxDebt)
+	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < l.burstF || maxDebt > 1<<24 {
+		return nil, bad("MaxDebt", maxDebt, "MaxDebt must be in [burst (%d), 2^24]; got %v", burst, maxDebt)
 	}
 	if o.rejectCost > maxDebt {
 		return nil, bad("RejectCost", o.rejectCost, "RejectCost must be <= MaxDebt (%v); got %v", maxDebt, o.rejectCost)
