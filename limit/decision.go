@@ -186,3 +186,14 @@ func (l *Limiter) ms(ms float64) time.Duration {
 	}
 	return time.Duration(ms) * time.Millisecond
 }
+
+// TokensAt returns the tokens key has at t, as x/time/rate's TokensAt:
+// burst - debt, fractional, negative while reservations are queued past
+// the burst. It only reads (t is taken as AllowN takes it).
+func (l *Limiter) TokensAt(t time.Time, key string) float64 {
+	if l.r == nil {
+		l.unset()
+		return l.burstF
+	}
+	return l.burstF - l.r.QueryStringAt(t, key)/l.unit
+}

@@ -84,3 +84,21 @@ func TestFutureT(t *testing.T) {
 		t.Fatal("another key drained by the future t")
 	}
 }
+
+// TokensAt is x/time/rate's: burst - debt, fractional, negative while
+// reservations are queued past the burst.
+func TestTokensAt(t *testing.T) {
+	l, clk := newFake(t, 10, 5) // MaxDebt 10
+	if got := l.TokensAt(clk.Now(), "k"); got != 5 {
+		t.Fatalf("fresh key has %v tokens", got)
+	}
+	l.AllowNString(clk.Now(), "k", 5)
+	clk.Advance(150 * time.Millisecond)
+	if got := l.TokensAt(clk.Now(), "k"); got != 1.5 {
+		t.Fatalf("after 150 ms at 10/s: %v tokens, want 1.5", got)
+	}
+	l.ReserveNString(clk.Now(), "k", 4)
+	if got := l.TokensAt(clk.Now(), "k"); got != -2.5 {
+		t.Fatalf("with 4 reserved: %v tokens, want -2.5", got)
+	}
+}
