@@ -124,7 +124,7 @@ func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost =
 // WithMaxDebt sets the most debt a key can carry (the sketch's Hi;
 // default 2 x burst, at least burst + RejectCost). Debt above the burst
 // comes from reservations queued into the future (ReserveN, WaitN) and
-// from penalties; it must be >= burst.
+// from penalties; it must be >= burst and at most 2^24.
 func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
 
 // WithGenerations sets the rotator's number of generations (default 2,
