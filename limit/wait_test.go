@@ -17,8 +17,14 @@ import (
 // time (so that context deadlines, which are real, mean the same on it).
 func newWaiter(t *testing.T, lim limit.Limit, burst int, opts ...limit.Option) (*limit.Limiter, *limittest.FakeClock) {
 	t.Helper()
+	return newWaiterAt(t, time.Now(), lim, burst, opts...)
+}
+
+// newWaiterAt is newWaiter with the fake clock set to start.
+func newWaiterAt(t *testing.T, start time.Time, lim limit.Limit, burst int, opts ...limit.Option) (*limit.Limiter, *limittest.FakeClock) {
+	t.Helper()
 	clk := limittest.NewFakeClock()
-	clk.SetTime(time.Now())
+	clk.SetTime(start)
 	l, err := limit.New(lim, burst, append([]limit.Option{limit.WithClock(clk), limit.WithSeed(1)}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
@@ -159,8 +165,7 @@ func TestWaitCancelRule(t *testing.T) {
 		// One cell per level: every key shares the key's cells.
 		opts := []limit.Option{limit.WithSize(1, 1), limit.WithMaxDebt(5)}
 		l, clk := newWaiter(t, 1, 1, opts...)
-		twin, tclk := newWaiter(t, 1, 1, opts...) // never reserves for "k"
-		tclk.SetTime(clk.Now())
+		twin, tclk := newWaiterAt(t, clk.Now(), 1, 1, opts...) // never reserves for "k"
 		l.AllowString("k")
 		twin.AllowString("k")
 		ctx, cancel := context.WithCancel(context.Background())
