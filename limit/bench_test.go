@@ -269,3 +269,36 @@ func heapAfter(b *testing.B, impl benchImpl, n int) float64 {
 	stop()
 	return float64(int64(after.HeapAlloc) - int64(before.HeapAlloc))
 }
+
+// BenchmarkAllowHot measures limit's Allow on 16 keys whose cells stay in
+// the cache, one goroutine: the code path without the cache misses that
+// dominate BenchmarkAllow, for A/B runs of a change to the path itself
+// (docs/readings.md). Admitted: 1e6/s, burst 2^20 (every call admits,
+// and the rotation Period, 32 s, is longer than the run);
+// denied: every key exhausted at 1e-6/s.
+func BenchmarkAllowHot(b *testing.B) {
+	for _, path := range []string{"admitted", "denied"} {
+		b.Run("path="+path, func(b *testing.B) {
+			l := limit.MustNew(1e6, 1<<20)
+			if path == "denied" {
+				l = limit.MustNew(1e-6, 1)
+			}
+			var keys [16]string
+			for i := range keys {
+				keys[i] = fmt.Sprintf("client-%d", i)
+				l.AllowString(keys[i])
+			}
+			want := path == "admitted"
+			wrong := 0
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := range b.N {
+				if l.AllowString(keys[i&15]) != want {
+					wrong++
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(wrong)/float64(b.N), "wrong/op")
+		})
+	}
+}

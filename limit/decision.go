@@ -7,6 +7,10 @@ import (
 
 // Decision is the full answer to one request, in the shape of
 // redis_rate's Result: whether it was admitted and what the key has left.
+// Its durations are whole milliseconds, measured from the request's t
+// (from the clock's reading when t is ahead of it, as the decision is);
+// for a key alone in its cells they are exact (see Limiter.Exact), and a
+// colliding key can only make them longer, never shorter.
 type Decision struct {
 	// Allowed reports whether the request was admitted (and debited).
 	Allowed bool
@@ -18,14 +22,17 @@ type Decision struct {
 	Remaining int
 	// RetryAfter is 0 when Allowed. Otherwise it is the time after which
 	// the same request would be admitted if nothing else happened to the
-	// key: the linear law solved for the debt the sketch holds, rounded up
-	// to the next millisecond, so a retry at t+RetryAfter is admitted and
-	// one 1 ms earlier is not (for a key alone in its cells; a colliding
-	// key can only make it later, never earlier). InfDuration when Never.
+	// key: a retry at t+RetryAfter is admitted and one 1 ms earlier is
+	// not. InfDuration when Never.
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to zero (the
-	// bucket is full again), rounded up to the millisecond.
+	// bucket is full again).
 	ResetAfter time.Duration
+	// NextAfter is the time until Remaining grows by one (the next whole
+	// token); 0 when the bucket is full (Remaining == Burst). It is at
+	// most RetryAfter, and is what httplimit sends as the RateLimit
+	// field's t.
+	NextAfter time.Duration
 	// Never is set when n > burst: the request can never be admitted and
 	// must not be retried.
 	Never bool
@@ -60,92 +67,133 @@ func (l *Limiter) decide(t time.Time, key string, n int, commit bool) Decision {
 	checkN("Decide", n)
 	d := Decision{Limit: l.limit, Burst: l.burst}
 	if l.r == nil {
-		d.Allowed, d.Remaining = true, l.burst
+		d.Allowed, d.Remaining = l.unset(), l.burst
 		return d
 	}
-	nf := float64(n)
-	var debt float64
+	nU := float64(n) * l.unit
+	var debt float64 // in units
 	switch {
 	case n > l.burst:
 		d.Never, d.RetryAfter = true, InfDuration
 		debt = l.r.QueryStringAt(t, key)
-		if commit && l.rejectCost > 0 {
-			debt = l.r.UpdateAndQueryStringAt(t, key, l.rejectCost)
+		if commit && l.rejectU > 0 {
+			debt = l.r.UpdateAndQueryStringAt(t, key, l.rejectU)
 		}
-		d.Remaining, d.ResetAfter = l.remaining(debt), l.drainTime(debt)
+		l.fill(&d, debt, l.gap(t))
 		return d
 	case !commit:
 		debt = l.r.QueryStringAt(t, key)
-		d.Allowed = debt+nf <= l.burstF
+		d.Allowed = debt+nU <= l.burstU
 	case l.strict:
-		d.Allowed = l.r.TryUpdateStringAt(t, key, nf, l.burstF)
+		d.Allowed = l.r.TryUpdateStringAt(t, key, nU, l.burstU)
 		debt = l.r.QueryStringAt(t, key)
 	default:
 		debt = l.r.QueryStringAt(t, key)
-		if debt+nf <= l.burstF {
+		if debt+nU <= l.burstU {
 			d.Allowed = true
-			debt = l.r.UpdateAndQueryStringAt(t, key, nf)
+			debt = l.r.UpdateAndQueryStringAt(t, key, nU)
 		}
 	}
+	if !d.Allowed && commit && l.rejectU > 0 {
+		debt = l.r.UpdateAndQueryStringAt(t, key, l.rejectU)
+	}
+	gap := l.gap(t)
 	if !d.Allowed {
-		if commit && l.rejectCost > 0 {
-			debt = l.r.UpdateAndQueryStringAt(t, key, l.rejectCost)
-		}
-		d.RetryAfter = l.retryAfter(debt, nf)
+		// At least 1 ms: a denial can race a drain or a refund that made
+		// the request fit a moment later.
+		d.RetryAfter = gap + l.ms(max(l.msUntilFits(debt, nU), 1))
 	} else if !commit {
-		debt += nf // what the key would owe after the request
+		debt += nU // what the key would owe after the request
 	}
-	d.Remaining, d.ResetAfter = l.remaining(debt), l.drainTime(debt)
+	l.fill(&d, debt, gap)
 	return d
 }
 
-// remaining returns floor(burst - debt), at least 0.
-func (l *Limiter) remaining(debt float64) int {
-	return int(max(math.Floor(l.burstF-debt), 0))
+// fill sets d's Remaining, ResetAfter and NextAfter for a debt of debt
+// units read gap after t.
+func (l *Limiter) fill(d *Decision, debt float64, gap time.Duration) {
+	d.Remaining = l.remaining(debt)
+	if debt > 0 {
+		d.ResetAfter = gap + l.ms(math.Ceil(debt/l.drain))
+		d.NextAfter = gap + l.ms(l.msUntilFits(debt, float64(d.Remaining+1)*l.unit))
+	}
 }
 
-// drainTime returns the time for debt to drain to 0, rounded up to the ms.
-func (l *Limiter) drainTime(debt float64) time.Duration {
-	if debt <= 0 {
+// gap returns how far the time the limiter decided at lies after t,
+// rounded up to the millisecond: 0 for a t at (or ahead of) the clock's
+// reading, the lag of a stale t otherwise. Read after the decision, the
+// high-water mark is at or after the time the decision used, so
+// t + gap + (a duration from that time) is never early.
+func (l *Limiter) gap(t time.Time) time.Duration {
+	g := l.tb.Time(l.tb.HighWater()).Sub(t)
+	if g <= 0 {
 		return 0
 	}
-	return l.msDuration(math.Ceil(debt * 1000 / l.rate))
+	return (g + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }
 
-// retryAfter returns the least whole number of ms x such that debt,
-// drained x ms by the linear law as the sketch evaluates it
-// (max(debt - rate*x/1000, 0)), plus n is at most the burst; at least
-// 1 ms when the request does not fit now (a denial can race a drain or a
-// refund, so a denial found debt + n <= burst only by a hair).
-func (l *Limiter) retryAfter(debt, n float64) time.Duration {
-	excess := debt + n - l.burstF
-	if excess <= 0 {
-		return time.Millisecond
+// remaining returns floor(burst - debt) in tokens, at least 0: the most
+// one-token requests that fit a debt of debt units, as TryUpdate adds
+// them.
+func (l *Limiter) remaining(debt float64) int {
+	r := int(max(math.Floor((l.burstU-debt)/l.unit), 0))
+	for r > 0 && debt+float64(r)*l.unit > l.burstU {
+		r-- // the division rounded up past a boundary (inexact units)
 	}
-	x := math.Ceil(excess * 1000 / l.rate)
+	return r
+}
+
+// msUntilFits returns the least whole number of ms x >= 0 after which a
+// debt of debt units, drained x ms as the sketch drains it, leaves room
+// for nU units within the burst: max(debt - drop(x), 0) + nU <= burstU,
+// evaluated as TryUpdate evaluates it. nU <= burstU.
+func (l *Limiter) msUntilFits(debt, nU float64) float64 {
+	fits := func(x float64) bool { return max(debt-l.drop(x), 0)+nU <= l.burstU }
+	return l.settle(math.Ceil((debt+nU-l.burstU)/l.drain), fits)
+}
+
+// msUntilBelow returns the least whole number of ms x >= 0 after which a
+// debt of debt units, drained x ms, is at most target units.
+func (l *Limiter) msUntilBelow(debt, target float64) float64 {
+	below := func(x float64) bool { return max(debt-l.drop(x), 0) <= target }
+	return l.settle(math.Ceil((debt-target)/l.drain), below)
+}
+
+// settle returns the least x >= 0 with ok(x), ok monotone, starting from
+// the estimate x (a division that may round either way by a step).
+func (l *Limiter) settle(x float64, ok func(float64) bool) float64 {
+	x = max(x, 0)
 	if x >= 1<<52 {
-		return l.msDuration(x)
+		return x
 	}
-	// The division rounds; settle the boundary on the sketch's own
-	// expression.
-	for x > 1 && fits(debt, n, l.burstF, l.rate, x-1) {
+	for x > 0 && ok(x-1) {
 		x--
 	}
-	for !fits(debt, n, l.burstF, l.rate, x) {
+	for !ok(x) {
 		x++
 	}
-	return l.msDuration(max(x, 1))
+	return x
 }
 
-// fits reports whether debt drained for x ms plus n is within burst.
-func fits(debt, n, burst, rate, x float64) bool {
-	return math.Max(debt-rate*x/1000, 0)+n <= burst
-}
+// drop returns what x ms drain off a debt, as the sketch's linear law
+// computes it: (1000 x drain) x x / 1000, the integer drain x x.
+func (l *Limiter) drop(x float64) float64 { return 1000 * l.drain * x / 1000 }
 
-// msDuration converts ms to a Duration, saturating at InfDuration.
-func (l *Limiter) msDuration(ms float64) time.Duration {
+// ms converts whole milliseconds to a Duration, saturating at InfDuration.
+func (l *Limiter) ms(ms float64) time.Duration {
 	if ms >= float64(math.MaxInt64/int64(time.Millisecond)) {
 		return InfDuration
 	}
 	return time.Duration(ms) * time.Millisecond
+}
+
+// TokensAt returns the tokens key has at t, as x/time/rate's TokensAt:
+// burst - debt, fractional, negative while reservations are queued past
+// the burst. It only reads (t is taken as AllowN takes it).
+func (l *Limiter) TokensAt(t time.Time, key string) float64 {
+	if l.r == nil {
+		l.unset()
+		return l.burstF
+	}
+	return l.burstF - l.r.QueryStringAt(t, key)/l.unit
 }

@@ -16,7 +16,10 @@
 //	Hasher: sketch.SipHash() keyed from crypto/rand (WithSeed to fix it)
 //
 // so memory is Generations x Levels x CellsPerLevel x 8 bytes whatever
-// the number of keys. Strict mode (the default) is one call:
+// the number of keys. The cells count debt in units chosen so that the
+// sketch's float32 arithmetic is exact at the clock's milliseconds (see
+// "Exactness"); below, debt is in tokens. Strict mode (the default) is
+// one call:
 //
 //	admitted := rotator.TryUpdate(key, n, burst)  // exact under contention
 //	if !admitted && rejectCost > 0 { rotator.Update(key, rejectCost) }
@@ -25,14 +28,49 @@
 // little cheaper on the admitted path, but callers racing on one key can
 // all pass the read, so it over-admits by at most the number of racers.
 //
+// # Exactness
+//
+// For a key alone in its cells, the limiter is the exact token bucket at
+// millisecond resolution: every decision, and every RetryAfter,
+// ResetAfter, NextAfter and Remaining, is that of the rational bucket
+// (TestExactBucket checks it against big.Rat arithmetic over random
+// rates, bursts and schedules), when Exact reports true: the rate is a
+// short fraction (p/q per second, or Every(d) for d a whole number of
+// milliseconds or a short fraction of one; Every(3*time.Second) is
+// exactly 1/3 per second) and MaxDebt drains within 2^24 units, a unit
+// being the largest that divides both a token and a millisecond's drain
+// (with the default MaxDebt of 2 x burst: bursts up to 2330 at 1000/h,
+// 139 at 1/minute, 83886 at 10/s). Otherwise decisions are never
+// earlier than the exact bucket's and late by at most the float32
+// rounding of a stored value (a short fraction's units beyond 2^24), or
+// the rate is rounded down by at most 2^-8 of itself (2^-13 at MaxDebt
+// 2000) for a rate that is not a short fraction, so that a token's adds
+// stay exact (units.go has the derivation). Either way a full burst is
+// admitted at once from an empty key, and RetryAfter predicts the
+// limiter's own next decision to the millisecond: a retry at
+// t+RetryAfter is admitted and one 1 ms earlier is not.
+//
 // # Error side
 //
 // With Min aggregation a key's read debt is at least its own debt (every
 // cell holds the key's debt plus its collisions' debt, rounded up in
 // float32), so a collision can only deny a key early, never admit it
-// past its own limit. RetryAfter is derived from the debt the sketch
-// reads, so it is exact for a key alone in its cells and only late, never
-// early, under collisions.
+// past its own limit. The durations of a Decision and a Reservation are
+// derived from the debt the sketch reads, so they are exact for a key
+// alone in its cells and only late, never early, under collisions.
+//
+// # Time
+//
+// Every time read and every wait goes through the limiter's clock
+// (WithClock): Now, Reservation.Delay, WaitN's timer (a [Clock] can
+// wait, so a fake one makes waiting deterministic). The At-style methods
+// take t as x/time/rate's do, with one deviation: all keys share one
+// time scale, so a t after the clock's reading counts as that reading (a
+// future t must not drain every other key early), and a t before a time
+// already used counts as that time. Durations are measured so that they
+// are never early: from t for a stale t (the lag included), from the
+// clock's reading for a future one. docs/readings.md has the x/time/rate
+// parity table.
 //
 // # Rotation and amnesty
 //
@@ -59,7 +97,13 @@
 //
 // # Input
 //
-// New returns an error for a NaN, zero or negative limit, a burst < 1, or
-// an invalid option. n <= 0 panics ("limit: AllowN: n must be > 0; got
-// 0"). n > burst is never admitted and its Decision says Never.
+// New returns a *sketch.ConfigError (errors.Is(err,
+// sketch.ErrInvalidConfig)) for a NaN, zero, negative or too large limit,
+// a burst < 1, a nil Option or an invalid option; every size is bounded
+// (MaxGenerations, WithMaxBytes). n <= 0 panics ("limit: AllowN: n must
+// be > 0; got 0"). n > burst is never admitted and its Decision says
+// Never. The zero Limiter and the zero Multi panic ("limit: zero
+// Limiter; use New") rather than admit. WaitN's errors are *WaitError
+// values matched with errors.Is (ErrAboveBurst, ErrMaxDebt,
+// ErrPastDeadline, which is also context.DeadlineExceeded, ErrNoTimer).
 package limit

@@ -39,21 +39,33 @@ const PeriodFactor = 16
 
 // Limiter is a token bucket per key over an unbounded key space, in debt
 // form, in constant memory (the package documentation has the model).
-// Create one with [New]; the zero
-// Limiter is not usable. A Limiter is safe for concurrent use by any
-// number of goroutines; it starts no goroutine and never needs purging.
+// Create one with [New]. The zero Limiter is not usable: every decision
+// method panics on it with "limit: zero Limiter; use New" (its accessors
+// return zero values), so a Limiter that was never built can never admit
+// silently. A Limiter is safe for concurrent use by any number of
+// goroutines; it starts no goroutine and never needs purging.
 type Limiter struct {
-	r          *rotator.Rotator // nil when limit is Inf
-	tb         *sketch.Timebase // r's time scale; nil when limit is Inf
-	limit      Limit
-	burst      int
-	burstF     float64 // float64(burst)
-	rate       float64 // float64(limit), > 0 and finite unless Inf
-	maxDebt    float64 // Hi of the sketch, >= burstF
-	rejectCost float64 // >= 0, <= maxDebt
-	strict     bool
-	name       string
-	period     time.Duration
+	r     *rotator.Rotator // nil when limit is Inf (inf set) or in the zero Limiter
+	tb    *sketch.Timebase // the clock's time scale; nil only in the zero Limiter
+	inf   bool             // limit is Inf: admit everything, keep no state
+	limit Limit
+	burst int
+	// Cells hold a key's debt in units (see units): one token is unit
+	// units, and a debt drains by drain units per millisecond (the
+	// sketch's law is decay.Linear(1000 x drain), whose drop over whole
+	// milliseconds is exact). burstU, maxDebtU and rejectU are burst,
+	// MaxDebt and RejectCost in units.
+	unit, drain               float64
+	burstU, maxDebtU, rejectU float64
+	exact                     bool    // units are integers and MaxDebt fits 2^24 of them: see Exact
+	burstF                    float64 // float64(burst)
+	rate                      float64 // float64(limit), > 0 and finite unless inf
+	maxDebt                   float64 // MaxDebt in tokens, >= burstF
+	rejectCost                float64 // >= 0, <= maxDebt
+	strict                    bool
+	name                      string
+	period                    time.Duration
+	newTimer                  func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
 }
 
 // Option configures New.
@@ -65,6 +77,7 @@ type options struct {
 	seeded      bool
 	levels      uint32
 	cells       uint32
+	maxBytes    int64
 	hasher      sketch.HasherFactory
 	strict      bool
 	rejectCost  float64
@@ -75,9 +88,12 @@ type options struct {
 	noPrefetch  bool
 }
 
-// WithClock sets the clock (default: the sketch's monotonic clock). A
-// sketchtest.FakeClock makes the limiter deterministic: pass its Now() to
-// the At-style methods (AllowN, ReserveN, Decide).
+// WithClock sets the clock (default: the sketch's monotonic clock). Every
+// time the limiter reads (Now, the default t of Allow, Reservation.Delay)
+// and every wait (WaitN) goes through it: a clock that implements [Clock]
+// also drives WaitN's timers, so a fake one (limittest.FakeClock) makes
+// waiting deterministic; with a clock that cannot wait, WaitN returns
+// ErrNoTimer (the default clock and asm.NewClock() wait on real timers).
 func WithClock(c sketch.Clock) Option { return func(o *options) { o.clock = c } }
 
 // WithSeed sets the hash seed (default: 8 bytes from crypto/rand, so a
@@ -108,11 +124,24 @@ func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost =
 // WithMaxDebt sets the most debt a key can carry (the sketch's Hi;
 // default 2 x burst, at least burst + RejectCost). Debt above the burst
 // comes from reservations queued into the future (ReserveN, WaitN) and
-// from penalties; it must be >= burst.
+// from penalties; it must be >= burst and at most 2^24.
 func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
 
-// WithGenerations sets the rotator's number of generations (default 2).
+// WithGenerations sets the rotator's number of generations (default 2,
+// at most [MaxGenerations]).
 func WithGenerations(n uint32) Option { return func(o *options) { o.generations = n } }
+
+// WithMaxBytes caps the memory of the cells of all generations together
+// (default sketch.DefaultMaxBytes, 4 GiB): New refuses a size
+// (Generations x L x M x 8 bytes) above it with a *sketch.ConfigError
+// instead of allocating it.
+func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
+
+// MaxGenerations bounds WithGenerations: every admitted request writes
+// every generation, so a request costs about Generations sketch updates
+// (and past 4 the rotator allocates per call); more than 2 is rarely
+// useful.
+const MaxGenerations = 16
 
 // WithPeriod overrides the rotation Period. New refuses a Period shorter
 // than MaxDebt / (rate x (Generations-1)), which could amnesty a key that
@@ -133,55 +162,72 @@ func WithPrefetch(on bool) Option { return func(o *options) { o.noPrefetch = !on
 func WithName(name string) Option { return func(o *options) { o.name = name } }
 
 // New returns a limiter admitting, per key, burst requests at once and
-// limit requests per second sustained. It returns an error, prefixed
-// "limit: ", for a limit that is NaN, zero or negative, a burst < 1, or an
-// invalid option.
+// limit requests per second sustained. An invalid argument or option is
+// a *sketch.ConfigError naming it (errors.Is(err, sketch.ErrInvalidConfig)),
+// prefixed "limit: ": a limit that is NaN, zero, negative or too large
+// to represent (above 1e22), a burst < 1 or above 2^24, a nil Option, or
+// an invalid option value.
 func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	o := options{strict: true, name: "default", generations: 2}
-	for _, f := range opts {
+	for i, f := range opts {
+		if f == nil {
+			return nil, bad("Option", i, "option %d is nil", i)
+		}
 		f(&o)
 	}
 	if math.IsNaN(float64(limit)) || limit <= 0 {
-		return nil, fmt.Errorf("limit: limit must be > 0 (or Inf); got %v", float64(limit))
+		return nil, bad("Limit", float64(limit), "limit must be > 0 (or Inf); got %v", float64(limit))
 	}
 	if burst < 1 {
-		return nil, fmt.Errorf("limit: burst must be > 0; got %d", burst)
+		return nil, bad("Burst", burst, "burst must be > 0; got %d", burst)
 	}
 	if burst > 1<<24 {
-		return nil, fmt.Errorf("limit: burst must be <= %d (exact in a float32 cell); got %d", 1<<24, burst)
+		return nil, bad("Burst", burst, "burst must be <= %d (exact in a float32 cell); got %d", 1<<24, burst)
 	}
 	if math.IsNaN(o.rejectCost) || math.IsInf(o.rejectCost, 0) || o.rejectCost < 0 {
-		return nil, fmt.Errorf("limit: RejectCost must be finite and >= 0; got %v", o.rejectCost)
+		return nil, bad("RejectCost", o.rejectCost, "RejectCost must be finite and >= 0; got %v", o.rejectCost)
 	}
 	if o.name == "" {
-		return nil, fmt.Errorf("limit: Name must not be empty")
+		return nil, bad("Name", o.name, "Name must not be empty")
 	}
-	l := &Limiter{limit: limit, burst: burst, burstF: float64(burst), strict: o.strict, name: o.name}
+	l := &Limiter{limit: limit, burst: burst, burstF: float64(burst), strict: o.strict, name: o.name,
+		tb: sketch.NewTimebase(o.clock), newTimer: timerOf(o.clock)}
 	if limit == Inf || math.IsInf(float64(limit), 1) {
-		l.limit = Inf
+		l.limit, l.inf = Inf, true
 		return l, nil
+	}
+	if limit > maxRate {
+		return nil, bad("Limit", float64(limit), "limit must be <= %g (or Inf); got %v", maxRate, float64(limit))
 	}
 	l.rate = float64(limit)
 	maxDebt := o.maxDebt
 	if maxDebt == 0 {
 		maxDebt = max(2*l.burstF, l.burstF+o.rejectCost)
 	}
-	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < l.burstF || maxDebt > math.MaxFloat32 {
-		return nil, fmt.Errorf("limit: MaxDebt must be finite and >= burst (%d); got %v", burst, maxDebt)
+	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < l.burstF || maxDebt > 1<<24 {
+		return nil, bad("MaxDebt", maxDebt, "MaxDebt must be in [burst (%d), 2^24]; got %v", burst, maxDebt)
 	}
 	if o.rejectCost > maxDebt {
-		return nil, fmt.Errorf("limit: RejectCost must be <= MaxDebt (%v); got %v", maxDebt, o.rejectCost)
+		return nil, bad("RejectCost", o.rejectCost, "RejectCost must be <= MaxDebt (%v); got %v", maxDebt, o.rejectCost)
 	}
 	l.maxDebt, l.rejectCost = maxDebt, o.rejectCost
-	if o.generations < 2 {
-		return nil, fmt.Errorf("limit: Generations must be >= 2; got %d", o.generations)
+	l.unit, l.drain, l.exact = units(l.rate, maxDebt)
+	l.burstU, l.maxDebtU, l.rejectU = l.burstF*l.unit, maxDebt*l.unit, o.rejectCost*l.unit
+	if l.maxDebtU > math.MaxFloat32 {
+		return nil, bad("MaxDebt", maxDebt, "MaxDebt / limit must be at most %g seconds of drain (a float32 cell); got %v / %v", math.MaxFloat32/1000, maxDebt, l.rate)
 	}
-	minPeriod := periodFor(maxDebt, l.rate, o.generations, 1)
+	if o.generations < 2 || o.generations > MaxGenerations {
+		return nil, bad("Generations", o.generations, "Generations must be in 2..%d; got %d", MaxGenerations, o.generations)
+	}
+	if err := checkBytes("limit", o.levels, o.cells, o.generations, &o.maxBytes); err != nil {
+		return nil, err
+	}
+	minPeriod := periodFor(l.maxDebtU, l.drain, o.generations, 1)
 	period := o.period
 	if period == 0 {
-		period = periodFor(maxDebt, l.rate, o.generations, PeriodFactor)
+		period = periodFor(l.maxDebtU, l.drain, o.generations, PeriodFactor)
 	} else if period < minPeriod {
-		return nil, fmt.Errorf("limit: Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
+		return nil, bad("Period", period, "Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
 	}
 	l.period = period
 	if !o.seeded {
@@ -194,13 +240,14 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		Sketch: sketch.Config{
 			Levels:        o.levels,
 			CellsPerLevel: o.cells,
-			Decay:         decay.Linear(l.rate),
+			Decay:         decay.Linear(1000 * l.drain),
 			Lo:            0,
-			Hi:            maxDebt,
+			Hi:            l.maxDebtU,
 			Aggregator:    sketch.Min,
 			Hasher:        o.hasher,
 			Seed:          o.seed,
-			Clock:         o.clock,
+			Clock:         l.tb,
+			MaxBytes:      o.maxBytes,
 		},
 		Generations: o.generations,
 		Period:      period,
@@ -213,6 +260,37 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	return l, nil
 }
 
+// bad returns the *sketch.ConfigError of an invalid argument or option.
+func bad(field string, value any, format string, args ...any) error {
+	return sketch.NewConfigError("limit", field, value, format, args...)
+}
+
+// checkBytes refuses (a *sketch.ConfigError prefixed by pkg) a size whose
+// gens generations of levels x cells cells (0: the sketch defaults) need
+// more than *maxBytes bytes (0: sketch.DefaultMaxBytes, which it stores).
+// Levels and cells beyond the sketch's own limits are left to sketch.New.
+func checkBytes(pkg string, levels, cells, gens uint32, maxBytes *int64) error {
+	if *maxBytes < 0 {
+		return sketch.NewConfigError(pkg, "MaxBytes", *maxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(sketch.DefaultMaxBytes), *maxBytes)
+	}
+	if *maxBytes == 0 {
+		*maxBytes = sketch.DefaultMaxBytes
+	}
+	if levels == 0 {
+		levels = sketch.DefaultLevels
+	}
+	if cells == 0 {
+		cells = sketch.DefaultCellsPerLevel
+	}
+	if levels > sketch.MaxLevels || cells > sketch.MaxCellsPerLevel {
+		return nil
+	}
+	if n := int64(gens) * sketch.CellBytes(levels, cells); n > *maxBytes {
+		return sketch.NewConfigError(pkg, "Size", n, "Generations x Levels x CellsPerLevel = %d x %d x %d needs %d bytes of cells, above MaxBytes %d; raise WithMaxBytes or shrink the size", gens, levels, cells, n, *maxBytes)
+	}
+	return nil
+}
+
 // MustNew is New that panics on an error; for package-level limiters.
 func MustNew(limit Limit, burst int, opts ...Option) *Limiter {
 	l, err := New(limit, burst, opts...)
@@ -222,10 +300,11 @@ func MustNew(limit Limit, burst int, opts ...Option) *Limiter {
 	return l
 }
 
-// periodFor returns k x debt / (rate x (gens-1)) seconds, rounded up to
-// the millisecond, at least 1 ms, at most about 290 years.
-func periodFor(debt, rate float64, gens uint32, k float64) time.Duration {
-	ms := math.Ceil(k * debt * 1000 / (rate * float64(gens-1)))
+// periodFor returns k x the drain time of debtU units, over gens-1
+// generations, rounded up to the millisecond: k x debtU / (drain x
+// (gens-1)) ms, at least 1 ms, at most about 290 years.
+func periodFor(debtU, drain float64, gens uint32, k float64) time.Duration {
+	ms := math.Ceil(k * debtU / (drain * float64(gens-1)))
 	if ms >= float64(math.MaxInt64/int64(time.Millisecond)) {
 		return time.Duration(math.MaxInt64/int64(time.Millisecond)) * time.Millisecond
 	}
@@ -241,7 +320,7 @@ func (l *Limiter) Burst() int { return l.burst }
 // Name returns the policy name (WithName).
 func (l *Limiter) Name() string { return l.name }
 
-// MaxDebt returns the most debt a key can carry.
+// MaxDebt returns the most debt a key can carry (0 for Inf).
 func (l *Limiter) MaxDebt() float64 { return l.maxDebt }
 
 // Period returns the rotation Period (0 for Inf).
@@ -257,12 +336,27 @@ func (l *Limiter) Sizes() sketch.Sizes {
 }
 
 // Now returns the limiter clock's current reading as a time.Time, for the
-// At-style methods.
+// At-style methods. It panics on the zero Limiter.
 func (l *Limiter) Now() time.Time {
 	if l.tb == nil {
-		return time.Now()
+		panic(errZero)
 	}
 	return l.tb.Now()
+}
+
+// errZero is the panic of every decision method of the zero Limiter.
+const errZero = "limit: zero Limiter; use New"
+
+// unset answers a call on a Limiter without a rotator: true (admit) for
+// Inf; a panic for the zero Limiter. Kept out of line so that the nil
+// check it follows stays the hot paths' only cost.
+//
+//go:noinline
+func (l *Limiter) unset() bool {
+	if !l.inf {
+		panic(errZero)
+	}
+	return true
 }
 
 // bytesView returns b's bytes as a string without copying; the sketch
@@ -285,18 +379,18 @@ func (l *Limiter) AllowString(key string) bool { return l.allow(key) }
 
 func (l *Limiter) allow(key string) bool {
 	if l.r == nil {
-		return true
+		return l.unset()
 	}
 	if l.strict {
-		if l.r.TryUpdateString(key, 1, l.burstF) {
+		if l.r.TryUpdateString(key, l.unit, l.burstU) {
 			return true
 		}
-	} else if l.r.QueryString(key)+1 <= l.burstF {
-		l.r.UpdateString(key, 1)
+	} else if l.r.QueryString(key)+l.unit <= l.burstU {
+		l.r.UpdateString(key, l.unit)
 		return true
 	}
-	if l.rejectCost > 0 {
-		l.r.UpdateString(key, l.rejectCost)
+	if l.rejectU > 0 {
+		l.r.UpdateString(key, l.rejectU)
 	}
 	return false
 }
@@ -304,7 +398,8 @@ func (l *Limiter) allow(key string) bool {
 // AllowN reports whether n requests for key are admitted at time t, and
 // if so debits them. It panics if n <= 0. t is taken as the rotator's
 // At twins take it: a t before a time already used counts as that time,
-// a t after the clock's reading as that reading.
+// and a t after the clock's reading counts as that reading (the one
+// deviation from x/time/rate: docs/readings.md, "x/time/rate parity").
 func (l *Limiter) AllowN(t time.Time, key []byte, n int) bool {
 	return l.allowN(t, bytesView(key), n)
 }
@@ -317,22 +412,22 @@ func (l *Limiter) AllowNString(t time.Time, key string, n int) bool {
 func (l *Limiter) allowN(t time.Time, key string, n int) bool {
 	checkN("AllowN", n)
 	if l.r == nil {
-		return true
+		return l.unset()
 	}
 	if n > l.burst {
 		return false
 	}
-	nf := float64(n)
+	nU := float64(n) * l.unit
 	if l.strict {
-		if l.r.TryUpdateStringAt(t, key, nf, l.burstF) {
+		if l.r.TryUpdateStringAt(t, key, nU, l.burstU) {
 			return true
 		}
-	} else if l.r.QueryStringAt(t, key)+nf <= l.burstF {
-		l.r.UpdateStringAt(t, key, nf)
+	} else if l.r.QueryStringAt(t, key)+nU <= l.burstU {
+		l.r.UpdateStringAt(t, key, nU)
 		return true
 	}
-	if l.rejectCost > 0 {
-		l.r.UpdateStringAt(t, key, l.rejectCost)
+	if l.rejectU > 0 {
+		l.r.UpdateStringAt(t, key, l.rejectU)
 	}
 	return false
 }
@@ -342,7 +437,7 @@ func (l *Limiter) allowN(t time.Time, key string, n int) bool {
 func (l *Limiter) WouldAllow(key string, n int) bool {
 	checkN("WouldAllow", n)
 	if l.r == nil {
-		return true
+		return l.unset()
 	}
-	return n <= l.burst && l.r.QueryString(key)+float64(n) <= l.burstF
+	return n <= l.burst && l.r.QueryString(key)+float64(n)*l.unit <= l.burstU
 }

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/lfgrudge/grudge/rotator"
@@ -14,31 +15,33 @@ import (
 //
 // How: each window in order takes its share with the rotator's
 // TryReserve (strict, exact under contention); when one denies, the
-// windows already taken are refunded (rotator.Refund: what is left of
-// each increment, never another key's debt). A concurrent reader can
-// therefore observe, for the moment between a take and its refund, the
-// debit of a request that ends up denied: it can only make that reader
-// deny more, never admit more. Refunded at the same millisecond, the
-// take is given back exactly; later, the part already drained by time
-// stays (the additive law), which again errs on the denying side.
+// windows already taken are refunded (rotator.Refund, Cancel's rule:
+// exactly where nothing else touched the key's cells since, otherwise the
+// take stays, on the safe side; never another key's debt). A concurrent
+// reader can therefore observe, for the moment between a take and its
+// refund, the debit of a request that ends up denied: it can only make
+// that reader deny more, never admit more.
 //
 // A Multi is safe for concurrent use. Its windows' own options apply
 // except the mode: a Multi always decides strictly. Each window's
-// RejectCost is charged only by the window that denies.
+// RejectCost is charged only by the window that denies. The zero Multi
+// is not usable: its methods panic with "limit: zero Multi; use
+// NewMulti".
 type Multi struct {
 	ls []*Limiter
 }
 
 // NewMulti returns a Multi over the given windows, checked in order (put
 // the most likely to deny first: a denial there takes nothing). It
-// returns an error, prefixed "limit: ", if there are none or one is nil.
+// returns a *sketch.ConfigError, prefixed "limit: ", if there are none or
+// one is nil or a zero Limiter.
 func NewMulti(windows ...*Limiter) (*Multi, error) {
 	if len(windows) == 0 {
-		return nil, fmt.Errorf("limit: NewMulti needs at least one window")
+		return nil, bad("Windows", 0, "NewMulti needs at least one window")
 	}
 	for i, l := range windows {
-		if l == nil {
-			return nil, fmt.Errorf("limit: NewMulti: window %d is nil", i)
+		if l == nil || l.tb == nil {
+			return nil, bad("Windows", i, "NewMulti: window %d is nil or a zero Limiter", i)
 		}
 	}
 	return &Multi{ls: append([]*Limiter(nil), windows...)}, nil
@@ -55,11 +58,21 @@ func (m *Multi) AllowN(t time.Time, key string, n int) bool {
 
 // DecideKeys decides n requests at t against every window: with one key,
 // that key in every window; otherwise keys[i] in window i (len(keys) must
-// equal the number of windows, or it panics). The Decision is the
-// denying window's (the first, in order) or, when admitted, the window
-// with the fewest Remaining. It panics if n <= 0.
+// equal the number of windows, or it panics). It panics if n <= 0.
+//
+// The Decision is the conjunction of the windows': Remaining is the
+// least, ResetAfter and NextAfter the time when the window(s) holding
+// that least have grown, RetryAfter (on a denial) the time when every
+// window admits the request, so a retry at t+RetryAfter is admitted by
+// all of them (if nothing else happens to the keys) and one 1 ms earlier
+// is not; Never if n exceeds any window's burst. Limit and Burst are
+// those of the window that sets Remaining (on an admission) or
+// RetryAfter (on a denial).
 func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 	checkN("Multi.DecideKeys", n)
+	if len(m.ls) == 0 {
+		panic("limit: zero Multi; use NewMulti")
+	}
 	if len(keys) != 1 && len(keys) != len(m.ls) {
 		panic(fmt.Sprintf("limit: Multi.DecideKeys: want 1 or %d keys; got %d", len(m.ls), len(keys)))
 	}
@@ -71,9 +84,8 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 	}
 	var inline [4]rotator.Reservation
 	taken := inline[:0]
-	var best Decision
+	denied := -1
 	for i, l := range m.ls {
-		k := key(i)
 		if l.r == nil {
 			taken = append(taken, rotator.Reservation{})
 			continue
@@ -81,7 +93,7 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		ok := false
 		var res rotator.Reservation
 		if n <= l.burst {
-			res, ok = l.r.TryReserveStringAt(t, k, float64(n), l.burstF)
+			res, ok = l.r.TryReserveStringAt(t, key(i), float64(n)*l.unit, l.burstU)
 		}
 		if !ok {
 			for j := range taken {
@@ -89,39 +101,76 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 					lj.r.Refund(&taken[j])
 				}
 			}
-			return l.decide(t, k, n, false).withDenial(l, t, k, n)
+			denied = i
+			if l.rejectU > 0 {
+				l.r.UpdateStringAt(t, key(i), l.rejectU)
+			}
+			break
 		}
 		taken = append(taken, res)
 	}
+	// Every window's state after the decision (a read).
+	first := m.ls[max(denied, 0)]
+	d := Decision{Limit: first.limit, Burst: first.burst, Remaining: math.MaxInt}
 	for i, l := range m.ls {
-		d := Decision{Allowed: true, Limit: l.limit, Burst: l.burst, Remaining: l.burst}
-		if l.r != nil {
-			debt := l.r.QueryStringAt(t, key(i))
-			d.Remaining, d.ResetAfter = l.remaining(debt), l.drainTime(debt)
+		w := l.state(t, key(i), n)
+		switch {
+		case denied < 0:
+			if w.Remaining < d.Remaining {
+				d.Limit, d.Burst = w.Limit, w.Burst
+			}
+		case w.Never:
+			if !d.Never {
+				d.Never, d.RetryAfter, d.Limit, d.Burst = true, InfDuration, w.Limit, w.Burst
+			}
+		case !d.Never && (w.RetryAfter > d.RetryAfter || i == denied && d.RetryAfter == 0):
+			d.RetryAfter, d.Limit, d.Burst = w.RetryAfter, w.Limit, w.Burst
 		}
-		if i == 0 || d.Remaining < best.Remaining {
-			best = d
-		}
+		d.Remaining, d.ResetAfter, d.NextAfter = combine(d, w)
 	}
-	return best
+	if d.Allowed = denied < 0; !d.Allowed && d.RetryAfter == 0 {
+		// Every window fits the request now: the denial raced a drain or
+		// a refund. As a single window does, say 1 ms.
+		d.RetryAfter = time.Millisecond
+	}
+	return d
 }
 
-// withDenial turns a Peek of a request that window l denied into its
-// denial: charges l's RejectCost and recomputes RetryAfter with it.
-func (d Decision) withDenial(l *Limiter, t time.Time, key string, n int) Decision {
-	d.Allowed = false
-	if d.Never {
-		if l.rejectCost > 0 {
-			debt := l.r.UpdateAndQueryStringAt(t, key, l.rejectCost)
-			d.Remaining, d.ResetAfter = l.remaining(debt), l.drainTime(debt)
-		}
+// state returns what the key has at t, without a write: Remaining,
+// ResetAfter and NextAfter of its debt now, Allowed whether n more fit,
+// and if not RetryAfter (or Never).
+func (l *Limiter) state(t time.Time, key string, n int) Decision {
+	d := Decision{Limit: l.limit, Burst: l.burst}
+	if l.r == nil {
+		d.Allowed, d.Remaining = l.unset(), l.burst
 		return d
 	}
 	debt := l.r.QueryStringAt(t, key)
-	if l.rejectCost > 0 {
-		debt = l.r.UpdateAndQueryStringAt(t, key, l.rejectCost)
+	gap := l.gap(t)
+	nU := float64(n) * l.unit
+	switch {
+	case n > l.burst:
+		d.Never, d.RetryAfter = true, InfDuration
+	case debt+nU <= l.burstU:
+		d.Allowed = true
+	default:
+		d.RetryAfter = gap + l.ms(max(l.msUntilFits(debt, nU), 1))
 	}
-	d.RetryAfter = l.retryAfter(debt, float64(n))
-	d.Remaining, d.ResetAfter = l.remaining(debt), l.drainTime(debt)
+	l.fill(&d, debt, gap)
 	return d
+}
+
+// combine returns the Remaining, ResetAfter and NextAfter of two windows'
+// Decisions taken together: the least Remaining; the later ResetAfter
+// (both full); and the time the least Remaining grows: the later
+// NextAfter of the windows that hold it.
+func combine(a, b Decision) (int, time.Duration, time.Duration) {
+	reset := max(a.ResetAfter, b.ResetAfter)
+	switch {
+	case a.Remaining < b.Remaining:
+		return a.Remaining, reset, a.NextAfter
+	case b.Remaining < a.Remaining:
+		return b.Remaining, reset, b.NextAfter
+	}
+	return a.Remaining, reset, max(a.NextAfter, b.NextAfter)
 }

@@ -2,6 +2,7 @@ package limit
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -12,11 +13,12 @@ import (
 // Reservation is a debit taken now for requests that may act later, as
 // golang.org/x/time/rate's Reservation: OK reports whether it was taken,
 // Delay how long to wait before acting, Cancel gives it back. A
-// Reservation is safe for concurrent use; Cancel is idempotent.
+// Reservation is safe for concurrent use; Cancel is idempotent. The zero
+// Reservation is not OK.
 type Reservation struct {
 	ok        bool
 	lim       *Limiter
-	timeToAct time.Time
+	timeToAct time.Time // on the limiter's clock
 	res       rotator.Reservation
 	canceled  atomic.Bool
 }
@@ -26,8 +28,14 @@ type Reservation struct {
 // does nothing.
 func (r *Reservation) OK() bool { return r.ok }
 
-// Delay is DelayFrom(time.Now()).
-func (r *Reservation) Delay() time.Duration { return r.DelayFrom(time.Now()) }
+// Delay is DelayFrom at the limiter clock's current reading (Now): with
+// WithClock, a fake clock's time, not time.Now.
+func (r *Reservation) Delay() time.Duration {
+	if !r.ok {
+		return InfDuration
+	}
+	return r.DelayFrom(r.lim.Now())
+}
 
 // DelayFrom returns how long after t the reserved requests may act: 0 if
 // they may act at t, InfDuration if the reservation is not OK.
@@ -42,10 +50,15 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 	return d
 }
 
-// Cancel gives the reservation back: what is left of its debit (the
-// additive law: the part already drained by time is not returned, and a
-// refund never takes another key's debt) is taken off the key's cells in
-// every live generation. Only the first call does anything.
+// Cancel gives the reservation back, all or nothing per cell, as
+// rotator.Refund does: a cell of the key that no other request has
+// written since the reservation gets its previous value back (the key
+// reads as if the reservation had never been taken, the part drained
+// since included); a cell written since keeps the debit, on the safe side
+// (a key is never given back more than its own reservation, nor anything
+// of another key's). x/time/rate's CancelAt restores the tokens no later
+// reservation has used; docs/readings.md compares the two. Only the
+// first call does anything.
 func (r *Reservation) Cancel() {
 	if !r.ok || r.lim.r == nil || !r.canceled.CompareAndSwap(false, true) {
 		return
@@ -58,45 +71,107 @@ func (r *Reservation) Cancel() {
 // requests may act (debt drained back to the burst). It panics if n <= 0.
 // A reservation for n > burst, or beyond MaxDebt, is not OK and debits
 // nothing. ReserveN ignores the decision mode: it always decides with
-// TryUpdate (strict), so queued reservations never exceed MaxDebt.
+// TryUpdate (strict), so queued reservations never exceed MaxDebt. The
+// time to act is measured from the time the limiter decided at: t, or
+// later for a stale t (a t before a time the limiter already used), never
+// earlier, so a stale t never makes the requests act early; a t after the
+// clock's reading counts as that reading (see AllowN).
 func (l *Limiter) ReserveN(t time.Time, key []byte, n int) *Reservation {
-	return l.reserveN(t, bytesView(key), n)
+	checkN("ReserveN", n)
+	return l.reserve(t, bytesView(key), n, l.maxDebtU)
 }
 
 // ReserveNString is ReserveN for a string key.
 func (l *Limiter) ReserveNString(t time.Time, key string, n int) *Reservation {
-	return l.reserveN(t, key, n)
+	checkN("ReserveN", n)
+	return l.reserve(t, key, n, l.maxDebtU)
 }
 
-func (l *Limiter) reserveN(t time.Time, key string, n int) *Reservation {
-	checkN("ReserveN", n)
+// reserve is ReserveN with the debt after the reservation capped at capU
+// units (<= maxDebtU): WaitN's deadline lowers the cap, so that a
+// reservation it could not wait for is refused before anything is
+// debited.
+func (l *Limiter) reserve(t time.Time, key string, n int, capU float64) *Reservation {
 	r := &Reservation{lim: l}
 	if l.r == nil {
-		r.ok, r.timeToAct = true, t
+		r.ok = l.unset()
+		r.timeToAct = t
+		if now := l.tb.Now(); t.After(now) {
+			r.timeToAct = now
+		}
 		return r
 	}
 	if n > l.burst {
 		return r
 	}
-	nf := float64(n)
-	res, ok := l.r.TryReserveStringAt(t, key, nf, l.maxDebt)
+	nU := float64(n) * l.unit
+	res, ok := l.r.TryReserveStringAt(t, key, nU, capU)
 	if !ok {
 		return r
 	}
 	r.ok, r.res = true, res
 	after := l.r.QueryStringAt(t, key) // includes this reservation
-	wait := time.Duration(0)
-	if after > l.burstF {
-		wait = l.retryAfter(after-nf, nf)
-	}
-	r.timeToAct = t.Add(wait)
+	// The high-water mark, read after both calls, is at or after the time
+	// each used; the debt read then drains back within the burst x ms
+	// later.
+	at := l.tb.Time(l.tb.HighWater())
+	r.timeToAct = at.Add(l.ms(l.msUntilBelow(after, l.burstU)))
 	return r
 }
 
-// WaitN blocks until n tokens for key are available, the context ends, or
-// the wait would outlast the context's deadline; it returns nil when the
-// requests may proceed. On an error nothing stays debited (the
-// reservation is cancelled). It panics if n <= 0.
+// The errors of WaitN (and of Multi's windows, which have no WaitN):
+// match them with errors.Is; a *WaitError carries the details.
+var (
+	// ErrAboveBurst: n exceeds the burst, so the request can never be
+	// admitted.
+	ErrAboveBurst = errors.New("limit: n exceeds the burst")
+	// ErrMaxDebt: the reservation would take the key's debt past MaxDebt
+	// (too many requests already queued).
+	ErrMaxDebt = errors.New("limit: the reservation would exceed MaxDebt")
+	// ErrPastDeadline: the wait would outlast the context's deadline. It
+	// also matches context.DeadlineExceeded.
+	ErrPastDeadline = fmt.Errorf("limit: the wait would outlast the context deadline: %w", context.DeadlineExceeded)
+	// ErrNoTimer: the limiter's clock (WithClock) can neither wait nor be
+	// trusted to run at real speed: give it a NewTimer (see Clock).
+	ErrNoTimer = errors.New("limit: the clock cannot wait (see limit.Clock)")
+)
+
+// WaitError is the error of a WaitN that returned before waiting. Err is
+// one of ErrAboveBurst, ErrMaxDebt, ErrPastDeadline and ErrNoTimer;
+// errors.Is matches it (and context.DeadlineExceeded for ErrPastDeadline).
+type WaitError struct {
+	Err   error
+	N     int           // the request's n
+	Burst int           // the limiter's burst
+	Wait  time.Duration // for ErrPastDeadline: the time left to the deadline
+}
+
+func (e *WaitError) Error() string {
+	switch e.Err {
+	case ErrAboveBurst:
+		return fmt.Sprintf("limit: WaitN(n=%d) exceeds the burst %d", e.N, e.Burst)
+	case ErrMaxDebt:
+		return fmt.Sprintf("limit: WaitN(n=%d) would exceed MaxDebt", e.N)
+	case ErrPastDeadline:
+		return fmt.Sprintf("limit: WaitN(n=%d) would wait past the context deadline (in %v)", e.N, e.Wait)
+	case ErrNoTimer:
+		return fmt.Sprintf("limit: WaitN(n=%d): the limiter's clock cannot wait (give it a NewTimer: see limit.Clock)", e.N)
+	}
+	return fmt.Sprintf("limit: WaitN(n=%d): %v", e.N, e.Err)
+}
+
+// Unwrap returns Err.
+func (e *WaitError) Unwrap() error { return e.Err }
+
+// WaitN blocks until n tokens for key are available and returns nil, or
+// returns an error, as x/time/rate's WaitN: a *WaitError before waiting
+// (n above the burst, a wait past the context's deadline, which also
+// matches context.DeadlineExceeded, or past MaxDebt), having debited
+// nothing; or ctx.Err() when the context ends during the wait, after
+// cancelling the reservation (Cancel's rule: all of it back unless another
+// request touched the key's cells since, in which case it stays, on the
+// safe side). It reads and waits on the limiter's clock (WithClock). It
+// panics if n <= 0.
 func (l *Limiter) WaitN(ctx context.Context, key []byte, n int) error {
 	return l.waitN(ctx, bytesView(key), n)
 }
@@ -108,29 +183,48 @@ func (l *Limiter) WaitNString(ctx context.Context, key string, n int) error {
 
 func (l *Limiter) waitN(ctx context.Context, key string, n int) error {
 	checkN("WaitN", n)
-	if n > l.burst && l.r != nil {
-		return fmt.Errorf("limit: WaitN(n=%d) exceeds the burst %d", n, l.burst)
+	if l.tb == nil {
+		panic(errZero)
 	}
-	if err := ctx.Err(); err != nil {
-		return err
+	if n > l.burst && !l.inf {
+		return &WaitError{Err: ErrAboveBurst, N: n, Burst: l.burst}
 	}
-	now := l.Now()
-	r := l.reserveN(now, key, n)
-	if !r.OK() {
-		return fmt.Errorf("limit: WaitN(n=%d) would exceed MaxDebt %v", n, l.maxDebt)
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
 	}
-	delay := r.DelayFrom(now)
-	if delay == 0 {
+	if l.inf {
 		return nil
 	}
-	if dl, ok := ctx.Deadline(); ok && dl.Sub(now) < delay {
-		r.Cancel()
-		return fmt.Errorf("limit: WaitN(n=%d) would wait %v, past the context deadline", n, delay)
+	if l.newTimer == nil {
+		return &WaitError{Err: ErrNoTimer, N: n, Burst: l.burst}
 	}
-	tm := time.NewTimer(delay)
-	defer tm.Stop()
+	now := l.tb.Now()
+	capU, why, left := l.maxDebtU, ErrMaxDebt, time.Duration(0)
+	if dl, ok := ctx.Deadline(); ok {
+		// The request may act at whole ms up to the deadline: admit it
+		// only if its debt drains within the burst by then.
+		left = dl.Sub(now)
+		if left < 0 {
+			return &WaitError{Err: ErrPastDeadline, N: n, Burst: l.burst, Wait: left}
+		}
+		if c := l.burstU + l.drop(float64(left/time.Millisecond)); c < capU {
+			capU, why = c, ErrPastDeadline
+		}
+	}
+	r := l.reserve(now, key, n, capU)
+	if !r.ok {
+		return &WaitError{Err: why, N: n, Burst: l.burst, Wait: left}
+	}
+	delay := r.timeToAct.Sub(l.tb.Now())
+	if delay <= 0 {
+		return nil
+	}
+	ch, stop := l.newTimer(delay)
+	defer stop()
 	select {
-	case <-tm.C:
+	case <-ch:
 		return nil
 	case <-ctx.Done():
 		r.Cancel()

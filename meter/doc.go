@@ -7,7 +7,8 @@
 //     with a startup transient 1-exp(-t/window) and mean lag window.
 //   - Inflight: requests in flight, +1 on Acquire, -1 on the Guard's
 //     (idempotent) Release, no decay; TryAcquire(key, max) is exact under
-//     contention (the sketch's TryUpdate).
+//     contention (the sketch's TryUpdate) and through collisions (the
+//     clamp is far above any count, so a shared cell never loses a +1).
 //   - Novelty: "seen within the last T", a saturating latch (Hi = 1)
 //     decaying as exp(-t/T), seen while above exp(-1): a Bloom filter that
 //     forgets, for streaming dedup; exactly one of racing callers is told
@@ -26,10 +27,14 @@
 //
 //	Rate.Observe(k):      s.Update(k, 1)
 //	Rate.Rate(k):         s.Query(k) / window.Seconds()
-//	Inflight.TryAcquire:  s.TryUpdate(k, 1, max) ? guard : nil
+//	Inflight.TryAcquire:  s.TryUpdate(k, 1, max) ? guard : nil  // Hi = MaxFloat32
 //	Guard.Release:        once { s.Update(k, -1) }
 //	Novelty.Seen(k):      fresh := s.TryUpdate(k, 1-theta, 1); s.Update(k, 1); return !fresh
 //
-// Errors from the constructors and panics on bad input start with
-// "meter: ".
+// Errors from the constructors are *sketch.ConfigError values
+// (errors.Is(err, sketch.ErrInvalidConfig)) naming the field, a nil
+// Option included, and every size is bounded (WithMaxBytes); they and
+// the panics on bad input start with "meter: ". The zero Rate, Inflight
+// and Novelty panic ("meter: zero Rate; use NewRate") rather than
+// dereference nil.
 package meter

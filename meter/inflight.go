@@ -11,8 +11,9 @@ import (
 
 // Inflight counts requests in flight per key (pingora-limits' Inflight),
 // in constant memory: for connection or concurrency limits that answer
-// 503. Create one with NewInflight; the zero Inflight is not usable. Safe
-// for concurrent use.
+// 503. Create one with NewInflight; the zero Inflight is not usable (its
+// methods panic with "meter: zero Inflight; use NewInflight"). Safe for
+// concurrent use.
 //
 // Acquire adds 1 to the key's cells and returns a Guard whose Release
 // takes it back (once, however often it is called). TryAcquire(key, max)
@@ -22,6 +23,15 @@ import (
 // the key's true in-flight count (Min of L cells, each holding the key's
 // count plus its collisions'), so a collision can refuse a key early but
 // never admit it past max.
+//
+// The counts are exact integers through collisions at any maxLimit: the
+// sketch's clamp Hi is MaxFloat32, far above any count, so a +1 into a
+// cell shared with other keys is never cut (with Hi = maxLimit, a cell
+// shared with a key already at max threw the +1 away, and after the
+// releases the key was under-counted and admitted past max); every
+// decision is TryUpdate's limit, aggregate + 1 <= max. A cell is exact up
+// to 2^24 in flight over all the keys that share it, and rounds up (an
+// over-count, never under) beyond.
 //
 // Inflight uses one sketch with no decay and no rotation, on purpose:
 // the counts are conserved (every +1 is matched by its -1), so there is
@@ -43,30 +53,34 @@ type Guard struct {
 }
 
 // Release gives the acquisition back; only the first call does anything.
-// Release on a nil Guard (a refused TryAcquire) does nothing.
+// Release on a nil Guard (a refused TryAcquire) or a zero Guard does
+// nothing.
 func (g *Guard) Release() {
-	if g == nil || !g.released.CompareAndSwap(false, true) {
+	if g == nil || g.in == nil || !g.released.CompareAndSwap(false, true) {
 		return
 	}
 	g.in.s.UpdateString(g.key, -1)
 }
 
 // NewInflight returns an Inflight whose TryAcquire limits are at most
-// maxLimit (the sketch's Hi; 0 means 1<<24). It returns an error prefixed
-// "meter: " for a negative or too large maxLimit or an invalid option.
-// Rotation options do not apply.
+// maxLimit (0 means, and at most, 2^24: a count exact in a float32 cell).
+// An invalid maxLimit or option is a *sketch.ConfigError prefixed
+// "meter: ". Rotation options do not apply.
 func NewInflight(maxLimit float64, opts ...Option) (*Inflight, error) {
 	if maxLimit == 0 {
 		maxLimit = 1 << 24
 	}
 	if !(maxLimit > 0) || maxLimit > 1<<24 {
-		return nil, fmt.Errorf("meter: Inflight maxLimit must be in (0, 2^24] (exact in float32); got %v", maxLimit)
+		return nil, bad("MaxLimit", maxLimit, "Inflight maxLimit must be in (0, 2^24] (exact in float32); got %v", maxLimit)
 	}
-	o := collect(opts)
+	o, err := collect(opts, 1)
+	if err != nil {
+		return nil, err
+	}
 	s, err := sketch.New(sketch.Config{
 		Levels: o.levels, CellsPerLevel: o.cells,
-		Decay: decay.None(), Lo: 0, Hi: maxLimit,
-		Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
+		Decay: decay.None(), Lo: 0, Hi: math.MaxFloat32,
+		Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)
@@ -74,9 +88,17 @@ func NewInflight(maxLimit float64, opts ...Option) (*Inflight, error) {
 	return &Inflight{s: s, max: maxLimit}, nil
 }
 
+// sketch returns in's sketch, or panics on the zero Inflight.
+func (in *Inflight) sketch() *sketch.Sketch {
+	if in.s == nil {
+		panic("meter: zero Inflight; use NewInflight")
+	}
+	return in.s
+}
+
 // Acquire counts one more request in flight for key, unconditionally.
 func (in *Inflight) Acquire(key string) *Guard {
-	in.s.UpdateString(key, 1)
+	in.sketch().UpdateString(key, 1)
 	return &Guard{in: in, key: key}
 }
 
@@ -84,10 +106,11 @@ func (in *Inflight) Acquire(key string) *Guard {
 // returns nil otherwise. It panics, with a message that starts "meter:",
 // if max < 1 or max is above the Inflight's maxLimit.
 func (in *Inflight) TryAcquire(key string, max int) *Guard {
+	s := in.sketch()
 	if max < 1 || float64(max) > in.max {
 		panic(fmt.Sprintf("meter: TryAcquire: max must be in 1..%v; got %d", in.max, max))
 	}
-	if !in.s.TryUpdateString(key, 1, float64(max)) {
+	if !s.TryUpdateString(key, 1, float64(max)) {
 		return nil
 	}
 	return &Guard{in: in, key: key}
@@ -95,5 +118,5 @@ func (in *Inflight) TryAcquire(key string, max int) *Guard {
 
 // Count returns the key's in-flight count (an upper bound, see Inflight).
 func (in *Inflight) Count(key string) int {
-	return int(math.Ceil(in.s.QueryString(key)))
+	return int(math.Ceil(in.sketch().QueryString(key)))
 }

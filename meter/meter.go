@@ -16,6 +16,7 @@ type options struct {
 	seeded     bool
 	levels     uint32
 	cells      uint32
+	maxBytes   int64
 	hasher     sketch.HasherFactory
 	periods    float64 // rotation Period in units of the window (Rate, Novelty)
 	noPrefetch bool    // WithPrefetch(false)
@@ -34,6 +35,12 @@ func WithSize(levels, cells uint32) Option {
 	return func(o *options) { o.levels, o.cells = levels, cells }
 }
 
+// WithMaxBytes caps the memory of the cells of all the meter's sketches
+// together (Rate and Novelty have two generations, Inflight one sketch;
+// default sketch.DefaultMaxBytes, 4 GiB): a size above it is refused with
+// a *sketch.ConfigError instead of allocated.
+func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
+
 // WithPrefetch sets the rotator's Prefetch (default true) for Rate and
 // Novelty: every write hashes the key for both generations and
 // prefetches their cells first, which pays off for many distinct keys
@@ -49,10 +56,34 @@ func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.has
 // bounds.
 func WithPeriodWindows(k float64) Option { return func(o *options) { o.periods = k } }
 
-func collect(opts []Option) options {
+// collect applies opts over the defaults. A nil Option, a negative
+// MaxBytes or a size whose gens sketches need more than MaxBytes of cells
+// is a *sketch.ConfigError prefixed "meter: ".
+func collect(opts []Option, gens uint32) (options, error) {
 	o := options{periods: 16}
-	for _, f := range opts {
+	for i, f := range opts {
+		if f == nil {
+			return o, bad("Option", i, "option %d is nil", i)
+		}
 		f(&o)
+	}
+	if o.maxBytes < 0 {
+		return o, bad("MaxBytes", o.maxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(sketch.DefaultMaxBytes), o.maxBytes)
+	}
+	if o.maxBytes == 0 {
+		o.maxBytes = sketch.DefaultMaxBytes
+	}
+	levels, cells := o.levels, o.cells
+	if levels == 0 {
+		levels = sketch.DefaultLevels
+	}
+	if cells == 0 {
+		cells = sketch.DefaultCellsPerLevel
+	}
+	if levels <= sketch.MaxLevels && cells <= sketch.MaxCellsPerLevel {
+		if n := int64(gens) * sketch.CellBytes(levels, cells); n > o.maxBytes {
+			return o, bad("Size", n, "%d x Levels x CellsPerLevel = %d x %d x %d needs %d bytes of cells, above MaxBytes %d; raise WithMaxBytes or shrink the size", gens, gens, levels, cells, n, o.maxBytes)
+		}
 	}
 	if !o.seeded {
 		o.seed = sketch.RandomSeed()
@@ -60,7 +91,12 @@ func collect(opts []Option) options {
 	if o.hasher == nil {
 		o.hasher = sketch.SipHash()
 	}
-	return o
+	return o, nil
+}
+
+// bad returns the *sketch.ConfigError of an invalid argument or option.
+func bad(field string, value any, format string, args ...any) error {
+	return sketch.NewConfigError("meter", field, value, format, args...)
 }
 
 // periodOf returns k windows, rounded up to the ms, at least 1 ms.

@@ -251,14 +251,16 @@ func levelsFor(cells uint32) uint32 {
 	return 2
 }
 
-// Inflight against the exact per-key count: with roomy cells Count is the
-// count; with every key colliding it is an upper bound, and TryAcquire
-// never lets a key hold more than its max.
+// Inflight against the exact per-key count, at maxLimit 4, 5 and the
+// default: with roomy cells Count is the count; with every key colliding
+// it is an upper bound, and TryAcquire never lets a key hold more than
+// its max (with Hi = maxLimit, a collision at the clamp under-counted).
 func TestInflightModel(t *testing.T) {
 	for _, cells := range []uint32{1, 1 << 12} {
 		t.Run(fmt.Sprintf("cells=%d", cells), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
-				in, err := meter.NewInflight(0, meter.WithSize(levelsFor(cells), cells),
+				maxLimit := rapid.SampledFrom([]float64{0, 4, 5}).Draw(rt, "maxLimit")
+				in, err := meter.NewInflight(maxLimit, meter.WithSize(levelsFor(cells), cells),
 					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")), meter.WithPrefetch(rapid.Bool().Draw(rt, "prefetch")))
 				if err != nil {
 					rt.Fatal(err)
@@ -271,7 +273,7 @@ func TestInflightModel(t *testing.T) {
 					case 0:
 						held[k] = append(held[k], in.Acquire(k))
 					case 1:
-						max := rapid.IntRange(1, 5).Draw(rt, "max")
+						max := rapid.IntRange(1, map[float64]int{0: 5, 4: 4, 5: 5}[maxLimit]).Draw(rt, "max")
 						if g := in.TryAcquire(k, max); g != nil {
 							if len(held[k])+1 > max {
 								rt.Fatalf("TryAcquire(%q, %d) admitted with %d held", k, max, len(held[k]))

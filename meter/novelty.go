@@ -12,7 +12,8 @@ import (
 
 // Novelty answers "was this key seen within the last T?" in constant
 // memory: a Bloom filter that forgets, for streaming dedup. Create one
-// with NewNovelty; the zero Novelty is not usable. Safe for concurrent
+// with NewNovelty; the zero Novelty is not usable (its methods panic with
+// "meter: zero Novelty; use NewNovelty"). Safe for concurrent
 // use; it does not allocate.
 //
 // Model: each of the key's L cells is a saturating latch, Hi = 1, that
@@ -40,22 +41,26 @@ type Novelty struct {
 	t     time.Duration
 }
 
-// NewNovelty returns a Novelty remembering keys for within (>= 1 ms). It
-// returns an error prefixed "meter: " for a shorter duration or an
-// invalid option.
+// NewNovelty returns a Novelty remembering keys for within (>= 1 ms). A
+// shorter duration, a nil or invalid option, or a size above MaxBytes is
+// a *sketch.ConfigError prefixed "meter: " (errors.Is(err,
+// sketch.ErrInvalidConfig)).
 func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 	if within < time.Millisecond {
-		return nil, fmt.Errorf("meter: Novelty window must be >= 1ms; got %v", within)
+		return nil, bad("Window", within, "Novelty window must be >= 1ms; got %v", within)
 	}
-	o := collect(opts)
+	o, err := collect(opts, rotator.DefaultGenerations)
+	if err != nil {
+		return nil, err
+	}
 	if !(o.periods >= 1) {
-		return nil, fmt.Errorf("meter: PeriodWindows must be >= 1; got %v", o.periods)
+		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
 	}
 	r, err := rotator.New(rotator.Config{
 		Sketch: sketch.Config{
 			Levels: o.levels, CellsPerLevel: o.cells,
 			Decay: decay.Exponential(1 / within.Seconds()), Lo: 0, Hi: 1,
-			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
+			Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
 		},
 		Prefetch: !o.noPrefetch,
 		Period:   periodOf(within, o.periods),
@@ -86,25 +91,33 @@ func (n *Novelty) SeenAt(t time.Time, key string) bool { return n.seenAt(&t, key
 func (n *Novelty) seenAt(t *time.Time, key string) bool {
 	var fresh bool
 	if t == nil {
-		fresh = n.r.TryUpdateString(key, 1-n.theta, 1)
+		fresh = n.rot().TryUpdateString(key, 1-n.theta, 1)
 	} else {
-		fresh = n.r.TryUpdateStringAt(*t, key, 1-n.theta, 1)
+		fresh = n.rot().TryUpdateStringAt(*t, key, 1-n.theta, 1)
 	}
 	// Mark (or refresh) the key: saturate its cells to 1 (clamped at Hi),
 	// from which the mark stays above theta for exactly T.
 	if t == nil {
-		n.r.UpdateString(key, 1)
+		n.rot().UpdateString(key, 1)
 	} else {
-		n.r.UpdateStringAt(*t, key, 1)
+		n.rot().UpdateStringAt(*t, key, 1)
 	}
 	return !fresh
 }
 
 // Contains reports whether key was marked within the last T, without
 // marking it: it only reads.
-func (n *Novelty) Contains(key string) bool { return n.r.QueryString(key) > n.theta }
+func (n *Novelty) Contains(key string) bool { return n.rot().QueryString(key) > n.theta }
 
 // ContainsAt is Contains at time t.
 func (n *Novelty) ContainsAt(t time.Time, key string) bool {
-	return n.r.QueryStringAt(t, key) > n.theta
+	return n.rot().QueryStringAt(t, key) > n.theta
+}
+
+// rot returns n's rotator, or panics on the zero Novelty.
+func (n *Novelty) rot() *rotator.Rotator {
+	if n.r == nil {
+		panic("meter: zero Novelty; use NewNovelty")
+	}
+	return n.r
 }

@@ -12,7 +12,8 @@ import (
 
 // Rate estimates events per second per key from an exponentially decayed
 // counter, as pingora-limits' Rate does with two swapped estimators, in
-// constant memory. Create one with NewRate; the zero Rate is not usable.
+// constant memory. Create one with NewRate; the zero Rate is not usable
+// (its methods panic with "meter: zero Rate; use NewRate").
 // Safe for concurrent use; Observe and Rate do not allocate.
 //
 // Each event adds 1 (or n) to the key's counter C, which decays as
@@ -34,23 +35,27 @@ type Rate struct {
 	perSec float64 // 1/window in seconds: the estimate is C*perSec
 }
 
-// NewRate returns a Rate with the given averaging window (>= 1 ms). It
-// returns an error prefixed "meter: " for a shorter window or an invalid
-// option.
+// NewRate returns a Rate with the given averaging window (>= 1 ms). A
+// shorter window, a nil or invalid option, or a size above MaxBytes is a
+// *sketch.ConfigError prefixed "meter: " (errors.Is(err,
+// sketch.ErrInvalidConfig)).
 func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	if window < time.Millisecond {
-		return nil, fmt.Errorf("meter: Rate window must be >= 1ms; got %v", window)
+		return nil, bad("Window", window, "Rate window must be >= 1ms; got %v", window)
 	}
-	o := collect(opts)
+	o, err := collect(opts, rotator.DefaultGenerations)
+	if err != nil {
+		return nil, err
+	}
 	if !(o.periods >= 1) {
-		return nil, fmt.Errorf("meter: PeriodWindows must be >= 1; got %v", o.periods)
+		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
 	}
 	lambda := 1 / window.Seconds()
 	r, err := rotator.New(rotator.Config{
 		Sketch: sketch.Config{
 			Levels: o.levels, CellsPerLevel: o.cells,
 			Decay: decay.Exponential(lambda), Lo: 0, Hi: math.MaxFloat32,
-			Hasher: o.hasher, Seed: o.seed, Clock: o.clock,
+			Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
 		},
 		Prefetch: !o.noPrefetch,
 		Period:   periodOf(window, o.periods),
@@ -65,10 +70,10 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 func (r *Rate) Window() time.Duration { return r.window }
 
 // Observe counts one event of key now.
-func (r *Rate) Observe(key []byte) { r.r.UpdateString(bytesView(key), 1) }
+func (r *Rate) Observe(key []byte) { r.rot().UpdateString(bytesView(key), 1) }
 
 // ObserveString is Observe for a string key.
-func (r *Rate) ObserveString(key string) { r.r.UpdateString(key, 1) }
+func (r *Rate) ObserveString(key string) { r.rot().UpdateString(key, 1) }
 
 // ObserveNAt counts n events (n >= 0, finite; bytes, cost) of key at t.
 // It panics, with a message that starts "meter:", on a negative or
@@ -77,22 +82,30 @@ func (r *Rate) ObserveNAt(t time.Time, key string, n float64) {
 	if !(n >= 0) || math.IsInf(n, 1) {
 		panic(fmt.Sprintf("meter: Rate.ObserveNAt: n must be finite and >= 0; got %v", n))
 	}
-	r.r.UpdateStringAt(t, key, n)
+	r.rot().UpdateStringAt(t, key, n)
 }
 
 // Rate returns the key's estimated events per second now.
-func (r *Rate) Rate(key []byte) float64 { return r.r.QueryString(bytesView(key)) * r.perSec }
+func (r *Rate) Rate(key []byte) float64 { return r.rot().QueryString(bytesView(key)) * r.perSec }
 
 // RateString is Rate for a string key.
-func (r *Rate) RateString(key string) float64 { return r.r.QueryString(key) * r.perSec }
+func (r *Rate) RateString(key string) float64 { return r.rot().QueryString(key) * r.perSec }
 
 // RateAt returns the key's estimated events per second at t.
 func (r *Rate) RateAt(t time.Time, key string) float64 {
-	return r.r.QueryStringAt(t, key) * r.perSec
+	return r.rot().QueryStringAt(t, key) * r.perSec
 }
 
 // ObserveAndRate counts one event of key now and returns the estimate
 // including it, in one pass over the cells.
 func (r *Rate) ObserveAndRate(key string) float64 {
-	return r.r.UpdateAndQueryString(key, 1) * r.perSec
+	return r.rot().UpdateAndQueryString(key, 1) * r.perSec
+}
+
+// rot returns r's rotator, or panics on the zero Rate.
+func (r *Rate) rot() *rotator.Rotator {
+	if r.r == nil {
+		panic("meter: zero Rate; use NewRate")
+	}
+	return r.r
 }

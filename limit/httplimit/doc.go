@@ -13,9 +13,15 @@
 // nearest trusted proxy vouches for: it is never trusted by default.
 // Header and Func key by a header or any function.
 //
+// A connection without an IP address (RemoteAddr "" or "@": a Unix-socket
+// listener, as behind a local proxy) has no client to key by: RemoteIP
+// returns an error matching ErrNoClientIP and the request is answered 500
+// (a deployment error, not the client's), with no internal text; behind
+// such a proxy, key by its X-Forwarded-For (WithTrustedProxies(1)).
+//
 // # Answers
 //
-// Every answer carries the fields of draft-ietf-httpapi-ratelimit-headers-09
+// Every answer carries the fields of draft-ietf-httpapi-ratelimit-headers-10
 // (the version followed, see Draft), as Structured Fields (RFC 9651)
 // Lists of one Item whose value is the policy name (limit.WithName, an
 // sf-string):
@@ -25,13 +31,22 @@
 //
 // For a token bucket, q (quota) is the burst, w (window, seconds) the
 // time to refill it from empty, ceil(burst/rate); r (remaining) is the
-// Decision's Remaining and t (seconds until the quota resets) its
-// ResetAfter rounded up. The draft's semantics hold: r is a hint, and on
-// a denial Retry-After takes precedence. A denial is 429 with
-// Retry-After in whole seconds, RetryAfter rounded up (never early for
-// the key's own debt), text/plain or, with WithProblemJSON, an RFC 9457
-// problem+json body. A request whose cost exceeds the burst can never be
-// admitted: 429 without Retry-After, and the body says not to retry.
-// WithLegacyHeaders adds X-RateLimit-Limit/Remaining/Reset; WithHook
-// sees every decision.
+// Decision's Remaining and t, the seconds until more quota is available,
+// its NextAfter (the next whole token) rounded up, left out when the
+// bucket is full. The draft's semantics hold: r is a hint, and on a
+// denial Retry-After takes precedence and is never earlier than t. A
+// denial is 429 with Retry-After in whole seconds, RetryAfter rounded up
+// (never early for the key's own debt), text/plain or, with
+// WithProblemJSON, an RFC 9457 problem+json body of the draft's
+// quota-exceeded problem type. A request whose cost exceeds the burst can
+// never be admitted: 429 without Retry-After, and the body says not to
+// retry. WithLegacyHeaders adds X-RateLimit-Limit/Remaining/Reset;
+// WithHook sees every decision.
+//
+// A request whose key cannot be extracted, or whose cost is invalid, goes
+// to the error handler (WithErrorHandler) with a typed error (ErrNoClientIP,
+// ErrForwardedFor, ErrNoHeader, ErrBadCost); the default answers 400 for
+// the client's own faults and 500 for the server's, with the status text
+// only: no error text ever reaches a response. New's errors are
+// *sketch.ConfigError values (a nil limiter or Option included).
 package httplimit

@@ -1,7 +1,6 @@
 package httplimit
 
 import (
-	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -10,8 +9,12 @@ import (
 	"github.com/lfgrudge/grudge/limit"
 )
 
-// Draft is the version of the IETF RateLimit header fields followed.
-const Draft = "draft-ietf-httpapi-ratelimit-headers-09"
+// Draft is the version of the IETF RateLimit header fields followed: -10,
+// the latest with published text (RateLimit-Policy with q and w;
+// RateLimit with r, the remaining quota, and t, the seconds until more
+// quota is available; Retry-After not earlier than t; the
+// quota-exceeded problem type).
+const Draft = "draft-ietf-httpapi-ratelimit-headers-10"
 
 // maxSFInteger is the largest Integer of RFC 9651 Structured Fields
 // (15 decimal digits).
@@ -21,11 +24,11 @@ const maxSFInteger = 999_999_999_999_999
 // (RFC 9651 §3.3.3: printable ASCII, 0x20 to 0x7E).
 func checkName(name string) error {
 	if name == "" {
-		return fmt.Errorf("httplimit: policy name must not be empty")
+		return bad("Name", name, "policy name must not be empty")
 	}
 	for i := 0; i < len(name); i++ {
 		if c := name[i]; c < 0x20 || c > 0x7e {
-			return fmt.Errorf("httplimit: policy name must be printable ASCII (an sf-string); got %q", name)
+			return bad("Name", name, "policy name must be printable ASCII (an sf-string); got %q", name)
 		}
 	}
 	return nil
@@ -70,8 +73,14 @@ func policyField(quotedName string, l *limit.Limiter) string {
 }
 
 // rateLimitField returns the RateLimit value of the draft: r the
-// remaining quota (the Decision's Remaining) and t the seconds until the
-// quota resets (the bucket is full again: ResetAfter rounded up).
+// remaining quota (the Decision's Remaining) and t the seconds until
+// additional quota is available (the next whole token: NextAfter rounded
+// up), left out when the bucket is full (no more quota can become
+// available).
 func rateLimitField(quotedName string, d limit.Decision) string {
-	return quotedName + ";r=" + strconv.Itoa(d.Remaining) + ";t=" + strconv.FormatInt(ceilSeconds(d.ResetAfter), 10)
+	f := quotedName + ";r=" + strconv.Itoa(d.Remaining)
+	if d.NextAfter > 0 {
+		f += ";t=" + strconv.FormatInt(ceilSeconds(d.NextAfter), 10)
+	}
+	return f
 }

@@ -2,6 +2,7 @@ package httplimit_test
 
 import (
 	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,9 +54,10 @@ func TestDenialHeaders(t *testing.T) {
 	if w.Code != http.StatusTooManyRequests {
 		t.Fatalf("4th request: %d", w.Code)
 	}
-	// debt 3 - 0.2 = 2.8; needs 2: 0.4 s -> Retry-After 1; full in 1.4 s -> t=2.
+	// debt 3 - 0.2 = 2.8; needs 2: 0.4 s -> Retry-After 1; the next token
+	// also in 0.4 s -> t=1; full in 1.4 s -> X-RateLimit-Reset 2.
 	for k, want := range map[string]string{
-		"Retry-After": "1", "RateLimit": `"api";r=0;t=2`,
+		"Retry-After": "1", "RateLimit": `"api";r=0;t=1`,
 		"X-RateLimit-Limit": "3", "X-RateLimit-Remaining": "0", "X-RateLimit-Reset": "2",
 	} {
 		if got := w.Header().Get(k); got != want {
@@ -132,21 +134,21 @@ func TestForwardedFor(t *testing.T) {
 func TestBadRequests(t *testing.T) {
 	l := limit.MustNew(1, 1)
 	h := httplimit.Wrap(l, ok)
-	if w := get(h, ""); w.Code != 400 || !strings.HasPrefix(w.Body.String(), "httplimit: ") {
-		t.Fatalf("empty RemoteAddr: %d %q", w.Code, w.Body.String())
-	}
-	if w := get(h, "not-an-ip:80"); w.Code != 400 {
-		t.Fatalf("bad RemoteAddr: %d", w.Code)
+	for _, remote := range []string{"", "@", "not-an-ip:80", "/run/app.sock"} {
+		if w := get(h, remote); w.Code != 500 || w.Body.String() != "Internal Server Error\n" {
+			t.Fatalf("RemoteAddr %q: %d %q", remote, w.Code, w.Body.String())
+		}
 	}
 	hh := httplimit.Wrap(l, ok, httplimit.WithKey(httplimit.Header("X-Api-Key")))
-	if w := get(hh, "192.0.2.1:1"); w.Code != 400 {
-		t.Fatalf("missing header: %d", w.Code)
+	if w := get(hh, "192.0.2.1:1"); w.Code != 400 || w.Body.String() != "Bad Request\n" {
+		t.Fatalf("missing header: %d %q", w.Code, w.Body.String())
 	}
-	if _, err := httplimit.RemoteIP()(nil); err == nil {
-		t.Fatal("nil request accepted")
+	hx := httplimit.Wrap(l, ok, httplimit.WithKey(httplimit.RemoteIP(httplimit.WithTrustedProxies(1))))
+	if w := get(hx, "192.0.2.1:1", "X-Forwarded-For", "junk<script>"); w.Code != 400 || w.Body.String() != "Bad Request\n" {
+		t.Fatalf("bad X-Forwarded-For: %d %q", w.Code, w.Body.String())
 	}
-	if _, err := httplimit.New(nil); err == nil {
-		t.Fatal("nil limiter accepted")
+	if _, err := httplimit.RemoteIP()(nil); !errors.Is(err, httplimit.ErrNilRequest) {
+		t.Fatalf("nil request: %v", err)
 	}
 	if _, err := httplimit.New(limit.MustNew(1, 1, limit.WithName("bad\nname"))); err == nil {
 		t.Fatal("non-ASCII policy name accepted")
@@ -165,9 +167,15 @@ func TestBadRequests(t *testing.T) {
 			f()
 		}()
 	}
+	var costErr error
 	hc := httplimit.Wrap(l, ok, httplimit.WithCost(func(*http.Request) int { return 0 }))
-	if w := get(hc, "192.0.2.9:1"); w.Code != 500 {
-		t.Fatalf("cost 0: %d", w.Code)
+	if w := get(hc, "192.0.2.9:1"); w.Code != 500 || w.Body.String() != "Internal Server Error\n" {
+		t.Fatalf("cost 0: %d %q", w.Code, w.Body.String())
+	}
+	hc = httplimit.Wrap(l, ok, httplimit.WithCost(func(*http.Request) int { return -1 }),
+		httplimit.WithErrorHandler(func(w http.ResponseWriter, _ *http.Request, err error) { costErr = err; w.WriteHeader(503) }))
+	if w := get(hc, "192.0.2.9:1"); w.Code != 503 || !errors.Is(costErr, httplimit.ErrBadCost) {
+		t.Fatalf("cost -1 to the error handler: %d %v", w.Code, costErr)
 	}
 }
 
@@ -190,7 +198,8 @@ func TestProblemJSONAndNever(t *testing.T) {
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatal(err)
 	}
-	if p.Type != "about:blank" || p.Status != 429 || p.Title != "Too Many Requests" || p.RetryAfter == nil || *p.RetryAfter != 2 {
+	if p.Type != httplimit.ProblemType || p.Status != 429 || p.Title != httplimit.ProblemTitle || p.RetryAfter == nil || *p.RetryAfter != 2 ||
+		len(p.ViolatedPolicies) != 1 || p.ViolatedPolicies[0] != "default" {
 		t.Fatalf("problem %+v", p)
 	}
 	r := httptest.NewRequest("GET", "/big", nil)

@@ -9,9 +9,29 @@ import (
 	"strings"
 )
 
-// KeyFunc extracts the rate-limiting key of a request. An error answers
-// the request with 400 (see WithErrorHandler) and consumes no tokens.
+// KeyFunc extracts the rate-limiting key of a request. An error sends the
+// request to the error handler (default: 400, or 500 for ErrNoClientIP;
+// see WithErrorHandler) and consumes no tokens.
 type KeyFunc func(r *http.Request) (string, error)
+
+// The errors of the KeyFuncs of this package, matched with errors.Is (the
+// errors themselves carry the detail, for logs; they are never written
+// to a response by the default error handler).
+var (
+	// ErrNoClientIP: RemoteAddr holds no IP address ("", "@" or a path:
+	// a Unix-socket listener). A server error: the default handler
+	// answers 500.
+	ErrNoClientIP = errors.New("httplimit: RemoteAddr holds no client IP address")
+	// ErrForwardedFor: X-Forwarded-For has fewer entries than the trusted
+	// proxies, or the trusted entry is not an address. 400.
+	ErrForwardedFor = errors.New("httplimit: no usable X-Forwarded-For entry")
+	// ErrNoHeader: the request lacks the header Header keys by. 400.
+	ErrNoHeader = errors.New("httplimit: request lacks the key header")
+	// ErrNilRequest: a KeyFunc was called with a nil request. 500.
+	ErrNilRequest = errors.New("httplimit: nil request")
+	// ErrBadCost: WithCost's function returned n < 1. 500.
+	ErrBadCost = errors.New("httplimit: cost must be >= 1")
+)
 
 // IPOption configures RemoteIP.
 type IPOption func(*ipConfig)
@@ -35,7 +55,7 @@ func WithIPv4Prefix(bits int) IPOption { return func(c *ipConfig) { c.v4Bits = b
 // n-th entry from the right (each trusted proxy appended the address it
 // received the connection from; anything further left was written by
 // the client and is ignored). A request whose X-Forwarded-For has fewer
-// than n entries is refused with an error. n = 0 (the default) ignores
+// than n entries is refused with an error matching ErrForwardedFor. n = 0 (the default) ignores
 // X-Forwarded-For entirely: it is never trusted by default.
 func WithTrustedProxies(n int) IPOption { return func(c *ipConfig) { c.trusted = n } }
 
@@ -62,7 +82,7 @@ func RemoteIP(opts ...IPOption) KeyFunc {
 	}
 	return func(r *http.Request) (string, error) {
 		if r == nil {
-			return "", errors.New("httplimit: nil request")
+			return "", ErrNilRequest
 		}
 		var a netip.Addr
 		var err error
@@ -79,10 +99,11 @@ func RemoteIP(opts ...IPOption) KeyFunc {
 }
 
 // remoteAddr parses RemoteAddr ("host:port", or a bare address as some
-// servers and tests set it).
+// servers and tests set it). Anything else (net/http sets "" or "@" for a
+// Unix socket's unnamed peer) is ErrNoClientIP.
 func remoteAddr(s string) (netip.Addr, error) {
 	if s == "" {
-		return netip.Addr{}, errors.New("httplimit: request has an empty RemoteAddr")
+		return netip.Addr{}, fmt.Errorf("%w (empty)", ErrNoClientIP)
 	}
 	if ap, err := netip.ParseAddrPort(s); err == nil {
 		return ap.Addr(), nil
@@ -93,7 +114,7 @@ func remoteAddr(s string) (netip.Addr, error) {
 	}
 	a, err := netip.ParseAddr(strings.TrimSuffix(strings.TrimPrefix(host, "["), "]"))
 	if err != nil {
-		return netip.Addr{}, fmt.Errorf("httplimit: cannot parse RemoteAddr %q", s)
+		return netip.Addr{}, fmt.Errorf("%w (%q)", ErrNoClientIP, s)
 	}
 	return a, nil
 }
@@ -106,7 +127,7 @@ func forwardedFor(lines []string, n int) (netip.Addr, error) {
 		parts = append(parts, strings.Split(l, ",")...)
 	}
 	if len(parts) < n {
-		return netip.Addr{}, fmt.Errorf("httplimit: X-Forwarded-For has %d entries, fewer than the %d trusted proxies", len(parts), n)
+		return netip.Addr{}, fmt.Errorf("%w: %d entries, fewer than the %d trusted proxies", ErrForwardedFor, len(parts), n)
 	}
 	s := strings.TrimSpace(parts[len(parts)-n])
 	a, err := netip.ParseAddr(s)
@@ -115,7 +136,7 @@ func forwardedFor(lines []string, n int) (netip.Addr, error) {
 		if ap, err2 := netip.ParseAddrPort(s); err2 == nil {
 			return ap.Addr(), nil
 		}
-		return netip.Addr{}, fmt.Errorf("httplimit: cannot parse X-Forwarded-For entry %q", s)
+		return netip.Addr{}, fmt.Errorf("%w: cannot parse the entry %q", ErrForwardedFor, s)
 	}
 	return a, nil
 }
@@ -141,11 +162,11 @@ func Header(name string) KeyFunc {
 	}
 	return func(r *http.Request) (string, error) {
 		if r == nil {
-			return "", errors.New("httplimit: nil request")
+			return "", ErrNilRequest
 		}
 		v := r.Header.Get(name)
 		if v == "" {
-			return "", fmt.Errorf("httplimit: request has no %s header", name)
+			return "", fmt.Errorf("%w %s", ErrNoHeader, name)
 		}
 		return v, nil
 	}
@@ -158,7 +179,7 @@ func Func(f func(r *http.Request) string) KeyFunc {
 	}
 	return func(r *http.Request) (string, error) {
 		if r == nil {
-			return "", errors.New("httplimit: nil request")
+			return "", ErrNilRequest
 		}
 		return f(r), nil
 	}

@@ -1,0 +1,110 @@
+package limit_test
+
+import (
+	"context"
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/limit"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// TestConfigErrors: every error of New and NewMulti is a
+// *sketch.ConfigError naming the field, prefixed "limit: ", matched by
+// errors.Is(err, sketch.ErrInvalidConfig); a nil Option is one of them
+// (before: a nil dereference), and every size is bounded: too many
+// generations, or cells above MaxBytes, are refused at once instead of
+// allocated (WithGenerations(1<<31) allocated for minutes).
+func TestConfigErrors(t *testing.T) {
+	for _, c := range []struct {
+		lim   limit.Limit
+		burst int
+		opts  []limit.Option
+		field string
+	}{
+		{1, 0, nil, "Burst"},
+		{1, 1 << 25, nil, "Burst"},
+		{limit.Limit(math.NaN()), 1, nil, "Limit"},
+		{0, 1, nil, "Limit"},
+		{1e30, 1, nil, "Limit"},
+		{1, 1, []limit.Option{nil}, "Option"},
+		{1, 1, []limit.Option{limit.WithSeed(1), nil}, "Option"},
+		{1, 1, []limit.Option{limit.WithRejectCost(-1)}, "RejectCost"},
+		{1, 1, []limit.Option{limit.WithName("")}, "Name"},
+		{1, 2, []limit.Option{limit.WithMaxDebt(1)}, "MaxDebt"},
+		{1e-40, 1, nil, "MaxDebt"},
+		{1, 1, []limit.Option{limit.WithGenerations(1)}, "Generations"},
+		{1, 1, []limit.Option{limit.WithGenerations(limit.MaxGenerations + 1)}, "Generations"},
+		{1, 1, []limit.Option{limit.WithGenerations(1 << 31)}, "Generations"},
+		{1, 1, []limit.Option{limit.WithSize(8, 1<<26)}, "Size"},                                               // 2 x 4 GiB
+		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2 * sketch.CellBytes(4, 1000))}, ""}, // fits exactly
+		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2*sketch.CellBytes(4, 1000) - 1)}, "Size"},
+		{1, 1, []limit.Option{limit.WithMaxBytes(-1)}, "MaxBytes"},
+		{1, 1, []limit.Option{limit.WithSize(9, 0)}, "Levels"},
+		{1, 1, []limit.Option{limit.WithPeriod(time.Millisecond)}, "Period"},
+	} {
+		start := time.Now()
+		_, err := limit.New(c.lim, c.burst, c.opts...)
+		if el := time.Since(start); el > 5*time.Second {
+			t.Errorf("New(%v, %d) took %v", c.lim, c.burst, el)
+		}
+		if c.field == "" {
+			if err != nil {
+				t.Errorf("New(%v, %d): %v", c.lim, c.burst, err)
+			}
+			continue
+		}
+		var ce *sketch.ConfigError
+		if !errors.Is(err, sketch.ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != c.field ||
+			!strings.HasPrefix(err.Error(), "limit: ") {
+			t.Errorf("New(%v, %d): %v, want a *sketch.ConfigError for %s", c.lim, c.burst, err, c.field)
+		}
+	}
+	for _, ws := range [][]*limit.Limiter{nil, {nil}, {limit.MustNew(1, 1), {}}} {
+		var ce *sketch.ConfigError
+		if _, err := limit.NewMulti(ws...); !errors.As(err, &ce) || !errors.Is(err, sketch.ErrInvalidConfig) {
+			t.Errorf("NewMulti(%v): %v", ws, err)
+		}
+	}
+}
+
+// TestZeroValues: the zero Limiter and the zero Multi panic with a clear
+// message in every decision method instead of admitting (the zero
+// Limiter admitted every request, silently).
+func TestZeroValues(t *testing.T) {
+	var l limit.Limiter
+	var m limit.Multi
+	ctx := context.Background()
+	for name, f := range map[string]func(){
+		"Allow":       func() { l.Allow([]byte("k")) },
+		"AllowString": func() { l.AllowString("k") },
+		"AllowN":      func() { l.AllowNString(time.Now(), "k", 1) },
+		"Decide":      func() { l.DecideString(time.Now(), "k", 1) },
+		"Peek":        func() { l.PeekString(time.Now(), "k", 1) },
+		"WouldAllow":  func() { l.WouldAllow("k", 1) },
+		"ReserveN":    func() { l.ReserveNString(time.Now(), "k", 1) },
+		"WaitN":       func() { _ = l.WaitNString(ctx, "k", 1) },
+		"Now":         func() { l.Now() },
+		"Multi":       func() { m.AllowN(time.Now(), "k", 1) },
+	} {
+		func() {
+			defer func() {
+				s, _ := recover().(string)
+				if !strings.HasPrefix(s, "limit: zero ") {
+					t.Errorf("%s on a zero value: panic %q", name, s)
+				}
+			}()
+			f()
+			t.Errorf("%s on a zero value returned", name)
+		}()
+	}
+	// The accessors answer zero values; the zero Reservation is not OK.
+	var r limit.Reservation
+	if l.Burst() != 0 || l.Limit() != 0 || r.OK() || r.Delay() != limit.InfDuration {
+		t.Fatal("zero accessors")
+	}
+	r.Cancel()
+}
