@@ -11,13 +11,15 @@ import (
 // Multi checks several limiters (windows) in one all-or-nothing call: 10/s
 // and 1000/h for one key, or per-user and per-tenant with one key each. A
 // request is admitted only if every window admits it; a denial by any
-// window debits none of them.
+// window gives back what the windows before it took (all of it, unless a
+// concurrent request touched the same cells: see below).
 //
 // How: each window in order takes its share with the rotator's
 // TryReserve (strict, exact under contention); when one denies, the
 // windows already taken are refunded (rotator.Refund, Cancel's rule:
-// exactly where nothing else touched the key's cells since, otherwise the
-// take stays, on the safe side; never another key's debt). A concurrent
+// exactly where nothing else touched the key's cells since, or only in the
+// same millisecond below MaxDebt; otherwise the take stays, on the safe
+// side; never another key's debt). A concurrent
 // reader can therefore observe, for the moment between a take and its
 // refund, the debit of a request that ends up denied: it can only make
 // that reader deny more, never admit more.

@@ -54,9 +54,11 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // rotator.Refund does: a cell of the key that no other request has
 // written since the reservation gets its previous value back (the key
 // reads as if the reservation had never been taken, the part drained
-// since included); a cell written since keeps the debit, on the safe side
-// (a key is never given back more than its own reservation, nor anything
-// of another key's). x/time/rate's CancelAt restores the tokens no later
+// since included), and so does one written since only within the same
+// millisecond, below MaxDebt; any other cell keeps the debit, on the safe
+// side (a key is never given back more than its own reservation, nor
+// anything of another key's, even once MaxDebt has cut another key's
+// debit). x/time/rate's CancelAt restores the tokens no later
 // reservation has used; docs/readings.md compares the two. Only the
 // first call does anything.
 func (r *Reservation) Cancel() {

@@ -8,7 +8,6 @@ import (
 
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
-	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 	"go.uber.org/goleak"
 )
@@ -142,14 +141,6 @@ func TestWaitErrors(t *testing.T) {
 	}
 }
 
-// exactRefund reports whether rotator.Refund is the exact undo of issue
-// 23 (it returns whether everything was given back). Cancel's
-// all-or-nothing rule stands on it.
-func exactRefund() bool {
-	_, ok := any((*rotator.Rotator).Refund).(func(*rotator.Rotator, *rotator.Reservation) bool)
-	return ok
-}
-
 // TestWaitCancelRule: one rule for WaitN and Cancel. A WaitN whose context
 // ends during the wait cancels its reservation, and Cancel is all or
 // nothing: untouched, the key reads exactly as if nothing had been
@@ -158,9 +149,6 @@ func exactRefund() bool {
 // side). Before, a cancelled wait kept the part already drained (0.4
 // token here) while the doc said nothing stays debited.
 func TestWaitCancelRule(t *testing.T) {
-	if !exactRefund() {
-		t.Skip("needs the exact-undo rotator.Refund (issue 23, item 1)")
-	}
 	for _, touched := range []bool{false, true} {
 		// One cell per level: every key shares the key's cells.
 		opts := []limit.Option{limit.WithSize(1, 1), limit.WithMaxDebt(5)}
