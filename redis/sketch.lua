@@ -1,7 +1,7 @@
 #!lua name=grudge_LIBVERSION
 -- grudge server-side sketch (see doc.go and docs/distributed.md): a Redis
 -- Function library, loaded with FUNCTION LOAD and called with
---   FCALL grudge_LIBVERSION 1 KEYS[1] ARGV...
+--   FCALL grudge_LIBVERSION numkeys KEYS... ARGV...
 -- (LIBVERSION is replaced by the client with a hash of this source, so
 -- instances running different versions never call each other's code).
 -- A library's top level runs once, at load: the helpers below are created
@@ -9,12 +9,16 @@
 -- the per-call parameters they read as upvalues (Redis runs one function
 -- at a time).
 --
--- KEYS[1]  the sketch's base name, with its hash tag, e.g. "{rl:3}". The
---          generation strings are KEYS[1]..":g" (no rotation) or
---          KEYS[1]..":g:"..index; they share KEYS[1]'s hash tag, so in a
---          cluster every key this call touches is in KEYS[1]'s slot.
+-- KEYS     every generation string of one shard, and nothing else: the
+--          function touches exactly the keys it is given, as Redis requires
+--          (a Redis Cluster routes, and migrates, by the declared keys).
+--          Without rotation one key, "{Name}:g"; with rotation the ring
+--          "{Name}:g:0" .. "{Name}:g:<G-1>", generation i living in slot
+--          i mod G. They share one hash tag, so one cluster slot.
 -- ARGV     op cfg kind agg hs he nums now pos1 end1 .. posL endL
---   op     "Q" query, "U" update, "A" update and query, "T" try-update
+--   op     "Q" query, "U" update, "A" update and query, "T" try-update,
+--          "C" check: the commands the ACL denies this function on KEYS
+--          (redis.acl_check_cmd), as a list of strings; no other ARGV
 --   cfg    binary, little-endian (struct '<I4I4I4I4dddd'): L and M (levels
 --          and cells per level), G generations, fp the config
 --          fingerprint, P period in ms (0: one generation, never rotated),
@@ -40,7 +44,14 @@
 --   "GRDGSK01" | L u32 | M u32 | fp u32 | 0 u32 | epoch f64 | hw f64
 --   cell = little-endian uint64 atomiccell.Word: stamp u32 then score f32
 -- epoch is the server ms a stamp counts from; hw the largest time a write
--- has seen (time never goes backwards for the sketch).
+-- has seen (time never goes backwards for the sketch). With rotation, the
+-- generation a ring slot holds is the one live at its hw: a write at time
+-- t goes only to generations live at t, so hw, at or after the slot's
+-- creation and at or before its last write, falls in its generation's
+-- life; of the G generations live then, exactly one is congruent to the
+-- slot mod G. A slot holding a generation that is no longer live is reset
+-- (deleted and created again) by the first write that finds it so. The
+-- strings carry no TTL, so volatile-* eviction policies never evict them.
 --
 -- Reply: { allowed (0/1), estimate (8 bytes: little-endian float64),
 --          retry ms, reset ms }.
@@ -61,7 +72,7 @@ local pos, fin = {}, {}
 -- Scratch tables, reused by every call (only 1..L are read): the decayed
 -- values and stamps of the generation being read, the committed values
 -- of the oldest one, and the live generations.
-local V, ST, AFTER, LIVE = {}, {}, {}, {}
+local V, ST, AFTER, LIVE, SLOTS = {}, {}, {}, {}, {}
 -- GEN[slot]: the table open fills for a call's slot-th live generation.
 local GEN = {}
 local function gen(slot, k, epoch, hw)
@@ -121,11 +132,17 @@ local function clamp(x)
   return x
 end
 
--- open returns the generation table for key k (GEN[slot], reused), creating
--- the string when create is set and it is missing (ttl > 0: its lifetime
--- in ms), nil when it is missing and create is not set, or an error
--- string for foreign data.
-local function open(slot, k, create, ttl)
+-- create makes k a fresh generation string (all cells 0, stamp 0) at time
+-- tm and returns its table (GEN[slot], reused). k must not exist.
+local function create(slot, k, tm)
+  redis.call('SETRANGE', k, SIZE - 1, '\0')
+  redis.call('SETRANGE', k, '0', MAGIC .. spack('<I4I4I4I4dd', L, M, fp, 0, tm, tm))
+  return gen(slot, k, tm, tm)
+end
+
+-- open returns the generation table for key k (GEN[slot], reused), nil
+-- when k does not exist, or an error string for foreign data.
+local function open(slot, k)
   -- The header as the first 40 of the string's last SIZE bytes: exactly
   -- 40 bytes, from offset 0, only when the string has SIZE bytes (fewer
   -- give a shorter answer, more give bytes from inside the cells, no
@@ -138,13 +155,7 @@ local function open(slot, k, create, ttl)
       -- Not a string: STRLEN answered WRONGTYPE.
       return 'key ' .. k .. ' holds a ' .. redis.call('TYPE', k)['ok'] .. ', not a sketch'
     end
-    if n == 0 and redis.call('EXISTS', k) == 0 then
-      if not create then return nil end
-      redis.call('SETRANGE', k, SIZE - 1, '\0')
-      redis.call('SETRANGE', k, '0', MAGIC .. struct.pack('<I4I4I4I4dd', L, M, fp, 0, now, now))
-      if ttl > 0 then redis.call('PEXPIRE', k, ttl) end
-      return gen(slot, k, now, now)
-    end
+    if n == 0 and redis.call('EXISTS', k) == 0 then return nil end
     if n ~= SIZE then
       return 'key ' .. k .. ' holds ' .. n .. ' bytes, not a sketch of ' .. SIZE
     end
@@ -225,13 +236,30 @@ local function retryReset(e, n)
   return r, reset
 end
 
--- run is one call: FCALL grudge_LIBVERSION 1 base ARGV...
+-- check returns the commands the ACL denies this function on keys, as
+-- "COMMAND key" strings (empty: none).
+local function check(keys)
+  local denied = {}
+  if not redis.acl_check_cmd('TIME') then denied[#denied + 1] = 'TIME' end
+  for _, k in ipairs(keys) do
+    for _, c in ipairs({
+      { 'GETRANGE', k, '0', '0' }, { 'SETRANGE', k, '0', 'x' }, { 'STRLEN', k },
+      { 'EXISTS', k }, { 'TYPE', k }, { 'DEL', k },
+    }) do
+      if not redis.acl_check_cmd(unpack(c)) then denied[#denied + 1] = c[1] .. ' ' .. k end
+    end
+  end
+  return denied
+end
+
+-- run is one call: FCALL grudge_LIBVERSION G keys... ARGV...
 local function run(KEYS, ARGV)
   if not spack then
     frexp, ldexp, ceil, floor, exp = math.frexp, math.ldexp, math.ceil, math.floor, math.exp
     spack, sunpack, HUGE = struct.pack, struct.unpack, math.huge
   end
   op = ARGV[1]
+  if op == 'C' then return check(KEYS) end
   L, M, G, fp, P, param, lo, hi = sunpack('<I4I4I4I4dddd', ARGV[2])
   kind = ARGV[3]
   agg = ARGV[4]
@@ -246,27 +274,54 @@ local function run(KEYS, ARGV)
   for i = 1, L do pos[i], fin[i] = ARGV[7 + 2 * i], ARGV[8 + 2 * i] end
   SIZE = HDR + L * M * 8
 
-  -- The generations live now: one key, or indices cur-G+1 .. cur.
+  -- The generations live now: one key, or the G ring slots' generations
+  -- cur-G+1 .. cur, oldest first. Time never goes backwards for the
+  -- sketch: tm is the largest of the server clock and every slot's
+  -- high-water mark.
   local write = op ~= 'Q'
   local live = LIVE
   for i = #live, 1, -1 do live[i] = nil end
+  local tm = now
   if P == 0 then
-    local g = open(1, KEYS[1] .. ':g', write, 0)
+    local g = open(1, KEYS[1])
     if type(g) == 'string' then return fail(g) end
+    if g then
+      if g.hw > tm then tm = g.hw end
+    elseif write then
+      g = create(1, KEYS[1], tm)
+    end
     if g then live[1] = g end
   else
-    local cur = floor(now / P)
-    for i = cur - G + 1, cur do
-      local g = open(#live + 1, KEYS[1] .. ':g:' .. i, write, (i + G) * P - now)
+    local slots = SLOTS
+    for s = 1, G do
+      local g = open(s, KEYS[s])
       if type(g) == 'string' then return fail(g) end
+      slots[s] = g or false
+      if g and g.hw > tm then tm = g.hw end
+    end
+    local cur = floor(tm / P)
+    for i = cur - G + 1, cur do
+      local s = i % G + 1
+      local g = slots[s]
+      if g then
+        -- The generation g holds: the one live at its hw that is
+        -- congruent to its slot.
+        local top = floor(g.hw / P)
+        if top - (top - (s - 1)) % G ~= i then
+          -- Stale: its generation's life is over.
+          if write then
+            redis.call('DEL', g.k)
+            g = create(s, KEYS[s], tm)
+          else
+            g = nil
+          end
+        end
+      elseif write then
+        g = create(s, KEYS[s], tm)
+      end
       if g then live[#live + 1] = g end
     end
   end
-
-  -- Time never goes backwards for the sketch: the largest of the server
-  -- clock and every generation's high-water mark.
-  local tm = now
-  for _, g in ipairs(live) do if g.hw > tm then tm = g.hw end end
 
   if #live == 0 then
     -- A query of a sketch nobody has written: every score is 0.
