@@ -139,7 +139,7 @@ func (s *Sketch) classify(ctx context.Context, msg string, err error, keys []str
 	case strings.Contains(low, "unknown command") && (strings.Contains(low, "fcall") || strings.Contains(low, "function")):
 		return fmt.Errorf("%w: the server answered %q (Redis older than 7.0, or FUNCTION/FCALL renamed or disabled)", ErrNoFunctions, msg)
 	case strings.HasPrefix(msg, "NOPERM"):
-		return fmt.Errorf("%w: %s (the sketch needs %s); got %w", ErrPermission, aclCause(msg), RequiredACL, err)
+		return fmt.Errorf("%w: %s (the sketch needs %s); got %w", ErrPermission, aclCause(msg, keys), RequiredACL, err)
 	case strings.Contains(msg, "can't run this command"):
 		// Denied inside the function: ask it which commands.
 		denied := "a command the function runs"
@@ -154,7 +154,7 @@ func (s *Sketch) classify(ctx context.Context, msg string, err error, keys []str
 }
 
 // aclCause extracts what a NOPERM reply denies.
-func aclCause(msg string) string {
+func aclCause(msg string, keys []string) string {
 	if i := strings.Index(msg, "to run the '"); i >= 0 {
 		rest := msg[i+len("to run the '"):]
 		if j := strings.IndexByte(rest, '\''); j >= 0 {
@@ -162,7 +162,7 @@ func aclCause(msg string) string {
 		}
 	}
 	if strings.Contains(msg, "key") {
-		return "the user may not access the sketch's keys"
+		return "the user may not read and write the sketch's keys " + strings.Join(keys, " ")
 	}
 	return strings.TrimPrefix(msg, "NOPERM ")
 }
@@ -226,7 +226,7 @@ func (s *Sketch) checkOp(ctx context.Context, keys []string) ([]string, error) {
 			return nil, err
 		}
 		if loaded || !strings.HasSuffix(msg, "Function not found") {
-			return nil, s.classify(ctx, msg, err, nil)
+			return nil, s.classify(ctx, msg, err, keys)
 		}
 		if err := s.loadLibrary(ctx); err != nil {
 			return nil, err
