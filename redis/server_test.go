@@ -139,12 +139,6 @@ func (s *testServer) direct(t testing.TB) rueidis.Client {
 // client returns a rueidis client for the server, closed at cleanup.
 func (s *testServer) client(t testing.TB) rueidis.Client { return s.direct(t) }
 
-// do runs a raw command for test setup.
-func do(t testing.TB, c rueidis.Client, args ...string) rueidis.RedisResult {
-	t.Helper()
-	return c.Do(context.Background(), c.B().Arbitrary(args...).Build())
-}
-
 // --- Redis Cluster ---
 
 // testCluster is a Redis Cluster of 3 masters (no replicas) on loopback

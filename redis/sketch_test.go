@@ -17,17 +17,7 @@ import (
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
-	"github.com/redis/rueidis"
 )
-
-func mustNew(t testing.TB, c rueidis.Client, cfg Config) *Sketch {
-	t.Helper()
-	s, err := New(c, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func TestConfigErrors(t *testing.T) {
 	tests := []struct {
