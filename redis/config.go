@@ -69,11 +69,17 @@ type normalized struct {
 	param  float64
 	lo, hi float64 // rounded up to float32, as atomiccell.Rules holds them
 	fp     uint32
-	// The script's static arguments (sketch.lua): cfg is binary
-	// ('<I4I4I4I4dddd': L M G fp P param lo hi), kindName and agg
-	// strings, hs and he the header's byte range counted from the end.
-	cfg, kindName, agg, hs, he string
+	// cfg is the function's static argument (sketch.lua), binary
+	// ('<I4I4I4I4ddddBB': L M G fp P param lo hi kind agg).
+	cfg string
 }
+
+// The codes of the laws and aggregators in cfg (sketch.lua's KINDS and
+// AGGS).
+var (
+	kindCodes = map[decay.Kind]byte{decay.KindNone: 0, decay.KindExponential: 1, decay.KindLinear: 2}
+	aggCodes  = map[sketch.Aggregator]byte{sketch.Min: 0, sketch.Max: 1, sketch.Mean: 2}
+)
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
@@ -135,16 +141,15 @@ func (cfg Config) normalize() (normalized, error) {
 	fmt.Fprintf(h, "%s|%v|%s|%s|%s|%d|%d|%d", n.kind, fmtFloat(n.param), fmtFloat(n.lo), fmtFloat(n.hi), agg,
 		cfg.Seed, cfg.Generations, cfg.Period.Milliseconds())
 	n.fp = h.Sum32()
-	b := make([]byte, 0, 48)
+	b := make([]byte, 0, 50)
 	for _, u := range []uint32{cfg.Levels, cfg.CellsPerLevel, cfg.Generations, n.fp} {
 		b = binary.LittleEndian.AppendUint32(b, u)
 	}
 	for _, f := range []float64{float64(cfg.Period.Milliseconds()), n.param, n.lo, n.hi} {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 	}
-	n.cfg, n.kindName, n.agg = string(b), n.kind.String(), agg
-	size := headerBytes + int64(cfg.Levels)*int64(cfg.CellsPerLevel)*8
-	n.hs, n.he = strconv.FormatInt(-size, 10), strconv.FormatInt(-(size-headerBytes+1), 10)
+	b = append(b, kindCodes[n.kind], aggCodes[cfg.Aggregator])
+	n.cfg = string(b)
 	if math.IsNaN(n.lo) || math.IsNaN(n.hi) {
 		return bad("Lo and Hi must not be NaN")
 	}

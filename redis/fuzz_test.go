@@ -37,7 +37,7 @@ func FuzzDecodeReply(f *testing.F) {
 }
 
 // FuzzScriptArgs decodes the script's ARGV as sketch.lua does (struct
-// '<I4I4I4I4dddd' and '<ddd', decimal byte ranges) for arbitrary shapes,
+// '<I4I4I4I4ddddBB' and '<ddd', decimal byte ranges) for arbitrary shapes,
 // hashes and numbers: the static config and the numbers come back bit for
 // bit, and each level's range is that level's cell, sketch.Index's, 8
 // bytes inside the generation string.
@@ -52,12 +52,12 @@ func FuzzScriptArgs(f *testing.F) {
 		}
 		args := scriptArgs(n, "T", h, delta, limit, rebaseAt)
 		L, M := n.Levels, n.CellsPerLevel
-		if len(args) != 8+2*int(L) {
-			t.Fatalf("%d args; want %d", len(args), 8+2*L)
+		if len(args) != 4+2*int(L) {
+			t.Fatalf("%d args; want %d", len(args), 4+2*L)
 		}
 		c := []byte(args[1])
-		if len(c) != 48 {
-			t.Fatalf("cfg is %d bytes; want 48", len(c))
+		if len(c) != 50 {
+			t.Fatalf("cfg is %d bytes; want 50", len(c))
 		}
 		u := func(i int) uint32 { return binary.LittleEndian.Uint32(c[4*i:]) }
 		d := func(b []byte, i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:])) }
@@ -68,26 +68,23 @@ func FuzzScriptArgs(f *testing.F) {
 		if d(f, 0) != float64(n.Period.Milliseconds()) || d(f, 1) != n.param || d(f, 2) != n.lo || d(f, 3) != n.hi {
 			t.Fatalf("cfg P param lo hi = %v %v %v %v", d(f, 0), d(f, 1), d(f, 2), d(f, 3))
 		}
-		if args[2] != n.kind.String() || args[3] != "max" && args[3] != "min" && args[3] != "mean" {
-			t.Fatalf("kind, agg = %q, %q", args[2], args[3])
+		if c[48] != kindCodes[n.kind] || c[49] != aggCodes[n.Aggregator] || c[48] > 2 || c[49] > 2 {
+			t.Fatalf("kind, agg codes = %d, %d", c[48], c[49])
 		}
-		if size := int64(headerBytes) + int64(L)*int64(M)*8; args[4] != strconv.FormatInt(-size, 10) || args[5] != strconv.FormatInt(-size+39, 10) {
-			t.Fatalf("hs, he = %q, %q", args[4], args[5])
-		}
-		nums := []byte(args[6])
+		nums := []byte(args[2])
 		if len(nums) != 24 || math.Float64bits(d(nums, 0)) != math.Float64bits(delta) ||
 			math.Float64bits(d(nums, 1)) != math.Float64bits(limit) || d(nums, 2) != float64(rebaseAt) {
 			t.Fatalf("nums = %x", nums)
 		}
-		if args[7] != "" {
-			t.Fatalf("now = %q without a Clock", args[7])
+		if args[3] != "" {
+			t.Fatalf("now = %q without a Clock", args[3])
 		}
 		size := uint64(headerBytes) + uint64(L)*uint64(M)*8
 		for l := range L {
-			pos, err1 := strconv.ParseUint(args[8+2*l], 10, 64)
-			end, err2 := strconv.ParseUint(args[9+2*l], 10, 64)
+			pos, err1 := strconv.ParseUint(args[4+2*l], 10, 64)
+			end, err2 := strconv.ParseUint(args[5+2*l], 10, 64)
 			if err1 != nil || err2 != nil || end != pos+7 || end >= size {
-				t.Fatalf("level %d: range %q..%q in a string of %d bytes", l, args[8+2*l], args[9+2*l], size)
+				t.Fatalf("level %d: range %q..%q in a string of %d bytes", l, args[4+2*l], args[5+2*l], size)
 			}
 			want := uint64(headerBytes) + 8*(uint64(l)*uint64(M)+uint64(sketch.Index(h, l, M)))
 			if pos != want {

@@ -179,8 +179,8 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 }
 
 // scriptArgs is sketch.lua's ARGV for op on the key hash h: op, the
-// static cfg, kind, agg, hs and he, then nums (binary delta, limit, rebaseAt), now
-// ("" for the server clock, or Config.Clock's ms) and each level's cell byte range,
+// static cfg, then nums (binary delta, limit, rebaseAt), now ("" for the
+// server clock, or Config.Clock's ms) and each level's cell byte range,
 // pos and pos+7, in decimal. The per-call strings alias one buffer, never
 // written again: one allocation instead of 2L+1.
 func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseAt int64) []string {
@@ -201,8 +201,8 @@ func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseA
 	if c.Clock != nil {
 		ns = strconv.FormatInt(c.Clock.NowMillis(), 10)
 	}
-	args := make([]string, 0, 8+2*c.Levels)
-	args = append(args, op, c.cfg, c.kindName, c.agg, c.hs, c.he, str[:24], ns)
+	args := make([]string, 0, 4+2*c.Levels)
+	args = append(args, op, c.cfg, str[:24], ns)
 	start := 24
 	for _, e := range ends[:2*c.Levels] {
 		args = append(args, str[start:e])

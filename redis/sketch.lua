@@ -15,19 +15,18 @@
 --          Without rotation one key, "{Name}:g"; with rotation the ring
 --          "{Name}:g:0" .. "{Name}:g:<G-1>", generation i living in slot
 --          i mod G. They share one hash tag, so one cluster slot.
--- ARGV     op cfg kind agg hs he nums now pos1 end1 .. posL endL
+-- ARGV     op cfg nums now pos1 end1 .. posL endL
 --   op     "Q" query, "U" update, "A" update and query, "T" try-update,
 --          "C" check: the commands the ACL denies this function on KEYS
 --          (redis.acl_check_cmd), as a list of strings; no other ARGV
---   cfg    binary, little-endian (struct '<I4I4I4I4dddd'): L and M (levels
---          and cells per level), G generations, fp the config
+--   cfg    binary, little-endian (struct '<I4I4I4I4ddddBB'): L and M
+--          (levels and cells per level), G generations, fp the config
 --          fingerprint, P period in ms (0: one generation, never rotated),
 --          param (the law's lambda or rate, /s), lo and hi (clamp bounds,
---          already float32 values rounded up by the client)
---   kind   "none", "exponential" or "linear"
---   agg    "min", "max" or "mean"
---   hs, he -SIZE and -(SIZE-39) in decimal, SIZE = 40 + L*M*8: the
---          header's range counted from the end (see open)
+--          already float32 values rounded up by the client), kind (0
+--          none, 1 exponential, 2 linear) and agg (0 min, 1 max, 2 mean).
+--          The same for every call of one sketch: it is decoded once and
+--          kept, with what derives from it, in CFGS.
 --   nums   binary, little-endian (struct '<ddd'): delta and limit (finite;
 --          0 where unused), rebase (ms of age of a generation's epoch that
 --          triggers a rebase: 2^31 in production, smaller in tests)
@@ -43,12 +42,16 @@
 -- A generation string is a 40-byte header followed by L*M cells of 8 bytes:
 --   "GRDGSK01" | L u32 | M u32 | fp u32 | 0 u32 | epoch f64 | hw f64
 --   cell = little-endian uint64 atomiccell.Word: stamp u32 then score f32
--- epoch is the server ms a stamp counts from; hw the largest time a write
--- has seen (time never goes backwards for the sketch). With rotation, the
--- generation a ring slot holds is the one live at its hw: a write at time
--- t goes only to generations live at t, so hw, at or after the slot's
--- creation and at or before its last write, falls in its generation's
--- life; of the G generations live then, exactly one is congruent to the
+-- epoch is the server ms a stamp counts from; hw the time the generation
+-- was created or last rebased, a time at which it was live. A call runs
+-- at tm, the largest of the server clock and every hw, so the rotation
+-- never steps back behind a generation already made; within that, a
+-- backwards step of the clock is no elapsed time for each cell (a cell
+-- stamped after tm is not decayed, and keeps its stamp), which can only
+-- over-estimate. (hw is not raised by every write: that was one more
+-- SETRANGE per call, for no guarantee the stamps do not already give.)
+-- With rotation, the generation a ring slot holds is the one live at its
+-- hw: of the G generations live then, exactly one is congruent to the
 -- slot mod G. A slot holding a generation that is no longer live is reset
 -- (deleted and created again) by the first write that finds it so. The
 -- strings carry no TTL, so volatile-* eviction policies never evict them.
@@ -65,6 +68,10 @@ local frexp, ldexp, ceil, floor, exp, spack, sunpack, HUGE
 
 -- Per-call parameters, set at the start of each call by run.
 local op, L, M, G, fp, P, param, lo, hi, kind, agg, HS, HE
+-- CFGS[cfg]: the decoded configuration and what derives from it (at most
+-- 64 kept; more are dropped all at once).
+local CFGS, NCFGS = {}, 0
+local KINDS, AGGS = { [0] = 'none', 'exponential', 'linear' }, { [0] = 'min', 'max', 'mean' }
 local delta, limit, rebaseAt, now, SIZE
 -- pos[i], fin[i]: level i's cell as GETRANGE/SETRANGE arguments (reused
 -- across calls; only 1..L are read).
@@ -202,7 +209,8 @@ local function aggregate(v)
 end
 
 -- rebase moves g's epoch to tm, so that stamps (uint32 ms) never wrap: every
--- cell is decayed to tm and stamped 0. Exact by the composition law; it
+-- cell is decayed to tm and stamped 0 (one stamped after tm keeps its
+-- value and its time). Exact by the composition law; it
 -- costs one pass over the L*M cells, once per rebaseAt ms of a generation's
 -- life (never, when G*P < rebaseAt).
 local function rebase(g, tm)
@@ -214,10 +222,15 @@ local function rebase(g, tm)
     if s ~= s or s == math.huge or s == -math.huge then
       return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. i
     end
-    out[i + 1] = pack(clamp(decay(s, rel - stamp)), 0)
+    -- A cell stamped after tm (the clock stepped back) keeps its value
+    -- and its stamp, relative to the new epoch.
+    local ns = stamp - rel
+    if ns < 0 then ns = 0 end
+    out[i + 1] = pack(clamp(decay(s, rel - stamp)), ns)
   end
   redis.call('SETRANGE', g.k, HDR, table.concat(out))
-  redis.call('SETRANGE', g.k, '24', struct.pack('<d', tm))
+  redis.call('SETRANGE', g.k, '24', struct.pack('<dd', tm, tm))
+  g.hw = tm
   g.epoch = tm
   return nil
 end
@@ -260,19 +273,26 @@ local function run(KEYS, ARGV)
   end
   op = ARGV[1]
   if op == 'C' then return check(KEYS) end
-  L, M, G, fp, P, param, lo, hi = sunpack('<I4I4I4I4dddd', ARGV[2])
-  kind = ARGV[3]
-  agg = ARGV[4]
-  HS, HE = ARGV[5], ARGV[6]
-  delta, limit, rebaseAt = sunpack('<ddd', ARGV[7])
-  if ARGV[8] == '' then
+  local c = CFGS[ARGV[2]]
+  if not c then
+    local l, m, g, f, p, pa, lo_, hi_, k, a = sunpack('<I4I4I4I4ddddBB', ARGV[2])
+    if not KINDS[k] or not AGGS[a] then return fail('bad configuration argument') end
+    local size = HDR + l * m * 8
+    -- The header's range counted from the end (see open).
+    c = { l, m, g, f, p, pa, lo_, hi_, KINDS[k], AGGS[a], tostring(-size), tostring(-(size - HDR + 1)), size }
+    if NCFGS >= 64 then CFGS, NCFGS = {}, 0 end
+    CFGS[ARGV[2]], NCFGS = c, NCFGS + 1
+  end
+  L, M, G, fp, P, param, lo, hi, kind, agg, HS, HE, SIZE =
+    c[1], c[2], c[3], c[4], c[5], c[6], c[7], c[8], c[9], c[10], c[11], c[12], c[13]
+  delta, limit, rebaseAt = sunpack('<ddd', ARGV[3])
+  if ARGV[4] == '' then
     local t = redis.call('TIME')
     now = tonumber(t[1]) * 1000 + floor(tonumber(t[2]) / 1000)
   else
-    now = tonumber(ARGV[8])
+    now = tonumber(ARGV[4])
   end
-  for i = 1, L do pos[i], fin[i] = ARGV[7 + 2 * i], ARGV[8 + 2 * i] end
-  SIZE = HDR + L * M * 8
+  for i = 1, L do pos[i], fin[i] = ARGV[3 + 2 * i], ARGV[4 + 2 * i] end
 
   -- The generations live now: one key, or the G ring slots' generations
   -- cur-G+1 .. cur, oldest first. Time never goes backwards for the
@@ -372,9 +392,6 @@ local function run(KEYS, ARGV)
       local c = spack('<I4f', stamp, r)
       redis.call('SETRANGE', g.k, pos[i], c)
       if gi == 1 then after[i] = r end
-    end
-    if tm > g.hw then
-      redis.call('SETRANGE', g.k, '32', struct.pack('<d', tm))
     end
   end
 

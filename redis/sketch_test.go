@@ -170,6 +170,84 @@ func testDifferential(t *testing.T, e *env) {
 	}
 }
 
+// TestBackwardsClock: the server's clock steps back now and then
+// (non-negative deltas, Lo 0, Min). The server counts a step back as no
+// elapsed time per cell, as grudge does: a cell stamped after the new
+// reading is not decayed and keeps its stamp, and time runs on from the
+// new reading for the others. So between two touches of a cell it never
+// decays more than the real time that passed. The reference is the local
+// sketch with the same hashing, fed exactly the server's admitted
+// updates, on a clock that never steps back (the real time): the server's
+// estimate is never below it (beyond the float32 bound), so never below
+// the truth.
+func TestBackwardsClock(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		for _, tc := range []struct {
+			law      decay.Decay
+			rebaseAt int64
+		}{{decay.Exponential(0.7), defaultRebaseAt}, {decay.Linear(3), defaultRebaseAt}, {decay.Linear(3), 1500}} {
+			law := tc.law
+			k, _ := decay.Params(law)
+			t.Run(fmt.Sprint(k, "/rebase=", tc.rebaseAt), func(t *testing.T) {
+				clk, real := sketchtest.NewFakeClock(), sketchtest.NewFakeClock()
+				clk.Set(1_000_000)
+				real.Set(1_000_000)
+				rs := e.sketch(t, Config{Name: e.ns(fmt.Sprint("back:", k, tc.rebaseAt)), Levels: 3, CellsPerLevel: 16, Decay: law, Hi: 200, Clock: clk})
+				rs.setRebaseAt(tc.rebaseAt) // every few writes a rebase, with cells stamped after it
+				ls, err := sketch.New(sketch.Config{Levels: 3, CellsPerLevel: 16, Decay: law, Hi: 200, Clock: real})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(5, 6))
+				ctx := context.Background()
+				steps := 0
+				for i := range 300 {
+					if rng.IntN(6) == 0 {
+						clk.Set(clk.NowMillis() - int64(rng.IntN(2000))) // no real time passes
+						steps++
+					} else {
+						d := time.Duration(rng.IntN(400)) * time.Millisecond
+						clk.Advance(d)
+						real.Advance(d)
+					}
+					key := []byte(fmt.Sprint("key", rng.IntN(40)))
+					delta := float64(rng.IntN(20))
+					var got float64
+					switch rng.IntN(3) {
+					case 0:
+						if got, err = rs.UpdateAndQuery(ctx, key, delta); err != nil {
+							t.Fatal(err)
+						}
+						ls.Update(key, delta)
+					case 1:
+						limit := float64(rng.IntN(150))
+						ok, err := rs.TryUpdate(ctx, key, delta, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if ok {
+							ls.Update(key, delta)
+						}
+						if got, err = rs.Query(ctx, key); err != nil {
+							t.Fatal(err)
+						}
+					default:
+						if got, err = rs.Query(ctx, key); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if want := ls.Query(key); got < want-f32Bound(want) {
+						t.Fatalf("op %d: the server's estimate %v is below the real-time reference %v", i, got, want)
+					}
+				}
+				if steps == 0 {
+					t.Fatal("the clock never stepped back")
+				}
+			})
+		}
+	})
+}
+
 // f32Bound is the float32 tolerance of a value near v after a few
 // rounded-up operations.
 func f32Bound(v float64) float64 { return 8 * (math.Abs(v)*0x1p-23 + 1e-30) }
@@ -333,8 +411,7 @@ func TestRotation(t *testing.T) {
 // model of the rotation:
 //
 //   - an operation runs at t = max(clock, the server's high-water mark),
-//     which a committed write, or a write operation that creates a
-//     generation, raises to t;
+//     which a write operation that creates a generation raises to t;
 //   - a write operation (a denied TryUpdate included) creates every live
 //     generation, floor(t/P)-G+1 .. floor(t/P), that no earlier write
 //     operation created;
@@ -396,7 +473,7 @@ func TestRotationModel(t *testing.T) {
 							t.Fatal(err)
 						}
 						writeOp(at)
-						log, srvT = append(log, write{at, key, delta}), at
+						log = append(log, write{at, key, delta})
 						if want := estimate(at, key); got != want {
 							t.Fatalf("op %d (t=%d): UpdateAndQuery(%s, %v) = %v; model %v", i, at, key, delta, got, want)
 						}
@@ -412,7 +489,7 @@ func TestRotationModel(t *testing.T) {
 							t.Fatalf("op %d (t=%d): TryUpdate(%s, %v, %v) = %v; model %v (estimate %v)", i, at, key, delta, limit, got, want, est)
 						}
 						if got {
-							log, srvT = append(log, write{at, key, delta}), at
+							log = append(log, write{at, key, delta})
 						}
 					default:
 						got, err := s.Query(ctx, []byte(key))
