@@ -70,7 +70,7 @@ func tryAgainWait(attempt int) time.Duration {
 // retried by the sketch: a write is applied at most once by the sketch
 // itself (go-redis may retry after a network error on its own; see
 // NewGoRedis).
-func (s *Sketch) fcall(ctx context.Context, keys, args []string) (rawReply, error) {
+func (s *Sketch) fcall(ctx context.Context, keys, args []string) (string, error) {
 	loaded := false
 	for attempt := 0; ; attempt++ {
 		r, err := s.conn.fcall(ctx, libName, keys, args)

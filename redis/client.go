@@ -19,9 +19,9 @@ import (
 // after which the sketch calls again), except go-redis's own retry after a
 // network error, which docs/distributed.md discusses.
 type conn interface {
-	// fcall runs FCALL fn with keys and args and decodes the sketch's
-	// four-field reply.
-	fcall(ctx context.Context, fn string, keys, args []string) (rawReply, error)
+	// fcall runs FCALL fn with keys and args and returns the function's
+	// reply, a bulk string.
+	fcall(ctx context.Context, fn string, keys, args []string) (string, error)
 	// fcallStrings runs FCALL fn and returns its reply as a list of
 	// strings (the check operation's answer).
 	fcallStrings(ctx context.Context, fn string, keys, args []string) ([]string, error)
@@ -43,35 +43,13 @@ type node interface {
 	info(ctx context.Context, section string) (string, error)
 }
 
-// rawReply is the function's reply: allowed, estimate (8 bytes), retry
-// and reset.
-type rawReply struct {
-	ok           int64
-	estimate     string
-	retry, reset int64
-}
-
 // --- rueidis ---
 
 type rueidisConn struct{ c rueidis.Client }
 
-func (r rueidisConn) fcall(ctx context.Context, fn string, keys, args []string) (rawReply, error) {
+func (r rueidisConn) fcall(ctx context.Context, fn string, keys, args []string) (string, error) {
 	c := r.c
-	arr, err := c.Do(ctx, c.B().Fcall().Function(fn).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToArray()
-	if err != nil {
-		return rawReply{}, err
-	}
-	if len(arr) != 4 {
-		return rawReply{}, fmt.Errorf("script reply has %d elements, want 4", len(arr))
-	}
-	ok, err1 := arr[0].AsInt64()
-	eb, err2 := arr[1].ToString()
-	retry, err3 := arr[2].AsInt64()
-	reset, err4 := arr[3].AsInt64()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return rawReply{}, fmt.Errorf("malformed script reply: %w", err)
-	}
-	return rawReply{ok, eb, retry, reset}, nil
+	return c.Do(ctx, c.B().Fcall().Function(fn).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).ToString()
 }
 
 func (r rueidisConn) fcallStrings(ctx context.Context, fn string, keys, args []string) ([]string, error) {
@@ -152,39 +130,23 @@ func newGoredisConn(c goredis.UniversalClient) (goredisConn, error) {
 	return goredisConn{c}, nil
 }
 
-// fcallArgs is FCALL's argument list for go-redis.
-func fcallArgs(fn string, keys, args []string) []any {
-	a := make([]any, 0, 3+len(keys)+len(args))
-	a = append(a, "fcall", fn, len(keys))
-	for _, k := range keys {
-		a = append(a, k)
-	}
-	for _, v := range args {
-		a = append(a, v)
+// boxed is args as FCall's ...any.
+func boxed(args []string) []any {
+	a := make([]any, len(args))
+	for i, v := range args {
+		a[i] = v
 	}
 	return a
 }
 
-func (g goredisConn) fcall(ctx context.Context, fn string, keys, args []string) (rawReply, error) {
-	arr, err := g.c.Do(ctx, fcallArgs(fn, keys, args)...).Slice()
-	if err != nil {
-		return rawReply{}, err
-	}
-	if len(arr) != 4 {
-		return rawReply{}, fmt.Errorf("script reply has %d elements, want 4", len(arr))
-	}
-	ok, ok1 := arr[0].(int64)
-	eb, ok2 := arr[1].(string)
-	retry, ok3 := arr[2].(int64)
-	reset, ok4 := arr[3].(int64)
-	if !ok1 || !ok2 || !ok3 || !ok4 {
-		return rawReply{}, fmt.Errorf("malformed script reply: types %T %T %T %T, want integer, bulk string, integer, integer", arr[0], arr[1], arr[2], arr[3])
-	}
-	return rawReply{ok, eb, retry, reset}, nil
+// fcall uses the typed FCall (not Do): go-redis's AutoPipeliner batches
+// typed commands only, and passes Do around its pipeline.
+func (g goredisConn) fcall(ctx context.Context, fn string, keys, args []string) (string, error) {
+	return g.c.FCall(ctx, fn, keys, boxed(args)...).Text()
 }
 
 func (g goredisConn) fcallStrings(ctx context.Context, fn string, keys, args []string) ([]string, error) {
-	return g.c.Do(ctx, fcallArgs(fn, keys, args)...).StringSlice()
+	return g.c.FCall(ctx, fn, keys, boxed(args)...).StringSlice()
 }
 
 // shardIterator is what go-redis's ClusterClient and Ring have.

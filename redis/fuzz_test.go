@@ -9,29 +9,41 @@ import (
 	"github.com/lfgrudge/grudge/sketch"
 )
 
-// FuzzDecodeReply feeds arbitrary script-reply fields (as a foreign or
-// broken server could send) to the Go-side decoder: it never panics,
-// accepts exactly the well-formed replies, and returns their estimate
-// bit for bit.
+// FuzzDecodeReply feeds arbitrary replies (as a foreign or broken server
+// could send) to the Go-side decoder: it never panics, accepts exactly the
+// well-formed replies (25 bytes: allowed 0 or 1, a finite estimate, retry
+// and reset whole numbers in [-1, 2^53)), and returns their fields bit for
+// bit.
 func FuzzDecodeReply(f *testing.F) {
-	le := func(v float64) []byte { return binary.LittleEndian.AppendUint64(nil, math.Float64bits(v)) }
-	f.Add(int64(1), le(3.5), int64(-1), int64(-1))
-	f.Add(int64(0), le(10), int64(1234), int64(5000))
-	f.Add(int64(1), le(math.NaN()), int64(0), int64(0))
-	f.Add(int64(2), []byte("1.5"), int64(-2), int64(0))
-	f.Fuzz(func(t *testing.T, ok int64, eb []byte, retry, reset int64) {
-		r, err := decodeReply("T", ok, string(eb), retry, reset)
-		good := (ok == 0 || ok == 1) && len(eb) == 8 && retry >= -1 && reset >= -1
-		var e float64
-		if len(eb) == 8 {
-			e = math.Float64frombits(binary.LittleEndian.Uint64(eb))
-			good = good && !math.IsNaN(e) && !math.IsInf(e, 0)
+	rep := func(ok byte, e, retry, reset float64) []byte {
+		b := []byte{ok}
+		for _, v := range []float64{e, retry, reset} {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return b
+	}
+	f.Add(rep(1, 3.5, -1, -1))
+	f.Add(rep(0, 10, 1234, 5000))
+	f.Add(rep(1, math.NaN(), 0, 0))
+	f.Add(rep(2, 1.5, -2, 0.5))
+	f.Add(rep(0, 1, 1<<53, 0))
+	f.Add([]byte("1.5"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		r, err := decodeReply("T", string(b))
+		good := len(b) == replyBytes
+		var e, retry, reset float64
+		if good {
+			d := func(i int) float64 { return math.Float64frombits(binary.LittleEndian.Uint64(b[1+8*i:])) }
+			e, retry, reset = d(0), d(1), d(2)
+			whole := func(v float64) bool { return v >= -1 && v < 1<<53 && v == math.Trunc(v) }
+			good = b[0] <= 1 && !math.IsNaN(e) && !math.IsInf(e, 0) && whole(retry) && whole(reset)
 		}
 		if good != (err == nil) {
-			t.Fatalf("decodeReply(%d, %x, %d, %d) = %+v, %v; want error: %v", ok, eb, retry, reset, r, err, !good)
+			t.Fatalf("decodeReply(%x) = %+v, %v; want error: %v", b, r, err, !good)
 		}
-		if err == nil && (r.ok != (ok == 1) || math.Float64bits(r.estimate) != math.Float64bits(e) || r.retryMs != retry || r.resetMs != reset) {
-			t.Fatalf("decodeReply(%d, %x, %d, %d) = %+v", ok, eb, retry, reset, r)
+		if err == nil && (r.ok != (b[0] == 1) || math.Float64bits(r.estimate) != math.Float64bits(e) ||
+			r.retryMs != int64(retry) || r.resetMs != int64(reset)) {
+			t.Fatalf("decodeReply(%x) = %+v", b, r)
 		}
 	})
 }

@@ -175,7 +175,7 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 	if err != nil {
 		return reply{}, fmt.Errorf("redis: %s: %w", opName(op), err)
 	}
-	return decodeReply(op, r.ok, r.estimate, r.retry, r.reset)
+	return decodeReply(op, r)
 }
 
 // scriptArgs is sketch.lua's ARGV for op on the key hash h: op, the
@@ -211,24 +211,35 @@ func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseA
 	return args
 }
 
-// decodeReply checks and decodes the script reply's fields: allowed 0 or
-// 1, the estimate as 8 bytes of little-endian float64, finite, and retry
-// and reset >= -1.
-func decodeReply(op string, ok int64, eb string, retry, reset int64) (reply, error) {
-	if ok != 0 && ok != 1 {
+// replyBytes is the size of the function's reply, struct '<Bddd'.
+const replyBytes = 25
+
+// decodeReply checks and decodes the function's reply: 25 bytes, allowed
+// 0 or 1, then the estimate (finite), retry and reset (whole numbers >= -1
+// and below 2^53) as little-endian float64.
+func decodeReply(op, b string) (reply, error) {
+	if len(b) != replyBytes {
+		return reply{}, fmt.Errorf("redis: %s: malformed script reply: %d bytes, want %d", opName(op), len(b), replyBytes)
+	}
+	f := func(i int) float64 {
+		var u uint64
+		for j := 8; j > 0; j-- {
+			u = u<<8 | uint64(b[8*i+j])
+		}
+		return math.Float64frombits(u)
+	}
+	ok, e, retry, reset := b[0], f(0), f(1), f(2)
+	if ok > 1 {
 		return reply{}, fmt.Errorf("redis: %s: malformed script reply: allowed = %d", opName(op), ok)
 	}
-	if len(eb) != 8 {
-		return reply{}, fmt.Errorf("redis: %s: malformed estimate %q in script reply (want 8 bytes)", opName(op), eb)
-	}
-	e := math.Float64frombits(binary.LittleEndian.Uint64([]byte(eb)))
 	if math.IsNaN(e) || math.IsInf(e, 0) {
 		return reply{}, fmt.Errorf("redis: %s: malformed estimate %v in script reply", opName(op), e)
 	}
-	if retry < -1 || reset < -1 {
-		return reply{}, fmt.Errorf("redis: %s: malformed script reply: retry %d, reset %d", opName(op), retry, reset)
+	whole := func(v float64) bool { return v >= -1 && v < 1<<53 && v == math.Trunc(v) }
+	if !whole(retry) || !whole(reset) {
+		return reply{}, fmt.Errorf("redis: %s: malformed script reply: retry %v, reset %v", opName(op), retry, reset)
 	}
-	return reply{ok: ok == 1, estimate: e, retryMs: retry, resetMs: reset}, nil
+	return reply{ok: ok == 1, estimate: e, retryMs: int64(retry), resetMs: int64(reset)}, nil
 }
 
 func opName(op string) string {

@@ -38,6 +38,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -54,6 +55,7 @@ import (
 
 type result struct {
 	rate, p50us, cliCPU, srvCPU, callUs float64
+	breakdown                           string
 }
 
 func main() {
@@ -63,7 +65,20 @@ func main() {
 	callersFlag := flag.String("callers", "1,64", "concurrent callers")
 	pathsFlag := flag.String("paths", "admitted,denied", "admitted, denied")
 	implsFlag := flag.String("impls", "grudge,grudge-goredis,redis_rate", "grudge, grudge-goredis, redis_rate, grudge+denycache")
+	fresh := flag.Bool("fresh", true, "new clients for every run (else one set of clients for the whole benchmark: rueidis then stays in its pipelined mode once a 64-caller run has put it there, and a lone caller pays its goroutine hand-offs)")
+	breakdown := flag.Bool("breakdown", false, "print, per run, the server's time per decision by command (INFO commandstats; the script's own time is its total minus the commands it ran)")
+	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the client side) to this file")
 	flag.Parse()
+	if *cpuprofile != "" {
+		f, err := os.Create(*cpuprofile)
+		if err != nil {
+			log.Fatal(err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			log.Fatal(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	log.SetFlags(0)
 
 	if *addr == "" {
@@ -72,14 +87,23 @@ func main() {
 		*addr = a
 	}
 	ctx := context.Background()
-	rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{*addr}, DisableCache: true})
-	if err != nil {
-		log.Fatal(err)
+	type clients struct {
+		rc  rueidis.Client
+		rdb *goredis.Client
+		rr  *redis_rate.Limiter
 	}
-	defer rc.Close()
-	rdb := goredis.NewClient(&goredis.Options{Addr: *addr, PoolSize: 128, ContextTimeoutEnabled: true})
-	defer rdb.Close()
-	rr := redis_rate.NewLimiter(rdb)
+	open := func() clients {
+		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{*addr}, DisableCache: true})
+		if err != nil {
+			log.Fatal(err)
+		}
+		rdb := goredis.NewClient(&goredis.Options{Addr: *addr, PoolSize: 128, ContextTimeoutEnabled: true})
+		return clients{rc, rdb, redis_rate.NewLimiter(rdb)}
+	}
+	shared := open()
+	defer shared.rc.Close()
+	defer shared.rdb.Close()
+	rdb := shared.rdb
 
 	var callers []int
 	for _, s := range strings.Split(*callersFlag, ",") {
@@ -95,8 +119,8 @@ func main() {
 	info, _ := rdb.Info(ctx, "server").Result()
 	ver, _ := field(info, "redis_version")
 	up, _ := exec.Command("uptime").Output()
-	fmt.Printf("ratebench: %s, GOMAXPROCS %d, %s %s/%s, redis %s, rounds %d x %v per implementation per cell\n",
-		time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, ver, *rounds, *duration)
+	fmt.Printf("ratebench: %s, GOMAXPROCS %d, %s %s/%s, redis %s, rounds %d x %v per implementation per cell, fresh clients per run: %v\n",
+		time.Now().UTC().Format(time.RFC3339), runtime.GOMAXPROCS(0), runtime.Version(), runtime.GOOS, runtime.GOARCH, ver, *rounds, *duration, *fresh)
 	fmt.Printf("uptime at start: %s", up)
 
 	type cellKey struct {
@@ -110,10 +134,21 @@ func main() {
 			for _, c := range callers {
 				for i := range impls {
 					impl := impls[(i+r)%len(impls)]
-					x := run(ctx, rc, rdb, rr, impl, path, c, r, *duration)
+					cl := shared
+					if *fresh {
+						cl = open()
+					}
+					x := run(ctx, cl.rc, cl.rdb, cl.rr, impl, path, c, r, *duration)
+					if *fresh {
+						cl.rc.Close()
+						cl.rdb.Close()
+					}
 					k := cellKey{path, c, impl}
 					res[k] = append(res[k], x)
 					fmt.Fprintf(os.Stderr, "round %d %s callers=%d %s: %.0f decisions/s\n", r, path, c, impl, x.rate)
+					if *breakdown {
+						fmt.Printf("breakdown round %d %s callers=%d %s: %s\n", r, path, c, impl, x.breakdown)
+					}
 				}
 			}
 		}
@@ -183,16 +218,23 @@ func run(ctx context.Context, rc rueidis.Client, rdb *goredis.Client, rr *redis_
 	name := fmt.Sprintf("bench:%s:%d:%s:%d", path, callers, impl, round)
 	var allow func(key string) bool
 	switch impl {
-	case "grudge", "grudge-goredis", "grudge+denycache":
+	case "grudge", "grudge-goredis", "grudge-goredis-ap", "grudge+denycache":
 		cfg := grudgeredis.LimiterConfig{Name: name, Limit: grudgeredis.PerSecond(burst/3600, burst)}
 		if impl == "grudge+denycache" {
 			cfg.DenyCacheCells = 1 << 14
 		}
 		var l *grudgeredis.Limiter
 		var err error
-		if impl == "grudge-goredis" {
+		switch impl {
+		case "grudge-goredis":
 			l, err = grudgeredis.NewLimiterGoRedis(rdb, cfg)
-		} else {
+		case "grudge-goredis-ap":
+			var ap *goredis.AutoPipeliner
+			if ap, err = rdb.AutoPipeline(); err == nil {
+				defer ap.Close()
+				l, err = grudgeredis.NewLimiterGoRedis(ap, cfg)
+			}
+		default:
 			l, err = grudgeredis.NewLimiter(rc, cfg)
 		}
 		if err != nil {
@@ -205,8 +247,16 @@ func run(ctx context.Context, rc rueidis.Client, rdb *goredis.Client, rr *redis_
 			}
 			return d.Allowed
 		}
-	case "redis_rate":
+	case "redis_rate", "redis_rate-ap":
 		lim := redis_rate.PerHour(int(burst))
+		if impl == "redis_rate-ap" {
+			ap, err := rdb.AutoPipeline()
+			if err != nil {
+				log.Fatal(err)
+			}
+			defer ap.Close()
+			rr = redis_rate.NewLimiter(ap)
+		}
 		lim.Burst = int(burst)
 		allow = func(key string) bool {
 			r, err := rr.Allow(ctx, name+":"+key, lim)
@@ -256,14 +306,67 @@ func run(ctx context.Context, rc rueidis.Client, rdb *goredis.Client, rr *redis_
 	slices.Sort(all)
 	n := float64(len(all))
 	us, _ := scriptUsecPerCall(ctx, rdb)
+	bd := commandBreakdown(ctx, rdb, n)
 	rdb.FlushAll(ctx) // every cell starts from an empty server
 	return result{
-		rate:   n / el.Seconds(),
-		p50us:  float64(all[len(all)/2].Nanoseconds()) / 1e3,
-		cliCPU: (cli1 - cli0).Seconds() * 1e6 / n,
-		srvCPU: (srv1 - srv0).Seconds() * 1e6 / n,
-		callUs: us,
+		rate:      n / el.Seconds(),
+		p50us:     float64(all[len(all)/2].Nanoseconds()) / 1e3,
+		cliCPU:    (cli1 - cli0).Seconds() * 1e6 / n,
+		srvCPU:    (srv1 - srv0).Seconds() * 1e6 / n,
+		callUs:    us,
+		breakdown: bd,
 	}
+}
+
+// commandBreakdown is the server's time per decision by command since the
+// last CONFIG RESETSTAT (commands a script runs count under their own
+// names, and in the script's total too), and the script's own time: its
+// total minus theirs.
+func commandBreakdown(ctx context.Context, rdb *goredis.Client, decisions float64) string {
+	info, err := rdb.Info(ctx, "commandstats").Result()
+	if err != nil {
+		return err.Error()
+	}
+	type stat struct {
+		name        string
+		calls, usec float64
+	}
+	var script stat
+	var inner []stat
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || !strings.HasPrefix(name, "cmdstat_") {
+			continue
+		}
+		st := stat{name: strings.TrimPrefix(name, "cmdstat_")}
+		for _, kv := range strings.Split(rest, ",") {
+			k, v, _ := strings.Cut(kv, "=")
+			f, _ := strconv.ParseFloat(v, 64)
+			switch k {
+			case "calls":
+				st.calls = f
+			case "usec":
+				st.usec = f
+			}
+		}
+		switch st.name {
+		case "fcall", "evalsha", "eval":
+			if st.calls > script.calls {
+				script = st
+			}
+		case "info", "config|resetstat", "flushall":
+		default:
+			inner = append(inner, st)
+		}
+	}
+	var sum float64
+	var parts []string
+	for _, st := range inner {
+		sum += st.usec
+		parts = append(parts, fmt.Sprintf("%s %.2f µs (%.1f calls)", st.name, st.usec/decisions, st.calls/decisions))
+	}
+	slices.Sort(parts)
+	return fmt.Sprintf("%s %.2f µs/decision = own %.2f + %s", script.name, script.usec/decisions, (script.usec-sum)/decisions, strings.Join(parts, ", "))
 }
 
 func median(v []float64) float64 {
