@@ -26,10 +26,12 @@ var ErrInvalidConfig = errors.New("redis: invalid configuration")
 // server stores a fingerprint of the law, bounds, aggregator, seed and
 // rotation, and refuses a call made with another).
 type Config struct {
-	// Name is the sketch's base key. The server keys are "{Name}:g" (or
-	// "{Name}:g:<generation>"), and "{Name:<shard>}:..." when Shards > 1:
-	// the braces are a Redis Cluster hash tag, so all of a shard's keys
-	// share one slot. Must be non-empty and contain no braces.
+	// Name is the sketch's base key. The server keys are "{Name}:g", or
+	// with rotation the ring "{Name}:g:0" .. "{Name}:g:<Generations-1>",
+	// and "{Name:<shard>}:..." when Shards > 1: the braces are a Redis
+	// Cluster hash tag, so all of a shard's keys share one slot, and every
+	// call declares all of them (Sketch.Keys). Must be non-empty and
+	// contain no braces.
 	Name string
 
 	Levels        uint32               // L; 0 means 4; at most 8
@@ -43,8 +45,10 @@ type Config struct {
 	// Period is the rotation period: 0 means one generation, never
 	// rotated (right for draining laws such as the limiter's Linear).
 	// With Period > 0 the server keeps Generations strings, one per
-	// period, reads the oldest and writes all, as rotator does; a
-	// generation expires (PEXPIRE) when its life ends.
+	// period, reads the oldest and writes all, as rotator does; a ring
+	// slot whose generation's life has ended is reset by the next write
+	// (the strings carry no TTL, so volatile-* eviction never takes them;
+	// delete Sketch.Keys to retire a sketch).
 	Period      time.Duration
 	Generations uint32 // with Period > 0: 0 means 2; at least 2
 
