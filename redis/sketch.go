@@ -68,8 +68,11 @@ func New(client rueidis.Client, cfg Config) (*Sketch, error) {
 // NewGoRedis is New over a go-redis v9 client: a *redis.Client, a
 // *redis.ClusterClient, a *redis.Ring or any other redis.UniversalClient.
 // Its options must set ContextTimeoutEnabled: true (an error matching
-// ErrInvalidConfig otherwise): without it go-redis ignores context
-// deadlines, and Config.Timeout would bound nothing.
+// ErrInvalidConfig otherwise, for the client types whose options it can
+// read; build an AutoPipeliner from such a client too): without it
+// go-redis ignores context deadlines, and Config.Timeout would bound
+// nothing. Passing client.AutoPipeline() batches concurrent calls (go-redis
+// marks it experimental; docs/distributed.md measures it).
 // go-redis retries a command after a network error unless its options
 // say MaxRetries: -1 (ClusterOptions: MaxRedirects): such a retry may
 // apply one update twice, which over-counts (docs/distributed.md, "Timed
