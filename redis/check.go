@@ -71,35 +71,45 @@ func tryAgainWait(attempt int) time.Duration {
 // itself (go-redis may retry after a network error on its own; see
 // NewGoRedis).
 func (s *Sketch) fcall(ctx context.Context, keys, args []string) (string, error) {
+	var r string
+	err := s.retrying(ctx, keys, func() (err error) {
+		r, err = s.conn.fcall(ctx, libName, keys, args)
+		return err
+	})
+	return r, err
+}
+
+// retrying runs call, and again after the replies fcall describes.
+func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error) error {
 	loaded := false
 	for attempt := 0; ; attempt++ {
-		r, err := s.conn.fcall(ctx, libName, keys, args)
+		err := call()
 		if err == nil {
-			return r, nil
+			return nil
 		}
 		msg, isServer := s.conn.serverError(err)
 		switch {
 		case !isServer:
-			return r, err
+			return err
 		case !loaded && strings.HasSuffix(msg, "Function not found"):
 			if err := s.loadLibrary(ctx); err != nil {
-				return r, err
+				return err
 			}
 			loaded = true
 		case strings.HasPrefix(msg, "TRYAGAIN"):
 			_, deadline := ctx.Deadline()
 			if !deadline && attempt >= maxTryAgain {
-				return r, err
+				return err
 			}
 			t := time.NewTimer(tryAgainWait(attempt))
 			select {
 			case <-ctx.Done():
 				t.Stop()
-				return r, fmt.Errorf("%w (the slot was still migrating: %w)", ctx.Err(), err)
+				return fmt.Errorf("%w (the slot was still migrating: %w)", ctx.Err(), err)
 			case <-t.C:
 			}
 		default:
-			return r, s.classify(ctx, msg, err, keys)
+			return s.classify(ctx, msg, err, keys)
 		}
 	}
 }
@@ -215,24 +225,12 @@ func (s *Sketch) Check(ctx context.Context) error {
 // checkOp runs the function's check operation (loading the library if
 // the server lacks it), the same way a call does.
 func (s *Sketch) checkOp(ctx context.Context, keys []string) ([]string, error) {
-	loaded := false
-	for {
-		d, err := s.conn.fcallStrings(ctx, libName, keys, []string{"C"})
-		if err == nil {
-			return d, nil
-		}
-		msg, isServer := s.conn.serverError(err)
-		if !isServer {
-			return nil, err
-		}
-		if loaded || !strings.HasSuffix(msg, "Function not found") {
-			return nil, s.classify(ctx, msg, err, keys)
-		}
-		if err := s.loadLibrary(ctx); err != nil {
-			return nil, err
-		}
-		loaded = true
-	}
+	var d []string
+	err := s.retrying(ctx, keys, func() (err error) {
+		d, err = s.conn.fcallStrings(ctx, libName, keys, []string{"C"})
+		return err
+	})
+	return d, err
 }
 
 // checkEviction reads n's maxmemory-policy.
