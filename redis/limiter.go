@@ -184,26 +184,6 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if cfg.ServerCheck != CheckSkip {
-		timeout := cfg.CheckTimeout
-		if timeout == 0 {
-			timeout = 5 * time.Second
-		}
-		ctx, cancel := context.WithTimeout(context.Background(), timeout)
-		err := sk.Check(ctx)
-		cancel()
-		if err != nil {
-			if cfg.ServerCheck == CheckRefuse {
-				return nil, err
-			}
-			logger := cfg.Logger
-			if logger == nil {
-				logger = slog.Default()
-			}
-			logger.Warn("redis: the start-up check of the limiter's server failed; going on (LimiterConfig.ServerCheck is CheckWarn)",
-				"name", cfg.Name, "err", err)
-		}
-	}
 	l := &Limiter{sk: sk, limit: lim, policy: cfg.Policy, precheck: cfg.PreCheck}
 	if cfg.DenyCacheCells > 0 {
 		if l.cache, err = newDenyCache(lim.Rate, lim.Burst, cfg.DenyCacheCells, cfg.Seed, cfg.Clock); err != nil {
@@ -226,6 +206,28 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		})
 		if err != nil {
 			return bad("local fallback: %v", err)
+		}
+	}
+	// The start-up check comes last: a bad configuration is refused
+	// without a round trip.
+	if cfg.ServerCheck != CheckSkip {
+		timeout := cfg.CheckTimeout
+		if timeout == 0 {
+			timeout = 5 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := sk.Check(ctx)
+		cancel()
+		if err != nil {
+			if cfg.ServerCheck == CheckRefuse {
+				return nil, err
+			}
+			logger := cfg.Logger
+			if logger == nil {
+				logger = slog.Default()
+			}
+			logger.Warn("redis: the start-up check of the limiter's server failed; going on (LimiterConfig.ServerCheck is CheckWarn)",
+				"name", cfg.Name, "err", err)
 		}
 	}
 	return l, nil
