@@ -296,9 +296,11 @@ local function run(KEYS, ARGV)
   for i = 1, L do pos[i], fin[i] = ARGV[3 + 2 * i], ARGV[4 + 2 * i] end
 
   -- The generations live now: one key, or the G ring slots' generations
-  -- cur-G+1 .. cur, oldest first. Time never goes backwards for the
-  -- sketch: tm is the largest of the server clock and every slot's
-  -- high-water mark.
+  -- cur-G+1 .. cur, oldest first. The rotation never steps back: tm is
+  -- the largest of the server clock and every generation's creation time.
+  if #KEYS ~= (P == 0 and 1 or G) then
+    return fail('got ' .. #KEYS .. ' keys; the sketch has ' .. (P == 0 and 1 or G))
+  end
   local write = op ~= 'Q'
   local live = LIVE
   for i = #live, 1, -1 do live[i] = nil end

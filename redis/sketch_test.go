@@ -611,3 +611,21 @@ func TestLibraryReloaded(t *testing.T) {
 		}
 	})
 }
+
+// TestWrongKeyCount: a call that declares other keys than the sketch's
+// (a foreign or broken caller) is refused before any key is touched.
+func TestWrongKeyCount(t *testing.T) {
+	e := newEnv(t, "rueidis", "standalone")
+	s := e.sketch(t, Config{Name: "wk", Hi: 10, Period: time.Second, Generations: 2})
+	ctx := context.Background()
+	args := scriptArgs(s.cfg, "U", 1, 1, 0, s.rebaseAt)
+	for _, keys := range [][]string{s.keys[0][:1], append(slices.Clone(s.keys[0]), "{wk}:g:2")} {
+		_, err := s.fcall(ctx, keys, args)
+		if err == nil || !strings.Contains(err.Error(), "the sketch has 2") {
+			t.Fatalf("FCALL with %d keys: %v; want a grudge: error naming the count", len(keys), err)
+		}
+	}
+	if n, _ := e.do(t, "EXISTS", "{wk}:g:0").ToInt64(); n != 0 {
+		t.Fatal("a refused call created a key")
+	}
+}
