@@ -45,7 +45,7 @@ const RequiredACL = "+fcall +function|load +time +exists +strlen +type +getrange
 func Library() (name, code string) { return libName, libCode }
 
 // maxTryAgain bounds the TRYAGAIN retries of a call whose context has no
-// deadline (about 4.5 s with the backoff of tryAgainWait).
+// deadline (about 4.8 s with the backoff of tryAgainWait).
 const maxTryAgain = 100
 
 func tryAgainWait(attempt int) time.Duration {
