@@ -120,12 +120,46 @@ bench-matrix:
 .PHONY: bench-arm64 bench-matrix
 
 ## test-redis: the nested module redis/ (its own go.mod; the core module
-## has no Redis dependency): vet and race tests against a redis-server the
-## tests start themselves (they fail without one when CI is set).
-test-redis:
-	cd redis && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 10m ./...
+## has no Redis dependency), built through the go.work workspace at the
+## root: vet, staticcheck, its go mod tidy check, then the race tests
+## against redis-servers the tests start themselves on loopback ports (a
+## standalone server per test and one 3-master Redis Cluster made with
+## redis-cli --cluster create; they fail without redis-server/redis-cli
+## when CI is set).
+test-redis: tidy-check-redis
+	cd redis && $(GO) vet ./...
+	cd redis && $(STATICCHECK) ./...
+	cd redis && $(GO) test -race -count=1 -timeout 10m ./...
 
-.PHONY: test-redis
+## tidy-check-redis: go mod tidy must leave redis/go.mod and redis/go.sum
+## unchanged. redis/go.mod requires the core at CORE_VERSION, which is not
+## on the module proxy yet, and go mod tidy ignores go.work: so tidy runs on
+## a copy of go.mod (-modfile) with a replace of exactly that version by this
+## checkout, the workspace's own replace, and the result without that line
+## must equal the committed files. No network beyond the module proxy.
+CORE_VERSION ?= v0.1.0
+tidy-check-redis:
+	@set -e; t=$$(mktemp -d); trap 'rm -rf "$$t"' EXIT; \
+	cp redis/go.mod "$$t/go.mod"; cp redis/go.sum "$$t/go.sum"; \
+	echo "replace github.com/lfgrudge/grudge $(CORE_VERSION) => $(CURDIR)" >> "$$t/go.mod"; \
+	(cd redis && GOWORK=off $(GO) mod tidy -modfile="$$t/go.mod"); \
+	grep -v '^replace github.com/lfgrudge/grudge ' "$$t/go.mod" > "$$t/go.mod.tidy"; \
+	if ! cmp -s "$$t/go.mod.tidy" redis/go.mod || ! cmp -s "$$t/go.sum" redis/go.sum; then \
+		echo "tidy-check-redis: go mod tidy would change redis/go.mod or redis/go.sum:"; \
+		diff redis/go.mod "$$t/go.mod.tidy" || true; diff redis/go.sum "$$t/go.sum" || true; \
+		echo "fix: cp the tidied files over (make tidy-redis)"; exit 1; \
+	fi
+
+## tidy-redis: go mod tidy for redis/ (the same -modfile way), writing the
+## result back.
+tidy-redis:
+	@set -e; t=$$(mktemp -d); trap 'rm -rf "$$t"' EXIT; \
+	cp redis/go.mod "$$t/go.mod"; cp redis/go.sum "$$t/go.sum"; \
+	echo "replace github.com/lfgrudge/grudge $(CORE_VERSION) => $(CURDIR)" >> "$$t/go.mod"; \
+	(cd redis && GOWORK=off $(GO) mod tidy -modfile="$$t/go.mod"); \
+	grep -v '^replace github.com/lfgrudge/grudge ' "$$t/go.mod" > redis/go.mod; cp "$$t/go.sum" redis/go.sum
+
+.PHONY: test-redis tidy-check-redis tidy-redis
 
 bench-go:
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
