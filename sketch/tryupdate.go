@@ -1,7 +1,6 @@
 package sketch
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/lfgrudge/grudge/atomiccell"
@@ -382,7 +381,6 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atomiccell.Word, upto, held u
 	return failed
 }
 
-func formatValue(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
 // AddAt is UpdateAt that returns a Receipt of what it added to each cell,
 // so that Refund can take it back (the rotator adds an admitted increment
