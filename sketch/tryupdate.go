@@ -381,7 +381,6 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atomiccell.Word, upto, held u
 	return failed
 }
 
-
 // AddAt is UpdateAt that returns a Receipt of what it added to each cell,
 // so that Refund can take it back (the rotator adds an admitted increment
 // to its younger generations, and refunds them if the generation set
