@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
 )
@@ -39,9 +40,9 @@ func TestConfigErrors(t *testing.T) {
 		{1, 1, []limit.Option{limit.WithGenerations(1)}, "Generations"},
 		{1, 1, []limit.Option{limit.WithGenerations(limit.MaxGenerations + 1)}, "Generations"},
 		{1, 1, []limit.Option{limit.WithGenerations(1 << 31)}, "Generations"},
-		{1, 1, []limit.Option{limit.WithSize(8, 1<<26)}, "Size"},                                               // 2 x 4 GiB
-		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2 * sketch.CellBytes(4, 1000))}, ""}, // fits exactly
-		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2*sketch.CellBytes(4, 1000) - 1)}, "Size"},
+		{1, 1, []limit.Option{limit.WithSize(8, 1<<26)}, "Size"},                                             // 2 x 4 GiB
+		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2 * core.CellBytes(4, 1000))}, ""}, // fits exactly
+		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2*core.CellBytes(4, 1000) - 1)}, "Size"},
 		{1, 1, []limit.Option{limit.WithMaxBytes(-1)}, "MaxBytes"},
 		{1, 1, []limit.Option{limit.WithSize(9, 0)}, "Levels"},
 		{1, 1, []limit.Option{limit.WithPeriod(time.Millisecond)}, "Period"},

@@ -7,7 +7,8 @@ import (
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -45,9 +46,9 @@ const PeriodFactor = 16
 // silently. A Limiter is safe for concurrent use by any number of
 // goroutines; it starts no goroutine and never needs purging.
 type Limiter struct {
-	r     *rotator.Rotator // nil when limit is Inf (inf set) or in the zero Limiter
-	tb    *sketch.Timebase // the clock's time scale; nil only in the zero Limiter
-	inf   bool             // limit is Inf: admit everything, keep no state
+	r     *core.Rotator  // nil when limit is Inf (inf set) or in the zero Limiter
+	tb    *core.Timebase // the clock's time scale; nil only in the zero Limiter
+	inf   bool           // limit is Inf: admit everything, keep no state
 	limit Limit
 	burst int
 	// Cells hold a key's debt in units (see units): one token is unit
@@ -191,7 +192,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("Name", o.name, "Name must not be empty")
 	}
 	l := &Limiter{limit: limit, burst: burst, burstF: float64(burst), strict: o.strict, name: o.name,
-		tb: sketch.NewTimebase(o.clock), newTimer: timerOf(o.clock)}
+		tb: core.NewTimebase(o.clock), newTimer: timerOf(o.clock)}
 	if limit == Inf || math.IsInf(float64(limit), 1) {
 		l.limit, l.inf = Inf, true
 		return l, nil
@@ -236,15 +237,15 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if o.hasher == nil {
 		o.hasher = sketch.SipHash()
 	}
-	r, err := rotator.New(rotator.Config{
-		Sketch: sketch.Config{
+	r, err := core.NewRotator(core.RotatorConfig{
+		Sketch: core.Config{
 			Levels:        o.levels,
 			CellsPerLevel: o.cells,
 			Decay:         decay.Linear(1000 * l.drain),
 			Lo:            0,
 			Hi:            l.maxDebtU,
-			Aggregator:    sketch.Min,
-			Hasher:        o.hasher,
+			Aggregator:    core.Min,
+			Hasher:        conv.Hasher(o.hasher),
 			Seed:          o.seed,
 			Clock:         l.tb,
 			MaxBytes:      o.maxBytes,
@@ -262,7 +263,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 
 // bad returns the *sketch.ConfigError of an invalid argument or option.
 func bad(field string, value any, format string, args ...any) error {
-	return sketch.NewConfigError("limit", field, value, format, args...)
+	return core.ConfigErr("limit", field, value, format, args...)
 }
 
 // checkBytes refuses (a *sketch.ConfigError prefixed by pkg) a size whose
@@ -271,7 +272,7 @@ func bad(field string, value any, format string, args ...any) error {
 // Levels and cells beyond the sketch's own limits are left to sketch.New.
 func checkBytes(pkg string, levels, cells, gens uint32, maxBytes *int64) error {
 	if *maxBytes < 0 {
-		return sketch.NewConfigError(pkg, "MaxBytes", *maxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(sketch.DefaultMaxBytes), *maxBytes)
+		return core.ConfigErr(pkg, "MaxBytes", *maxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(sketch.DefaultMaxBytes), *maxBytes)
 	}
 	if *maxBytes == 0 {
 		*maxBytes = sketch.DefaultMaxBytes
@@ -285,8 +286,8 @@ func checkBytes(pkg string, levels, cells, gens uint32, maxBytes *int64) error {
 	if levels > sketch.MaxLevels || cells > sketch.MaxCellsPerLevel {
 		return nil
 	}
-	if n := int64(gens) * sketch.CellBytes(levels, cells); n > *maxBytes {
-		return sketch.NewConfigError(pkg, "Size", n, "Generations x Levels x CellsPerLevel = %d x %d x %d needs %d bytes of cells, above MaxBytes %d; raise WithMaxBytes or shrink the size", gens, levels, cells, n, *maxBytes)
+	if n := int64(gens) * core.CellBytes(levels, cells); n > *maxBytes {
+		return core.ConfigErr(pkg, "Size", n, "Generations x Levels x CellsPerLevel = %d x %d x %d needs %d bytes of cells, above MaxBytes %d; raise WithMaxBytes or shrink the size", gens, levels, cells, n, *maxBytes)
 	}
 	return nil
 }
@@ -332,7 +333,7 @@ func (l *Limiter) Sizes() sketch.Sizes {
 	if l.r == nil {
 		return sketch.Sizes{}
 	}
-	return l.r.Sizes()
+	return sketch.Sizes(l.r.Sizes())
 }
 
 // Now returns the limiter clock's current reading as a time.Time, for the

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Multi checks several limiters (windows) in one all-or-nothing call: 10/s
@@ -84,16 +84,16 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		}
 		return keys[i]
 	}
-	var inline [4]rotator.Reservation
+	var inline [4]core.Reservation
 	taken := inline[:0]
 	denied := -1
 	for i, l := range m.ls {
 		if l.r == nil {
-			taken = append(taken, rotator.Reservation{})
+			taken = append(taken, core.Reservation{})
 			continue
 		}
 		ok := false
-		var res rotator.Reservation
+		var res core.Reservation
 		if n <= l.burst {
 			res, ok = l.r.TryReserveStringAt(t, key(i), float64(n)*l.unit, l.burstU)
 		}

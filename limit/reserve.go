@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Reservation is a debit taken now for requests that may act later, as
@@ -19,7 +19,7 @@ type Reservation struct {
 	ok        bool
 	lim       *Limiter
 	timeToAct time.Time // on the limiter's clock
-	res       rotator.Reservation
+	res       core.Reservation
 	canceled  atomic.Bool
 }
 

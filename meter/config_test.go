@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch"
 )
@@ -41,7 +42,7 @@ func TestConfigErrors(t *testing.T) {
 		{rate(time.Second), []meter.Option{meter.WithPeriodWindows(math.NaN())}, "PeriodWindows"},
 		{rate(time.Second), []meter.Option{meter.WithSize(9, 0)}, "Levels"},
 		{rate(time.Second), []meter.Option{meter.WithSize(8, 1<<26)}, "Size"}, // 2 x 4 GiB
-		{novelty(time.Second), []meter.Option{meter.WithSize(4, 1000), meter.WithMaxBytes(2*sketch.CellBytes(4, 1000) - 1)}, "Size"},
+		{novelty(time.Second), []meter.Option{meter.WithSize(4, 1000), meter.WithMaxBytes(2*core.CellBytes(4, 1000) - 1)}, "Size"},
 		{inflight(0), []meter.Option{meter.WithMaxBytes(-1)}, "MaxBytes"},
 	} {
 		err := c.f(c.opts...)

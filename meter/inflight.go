@@ -6,7 +6,8 @@ import (
 	"sync/atomic"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Inflight counts requests in flight per key (pingora-limits' Inflight),
@@ -40,7 +41,7 @@ import (
 // key's count there. A Guard that is never released leaks its 1 for
 // good; release with defer.
 type Inflight struct {
-	s   *sketch.Sketch
+	s   *core.Sketch
 	max float64
 }
 
@@ -77,10 +78,10 @@ func NewInflight(maxLimit float64, opts ...Option) (*Inflight, error) {
 	if err != nil {
 		return nil, err
 	}
-	s, err := sketch.New(sketch.Config{
+	s, err := core.New(core.Config{
 		Levels: o.levels, CellsPerLevel: o.cells,
 		Decay: decay.None(), Lo: 0, Hi: math.MaxFloat32,
-		Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
+		Hasher: conv.Hasher(o.hasher), Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)
@@ -89,7 +90,7 @@ func NewInflight(maxLimit float64, opts ...Option) (*Inflight, error) {
 }
 
 // sketch returns in's sketch, or panics on the zero Inflight.
-func (in *Inflight) sketch() *sketch.Sketch {
+func (in *Inflight) sketch() *core.Sketch {
 	if in.s == nil {
 		panic("meter: zero Inflight; use NewInflight")
 	}

@@ -4,6 +4,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -81,7 +82,7 @@ func collect(opts []Option, gens uint32) (options, error) {
 		cells = sketch.DefaultCellsPerLevel
 	}
 	if levels <= sketch.MaxLevels && cells <= sketch.MaxCellsPerLevel {
-		if n := int64(gens) * sketch.CellBytes(levels, cells); n > o.maxBytes {
+		if n := int64(gens) * core.CellBytes(levels, cells); n > o.maxBytes {
 			return o, bad("Size", n, "%d x Levels x CellsPerLevel = %d x %d x %d needs %d bytes of cells, above MaxBytes %d; raise WithMaxBytes or shrink the size", gens, gens, levels, cells, n, o.maxBytes)
 		}
 	}
@@ -96,7 +97,7 @@ func collect(opts []Option, gens uint32) (options, error) {
 
 // bad returns the *sketch.ConfigError of an invalid argument or option.
 func bad(field string, value any, format string, args ...any) error {
-	return sketch.NewConfigError("meter", field, value, format, args...)
+	return core.ConfigErr("meter", field, value, format, args...)
 }
 
 // periodOf returns k windows, rounded up to the ms, at least 1 ms.

@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/rotator"
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Novelty answers "was this key seen within the last T?" in constant
@@ -36,7 +36,7 @@ import (
 // refreshes the mark); between the two a racer reads at least
 // 1-theta > theta, so it is told seen.
 type Novelty struct {
-	r     *rotator.Rotator
+	r     *core.Rotator
 	theta float64
 	t     time.Duration
 }
@@ -49,18 +49,18 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 	if within < time.Millisecond {
 		return nil, bad("Window", within, "Novelty window must be >= 1ms; got %v", within)
 	}
-	o, err := collect(opts, rotator.DefaultGenerations)
+	o, err := collect(opts, core.DefaultGenerations)
 	if err != nil {
 		return nil, err
 	}
 	if !(o.periods >= 1) {
 		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
 	}
-	r, err := rotator.New(rotator.Config{
-		Sketch: sketch.Config{
+	r, err := core.NewRotator(core.RotatorConfig{
+		Sketch: core.Config{
 			Levels: o.levels, CellsPerLevel: o.cells,
 			Decay: decay.Exponential(1 / within.Seconds()), Lo: 0, Hi: 1,
-			Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
+			Hasher: conv.Hasher(o.hasher), Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
 		},
 		Prefetch: !o.noPrefetch,
 		Period:   periodOf(within, o.periods),
@@ -115,7 +115,7 @@ func (n *Novelty) ContainsAt(t time.Time, key string) bool {
 }
 
 // rot returns n's rotator, or panics on the zero Novelty.
-func (n *Novelty) rot() *rotator.Rotator {
+func (n *Novelty) rot() *core.Rotator {
 	if n.r == nil {
 		panic("meter: zero Novelty; use NewNovelty")
 	}

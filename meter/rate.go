@@ -6,8 +6,8 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/rotator"
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Rate estimates events per second per key from an exponentially decayed
@@ -30,7 +30,7 @@ import (
 // = 16 windows by default, so it misses a fraction exp(-16) (1e-7) of
 // the steady-state count.
 type Rate struct {
-	r      *rotator.Rotator
+	r      *core.Rotator
 	window time.Duration
 	perSec float64 // 1/window in seconds: the estimate is C*perSec
 }
@@ -43,7 +43,7 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	if window < time.Millisecond {
 		return nil, bad("Window", window, "Rate window must be >= 1ms; got %v", window)
 	}
-	o, err := collect(opts, rotator.DefaultGenerations)
+	o, err := collect(opts, core.DefaultGenerations)
 	if err != nil {
 		return nil, err
 	}
@@ -51,11 +51,11 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
 	}
 	lambda := 1 / window.Seconds()
-	r, err := rotator.New(rotator.Config{
-		Sketch: sketch.Config{
+	r, err := core.NewRotator(core.RotatorConfig{
+		Sketch: core.Config{
 			Levels: o.levels, CellsPerLevel: o.cells,
 			Decay: decay.Exponential(lambda), Lo: 0, Hi: math.MaxFloat32,
-			Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
+			Hasher: conv.Hasher(o.hasher), Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
 		},
 		Prefetch: !o.noPrefetch,
 		Period:   periodOf(window, o.periods),
@@ -103,7 +103,7 @@ func (r *Rate) ObserveAndRate(key string) float64 {
 }
 
 // rot returns r's rotator, or panics on the zero Rate.
-func (r *Rate) rot() *rotator.Rotator {
+func (r *Rate) rot() *core.Rotator {
 	if r.r == nil {
 		panic("meter: zero Rate; use NewRate")
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lfgrudge/grudge/atomiccell"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -89,10 +90,10 @@ func (cfg Config) normalize() (normalized, error) {
 			return bad("Name must not contain braces; got %q", cfg.Name)
 		}
 	}
-	sc, err := sketch.Config{
+	_, sc, err := conv.Normalize(sketch.Config{
 		Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel, Decay: cfg.Decay,
 		Lo: cfg.Lo, Hi: cfg.Hi, Aggregator: cfg.Aggregator, Hasher: cfg.Hasher, Seed: cfg.Seed,
-	}.Normalize()
+	})
 	if err != nil {
 		return bad("%v", err)
 	}

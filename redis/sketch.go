@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/redis/rueidis"
 )
@@ -174,7 +175,7 @@ func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseA
 	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(float64(rebaseAt)))
 	var ends [2 * maxLevels]int
 	for l := range c.Levels {
-		pos := headerBytes + 8*(uint64(l)*uint64(c.CellsPerLevel)+uint64(sketch.Index(h, l, c.CellsPerLevel)))
+		pos := headerBytes + 8*(uint64(l)*uint64(c.CellsPerLevel)+uint64(core.Index(h, l, c.CellsPerLevel)))
 		buf = strconv.AppendUint(buf, pos, 10)
 		ends[2*l] = len(buf)
 		buf = strconv.AppendUint(buf, pos+7, 10)

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -68,7 +69,7 @@ func TestNewValidates(t *testing.T) {
 	}
 	r := newRotator(t, Config{Sketch: small(clk), Period: period})
 	cfg := r.Config()
-	if cfg.Generations != DefaultGenerations || cfg.Sketch.Levels != sketch.DefaultLevels || cfg.Sketch.Decay == nil || cfg.Sketch.Clock != clk {
+	if cfg.Generations != core.DefaultGenerations || cfg.Sketch.Levels != sketch.DefaultLevels || cfg.Sketch.Decay == nil || cfg.Sketch.Clock != clk {
 		t.Errorf("Config() = %+v; want defaults filled in and the clock kept", cfg)
 	}
 }
@@ -86,7 +87,7 @@ func TestSeedsDistinct(t *testing.T) {
 			clk.Advance(period)
 			r.Query(nil)
 		}
-		for i, s := range r.cur.Load().gens {
+		for i, s := range core.RotatorOf(r).Current().Gens {
 			seen[s.Config().Seed] = true
 			if s.Config().Seed == cfg.Seed {
 				t.Fatalf("generation %d uses the base seed", i)
@@ -97,8 +98,8 @@ func TestSeedsDistinct(t *testing.T) {
 	if len(seen) != 3+10 {
 		t.Fatalf("saw %d distinct seeds; want 13", len(seen))
 	}
-	if GenerationSeed(42, 0) != 0xbdd732262feb6e95 { // first splitmix64 output for seed 42
-		t.Fatalf("GenerationSeed(42, 0) = %#x", GenerationSeed(42, 0))
+	if core.GenerationSeed(42, 0) != 0xbdd732262feb6e95 { // first splitmix64 output for seed 42
+		t.Fatalf("core.GenerationSeed(42, 0) = %#x", core.GenerationSeed(42, 0))
 	}
 }
 
@@ -109,8 +110,8 @@ func TestReadsPrimaryWritesAll(t *testing.T) {
 	r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
 	k := []byte("k")
 	r.Update(k, 5)
-	gs := r.cur.Load()
-	for i, s := range gs.gens {
+	gs := core.RotatorOf(r).Current()
+	for i, s := range gs.Gens {
 		if got := s.QueryAt(clk.Now(), k); got != 5 {
 			t.Fatalf("generation %d holds %v; want 5", i, got)
 		}
@@ -119,14 +120,14 @@ func TestReadsPrimaryWritesAll(t *testing.T) {
 	if got := r.Query(k); got != 5 {
 		t.Fatalf("after one rotation Query = %v; want 5 (the second generation)", got)
 	}
-	gs = r.cur.Load()
-	if got := gs.gens[2].QueryAt(clk.Now(), k); got != 0 {
+	gs = core.RotatorOf(r).Current()
+	if got := gs.Gens[2].QueryAt(clk.Now(), k); got != 0 {
 		t.Fatalf("fresh generation holds %v; want 0", got)
 	}
 	if got := r.UpdateAndQuery(k, 1); got != 6 {
 		t.Fatalf("UpdateAndQuery = %v; want 6", got)
 	}
-	if got := gs.gens[2].QueryAt(clk.Now(), k); got != 1 {
+	if got := gs.Gens[2].QueryAt(clk.Now(), k); got != 1 {
 		t.Fatalf("fresh generation holds %v after a write; want 1", got)
 	}
 	if d := r.QueryDetailed(k); d.Score != 6 || len(d.Levels) != 4 {
@@ -193,7 +194,7 @@ func TestForgetting(t *testing.T) {
 			if got := r.QueryString("once"); got != 0 {
 				t.Fatalf("after %d periods: %v; want 0", n+1, got)
 			}
-			for i, s := range r.cur.Load().gens {
+			for i, s := range core.RotatorOf(r).Current().Gens {
 				if got := s.QueryStringAt(clk.Now(), "once"); got != 0 {
 					t.Fatalf("generation %d still holds %v", i, got)
 				}
@@ -349,7 +350,7 @@ func TestForwardJump(t *testing.T) {
 	if got != 0 {
 		t.Errorf("Query after the jump = %v; want 0", got)
 	}
-	for i, s := range r.cur.Load().gens {
+	for i, s := range core.RotatorOf(r).Current().Gens {
 		for _, k := range keys {
 			if v := s.QueryStringAt(clk.Now(), k); v != 0 {
 				t.Errorf("generation %d holds %v for %q", i, v, k)
@@ -362,7 +363,7 @@ func TestForwardJump(t *testing.T) {
 	}
 	// The deadline stays on the grid: the next rotation is due at the
 	// next whole period.
-	if d := r.cur.Load().deadline; d != 1_000_001*period.Milliseconds() {
+	if d := core.RotatorOf(r).Current().Deadline; d != 1_000_001*period.Milliseconds() {
 		t.Errorf("deadline %d; want %d", d, 1_000_001*period.Milliseconds())
 	}
 }
@@ -372,18 +373,18 @@ func TestForwardJump(t *testing.T) {
 func TestPartialJump(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	r := newRotator(t, Config{Sketch: small(clk), Generations: 4, Period: period})
-	old := r.cur.Load().gens
+	old := core.RotatorOf(r).Current().Gens
 	clk.Advance(2*period + 10*time.Millisecond)
 	r.QueryString("x")
-	gs := r.cur.Load()
-	if gs.gens[0] != old[2] || gs.gens[1] != old[3] || gs.gens[2] == old[0] || gs.gens[3] == old[1] {
+	gs := core.RotatorOf(r).Current()
+	if gs.Gens[0] != old[2] || gs.Gens[1] != old[3] || gs.Gens[2] == old[0] || gs.Gens[3] == old[1] {
 		t.Fatalf("after a 2-period jump the set is not old[2], old[3], fresh, fresh")
 	}
 	if st := r.Stats(); st.Promotions != 1 || st.Periods != 2 || st.Allocated != 6 {
 		t.Fatalf("Stats = %+v; want 1 promotion, 2 periods, 6 sketches", st)
 	}
-	if gs.deadline != 3*period.Milliseconds() {
-		t.Fatalf("deadline %d; want %d", gs.deadline, 3*period.Milliseconds())
+	if gs.Deadline != 3*period.Milliseconds() {
+		t.Fatalf("deadline %d; want %d", gs.Deadline, 3*period.Milliseconds())
 	}
 }
 
@@ -421,8 +422,8 @@ func TestDeadlineSaturates(t *testing.T) {
 	clk.Set(math.MaxInt64 - 10)
 	r.QueryString("k")
 	r.QueryString("k")
-	if st := r.Stats(); st.Promotions != 1 || r.cur.Load().deadline != math.MaxInt64 {
-		t.Fatalf("Stats = %+v, deadline %d; want 1 promotion, deadline MaxInt64", st, r.cur.Load().deadline)
+	if st := r.Stats(); st.Promotions != 1 || core.RotatorOf(r).Current().Deadline != math.MaxInt64 {
+		t.Fatalf("Stats = %+v, deadline %d; want 1 promotion, deadline MaxInt64", st, core.RotatorOf(r).Current().Deadline)
 	}
 }
 
@@ -478,16 +479,16 @@ func TestDefaultClock(t *testing.T) {
 	if r.Config().Sketch.Clock != nil {
 		t.Fatalf("Config().Sketch.Clock = %v; want nil", r.Config().Sketch.Clock)
 	}
-	gs := r.cur.Load()
-	if now := gs.gens[0].NowMillis(); gs.deadline-now > time.Hour.Milliseconds() || gs.deadline <= now {
-		t.Fatalf("deadline %d not within one period of now %d", gs.deadline, now)
+	gs := core.RotatorOf(r).Current()
+	if now := gs.Gens[0].NowMillis(); gs.Deadline-now > time.Hour.Milliseconds() || gs.Deadline <= now {
+		t.Fatalf("deadline %d not within one period of now %d", gs.Deadline, now)
 	}
 }
 
 func TestSizes(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
-	one := r.cur.Load().gens[0].Sizes()
+	one := core.RotatorOf(r).Current().Gens[0].Sizes()
 	sz := r.Sizes()
 	if sz.Cells != 3*one.Cells || sz.Total < 3*one.Total || sz.Total > 3*one.Total+1024 {
 		t.Fatalf("Sizes = %+v; want 3 x %+v plus a small overhead", sz, one)

@@ -10,6 +10,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -98,7 +99,7 @@ func newDiffHarness(t diffFataler, cfg sketch.Config, clock *sketchtest.FakeCloc
 		hash := hasher.Sum64(key)
 		idx := make([]uint32, norm.Levels)
 		for l := range idx {
-			idx[l] = sketch.Index(hash, uint32(l), norm.CellsPerLevel)
+			idx[l] = core.Index(hash, uint32(l), norm.CellsPerLevel)
 		}
 		h.cells = append(h.cells, idx)
 	}

@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -30,11 +31,11 @@ func TestHashedDifferential(t *testing.T) {
 			Seed:          rapid.Uint64().Draw(t, "seed"),
 			Clock:         clk,
 		}
-		keyed, err := sketch.New(cfg)
+		keyed, err := newEngine(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		hashed, err := sketch.New(cfg)
+		hashed, err := newEngine(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +44,7 @@ func TestHashedDifferential(t *testing.T) {
 			clk.Advance(time.Duration(rapid.IntRange(0, 300).Draw(t, "dt")) * time.Millisecond)
 			now := clk.Now()
 			key := rapid.SampledFrom(keys).Draw(t, "key")
-			var k sketch.Hashed
+			var k core.Hashed
 			if rapid.Bool().Draw(t, "bytes") {
 				k = hashed.Hash([]byte(key))
 			} else {
@@ -98,11 +99,11 @@ func TestHashedDifferential(t *testing.T) {
 func TestHashedForeign(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	cfg := sketch.Config{Levels: 3, CellsPerLevel: 64, Hi: 100, Clock: clk}
-	s := mustNewSketch(t, cfg)
+	s := mustNewEngine(t, cfg)
 	cfg.Seed = 99
-	other := mustNewSketch(t, cfg)
+	other := mustNewEngine(t, cfg)
 	now := clk.Now()
-	for name, k := range map[string]sketch.Hashed{"foreign": other.HashString("k"), "zero": {}} {
+	for name, k := range map[string]core.Hashed{"foreign": other.HashString("k"), "zero": {}} {
 		ops := map[string]func(){
 			"Prefetch":       func() { s.Prefetch(k) },
 			"Query":          func() { s.QueryHashedAt(now, k) },
@@ -129,7 +130,7 @@ func TestHashedForeign(t *testing.T) {
 // TestHashedAllocs: hashing, prefetching and every Hashed method allocate
 // nothing.
 func TestHashedAllocs(t *testing.T) {
-	s := mustNewSketch(t, sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e9, Hasher: sketch.SipHash()})
+	s := mustNewEngine(t, sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e9, Hasher: sketch.SipHash()})
 	key := []byte("client-42")
 	f := func() {
 		now := time.Now()
@@ -154,7 +155,7 @@ func TestHashedAllocs(t *testing.T) {
 // count and row size, including rows padded to whole cache lines.
 func TestPrefetchAddresses(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
-		s, err := sketch.New(sketch.Config{
+		s, err := newEngine(sketch.Config{
 			Levels:        uint32(rapid.IntRange(1, sketch.MaxLevels).Draw(t, "L")),
 			CellsPerLevel: uint32(rapid.IntRange(1, 5000).Draw(t, "M")),
 			Hi:            10,
@@ -164,7 +165,7 @@ func TestPrefetchAddresses(t *testing.T) {
 			t.Fatal(err)
 		}
 		for i := range 50 {
-			if k := s.HashString(fmt.Sprint("key-", i)); !sketch.CheckLines(s, k) {
+			if k := s.HashString(fmt.Sprint("key-", i)); !core.CheckLines(s, k) {
 				t.Fatalf("Prefetch addresses of key-%d are not its cells", i)
 			}
 		}

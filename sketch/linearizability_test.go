@@ -13,6 +13,8 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -256,7 +258,7 @@ type linCellVector [linMultiL * linMultiM]float64
 // their cell indexes per level.
 func linCollidingKeys(t *testing.T, cfg sketch.Config) ([][]byte, [][linMultiL]uint32) {
 	t.Helper()
-	norm, err := cfg.Normalize()
+	_, norm, err := conv.Normalize(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -269,7 +271,7 @@ func linCollidingKeys(t *testing.T, cfg sketch.Config) ([][]byte, [][linMultiL]u
 	for i := range 200 {
 		k := fmt.Appendf(nil, "mk-%d", i)
 		hash := h.Sum64(k)
-		cands = append(cands, cand{k, [linMultiL]uint32{sketch.Index(hash, 0, linMultiM), sketch.Index(hash, 1, linMultiM)}})
+		cands = append(cands, cand{k, [linMultiL]uint32{core.Index(hash, 0, linMultiM), core.Index(hash, 1, linMultiM)}})
 	}
 	for _, a := range cands {
 		for _, b := range cands {
@@ -393,7 +395,7 @@ func newLinGate(t *testing.T, marker float64, n int32) *linGate {
 func newCommitGate(t *testing.T, s *sketch.Sketch, level uint32) *linGate {
 	g := &linGate{what: fmt.Sprintf("a TryUpdate's commit before its CAS of level %d", level),
 		n: 1, reached: make(chan struct{}), release: make(chan struct{})}
-	sketch.SetHooks(s, sketch.Hooks{BeforeCAS: func(l uint32) {
+	core.SetHooks(core.SketchOf(s), core.Hooks{BeforeCAS: func(l uint32) {
 		if l == level && g.calls.Add(1) == g.n {
 			g.hold()
 		}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 	"pgregory.net/rapid"
@@ -51,15 +52,15 @@ func TestMergeRapid(t *testing.T) {
 			qa[i], qb[i] = a.Query(k), b.Query(k)
 		}
 		m := mustNew(rt, cfg)
-		if err := m.Merge(a); err != nil {
+		if err := m.Merge(a, 0); err != nil {
 			rt.Fatal(err)
 		}
-		if err := m.Merge(b); err != nil {
+		if err := m.Merge(b, 0); err != nil {
 			rt.Fatal(err)
 		}
 		w := mustNew(rt, cfg)
-		_ = w.Merge(a)
-		if err := w.MergeWithin(b, time.Duration(clock.NowMillis()-start)*time.Millisecond); err != nil {
+		_ = w.Merge(a, 0)
+		if err := w.Merge(b, time.Duration(clock.NowMillis()-start)*time.Millisecond); err != nil {
 			rt.Fatal(err)
 		}
 		for i, k := range keys {
@@ -108,11 +109,11 @@ func TestMergeLinearUnderestimates(t *testing.T) {
 		clock.Advance(time.Second)
 	}
 	m := mustNew(t, cfg)
-	_ = m.Merge(a)
-	_ = m.Merge(b)
+	_ = m.Merge(a, 0)
+	_ = m.Merge(b, 0)
 	w := mustNew(t, cfg)
-	_ = w.Merge(a)
-	_ = w.MergeWithin(b, 100*time.Second)
+	_ = w.Merge(a, 0)
+	_ = w.Merge(b, 100*time.Second)
 	t.Logf("a=%v b=%v merged=%v union=%v mergeWithin=%v", a.Query(k), b.Query(k), m.Query(k), u.Query(k), w.Query(k))
 	if !(m.Query(k) < u.Query(k)/10) || w.Query(k) < u.Query(k) {
 		t.Fatalf("merged %v, union %v, MergeWithin %v", m.Query(k), u.Query(k), w.Query(k))
@@ -131,7 +132,7 @@ func TestMergeClocks(t *testing.T) {
 	cfg.Clock = co
 	o := mustNew(t, cfg)
 	o.Update([]byte("k"), 100) // at wall 4 s; the merge is at wall 10 s
-	if err := s.Merge(o); err != nil {
+	if err := s.Merge(o, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.Query([]byte("k")); got != 94 {
@@ -139,7 +140,7 @@ func TestMergeClocks(t *testing.T) {
 	}
 	co.Set(20_000) // other ahead: read at wall 10 s of its scale, 6 s after its write, not 16
 	s2 := mustNew(t, sketch.Config{Levels: 2, CellsPerLevel: 16, Hi: 1e9, Decay: decay.Linear(1), Clock: cs})
-	if err := s2.Merge(o); err != nil {
+	if err := s2.Merge(o, 0); err != nil {
 		t.Fatal(err)
 	}
 	if got := s2.Query([]byte("k")); got != 94 {
@@ -168,13 +169,13 @@ func TestMergeRefuses(t *testing.T) {
 	} {
 		c := base
 		tc.f(&c)
-		err := s.Merge(mustNew(t, c))
-		var se *sketch.SnapshotError
+		err := s.Merge(mustNew(t, c), 0)
+		var se *core.SnapshotError
 		if !errors.As(err, &se) || !errors.Is(err, sketch.ErrSnapshotMismatch) || se.Field != tc.field {
 			t.Errorf("%s: %v", tc.field, err)
 		}
 	}
-	if err := s.Merge(s); !errors.Is(err, sketch.ErrSnapshotMismatch) {
+	if err := s.Merge(s, 0); !errors.Is(err, sketch.ErrSnapshotMismatch) {
 		t.Errorf("self merge: %v", err)
 	}
 }
@@ -201,7 +202,7 @@ func TestMergeConcurrent(t *testing.T) {
 		}
 	}()
 	for range 5 {
-		if err := s.Merge(o); err != nil {
+		if err := s.Merge(o, 0); err != nil {
 			t.Fatal(err)
 		}
 		// Reads of o while it is updated are fine too.

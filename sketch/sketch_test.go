@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -80,7 +82,7 @@ func TestTryUpdateCollisions(t *testing.T) {
 						cfg := sketch.Config{Levels: levels, CellsPerLevel: 4, Hi: 1e9, Aggregator: agg, Seed: uint64(rep)}
 						s := mustNewSketch(t, cfg)
 						var held atomic.Int64
-						sketch.SetHooks(s, sketch.Hooks{Held: func(uint32) { held.Add(1) }})
+						core.SetHooks(core.SketchOf(s), core.Hooks{Held: func(uint32) { held.Add(1) }})
 						var admitted, updated [nKeys]atomic.Int64
 						var violation atomic.Value
 						start := make(chan struct{})
@@ -360,7 +362,7 @@ func TestConfigNormalized(t *testing.T) {
 		got.Clock != nil || got.Lo != 0 || got.Hi != 1 || got.Seed != 0 {
 		t.Fatalf("Config() = %+v, want the defaults filled in", got)
 	}
-	norm, err := sketch.Config{Hi: 1}.Normalize()
+	_, norm, err := conv.Normalize(sketch.Config{Hi: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,14 +440,14 @@ func TestQueryDetailedMatchesIndex(t *testing.T) {
 					hash := h.Sum64(key)
 					scores := make([]float64, 0, 5)
 					for l, lv := range d.Levels {
-						if lv.Level != uint32(l) || lv.Index != sketch.Index(hash, uint32(l), m) || lv.Index >= m {
+						if lv.Level != uint32(l) || lv.Index != core.Index(hash, uint32(l), m) || lv.Index >= m {
 							t.Fatalf("%s M=%d key %q level %d: got (%d, %d), want (%d, %d)",
-								hf.name, m, key, l, lv.Level, lv.Index, l, sketch.Index(hash, uint32(l), m))
+								hf.name, m, key, l, lv.Level, lv.Index, l, core.Index(hash, uint32(l), m))
 						}
 						scores = append(scores, lv.Score)
 					}
-					if q := s.Query(key); d.Score != q || d.Score != agg.Aggregate(scores) {
-						t.Fatalf("Detail.Score %v, Query %v, aggregate of levels %v", d.Score, q, agg.Aggregate(scores))
+					if q := s.Query(key); d.Score != q || d.Score != core.Aggregator(agg).Aggregate(scores) {
+						t.Fatalf("Detail.Score %v, Query %v, aggregate of levels %v", d.Score, q, core.Aggregator(agg).Aggregate(scores))
 					}
 				}
 			}
@@ -580,14 +582,14 @@ func TestTryUpdateCommitConflict(t *testing.T) {
 // cell, D only its level-1 cell.
 func conflictKeys(t *testing.T, cfg sketch.Config) (a, b, d []byte) {
 	t.Helper()
-	norm, err := cfg.Normalize()
+	_, norm, err := conv.Normalize(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := norm.Hasher(norm.Seed)
 	cells := func(k []byte) (uint32, uint32) {
 		hash := h.Sum64(k)
-		return sketch.Index(hash, 0, norm.CellsPerLevel), sketch.Index(hash, 1, norm.CellsPerLevel)
+		return core.Index(hash, 0, norm.CellsPerLevel), core.Index(hash, 1, norm.CellsPerLevel)
 	}
 	var keys [][]byte
 	for i := range 100 {

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"math"
 	"sync"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 	"pgregory.net/rapid"
@@ -71,8 +71,8 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if int64(len(data)) != orig.SnapshotSize() {
-					t.Fatalf("len %d, SnapshotSize %d", len(data), orig.SnapshotSize())
+				if int64(len(data)) != core.SketchOf(orig).SnapshotSize() {
+					t.Fatalf("len %d, SnapshotSize %d", len(data), core.SketchOf(orig).SnapshotSize())
 				}
 				var buf bytes.Buffer
 				if n, err := orig.WriteTo(&buf); err != nil || n != int64(len(data)) || !bytes.Equal(buf.Bytes(), data) {
@@ -193,7 +193,7 @@ func TestSnapshotMismatch(t *testing.T) {
 		dst := mustNew(t, base)
 		dst.Update([]byte("y"), 5)
 		err := dst.UnmarshalBinary(data)
-		var se *sketch.SnapshotError
+		var se *core.SnapshotError
 		if !errors.As(err, &se) || !errors.Is(err, sketch.ErrSnapshotMismatch) || se.Field != tc.field {
 			t.Errorf("%s: got %v (%#v)", tc.field, err, se)
 			continue
@@ -216,7 +216,7 @@ func TestSnapshotMismatch(t *testing.T) {
 	})
 	data, _ := mustNew(t, c1).MarshalBinary()
 	err := mustNew(t, c2).UnmarshalBinary(data)
-	var se *sketch.SnapshotError
+	var se *core.SnapshotError
 	if !errors.As(err, &se) || se.Field != "Hasher fingerprint" {
 		t.Errorf("custom hasher fingerprint: %v", err)
 	}
@@ -296,12 +296,24 @@ func TestSnapshotCorrupt(t *testing.T) {
 	if dst.Query([]byte("mine")) != 0 {
 		t.Errorf("truncated stream: sketch not reset")
 	}
-	if _, err := sketch.Decode(data, cfg); err != nil {
+	if _, err := decode(data, cfg); err != nil {
 		t.Errorf("Decode: %v", err)
 	}
 }
 
-func crcOf(b []byte) uint32 { return crc32.Checksum(b, sketch.CRCTable) }
+func crcOf(b []byte) uint32 { return core.CRC32C(b) }
+
+// decode returns a new sketch for cfg restored from data.
+func decode(data []byte, cfg sketch.Config) (*sketch.Sketch, error) {
+	s, err := sketch.New(cfg)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.UnmarshalBinary(data); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
 // TestSnapshotConcurrent: WriteTo under concurrent updates (non-negative
 // deltas, no decay) includes every update completed before it started,
@@ -337,7 +349,7 @@ func TestSnapshotConcurrent(t *testing.T) {
 		for w := range workers {
 			after += perWorker[w].Load()
 		}
-		r, err := sketch.Decode(data, cfg)
+		r, err := decode(data, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -450,7 +462,7 @@ func TestSnapshotCustomLaw(t *testing.T) {
 	}
 	other := cfg
 	other.Decay = decay.Exponential(math.Ln2)
-	var se *sketch.SnapshotError
+	var se *core.SnapshotError
 	if err := mustNew(t, other).UnmarshalBinary(data); !errors.As(err, &se) || se.Field != "Decay" {
 		t.Fatalf("custom into exponential: %v", err)
 	}

@@ -3,62 +3,34 @@ package reference
 import (
 	"time"
 
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // The At twins take the time first, as the lock-free sketch's do, and
-// convert it through the same sketch.Timebase rules.
+// convert it through the same Timebase rules.
 
 // Timebase returns the sketch's time scale.
-func (s *Sketch) Timebase() *sketch.Timebase { return s.tb }
+func (s *Sketch) Timebase() *core.Timebase { return s.tb }
 
 // UpdateAt is Update at time t.
-func (s *Sketch) UpdateAt(t time.Time, key []byte, delta float64) {
-	checkFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64(key), delta, s.tb.Millis(t))
-}
-
-// UpdateStringAt is UpdateString at time t.
-func (s *Sketch) UpdateStringAt(t time.Time, key string, delta float64) {
+func (s *Sketch) UpdateAt(t time.Time, key string, delta float64) {
 	checkFinite("Update", "delta", delta)
 	s.update(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
 }
 
 // QueryAt is Query at time t.
-func (s *Sketch) QueryAt(t time.Time, key []byte) float64 {
-	return s.query(s.hasher.Sum64(key), s.tb.Millis(t))
-}
-
-// QueryStringAt is QueryString at time t.
-func (s *Sketch) QueryStringAt(t time.Time, key string) float64 {
+func (s *Sketch) QueryAt(t time.Time, key string) float64 {
 	return s.query(s.hasher.Sum64String(key), s.tb.Millis(t))
 }
 
 // UpdateAndQueryAt is UpdateAndQuery at time t.
-func (s *Sketch) UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64 {
-	checkFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.tb.Millis(t))
-}
-
-// UpdateAndQueryStringAt is UpdateAndQueryString at time t.
-func (s *Sketch) UpdateAndQueryStringAt(t time.Time, key string, delta float64) float64 {
+func (s *Sketch) UpdateAndQueryAt(t time.Time, key string, delta float64) float64 {
 	checkFinite("UpdateAndQuery", "delta", delta)
 	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
 }
 
 // TryUpdateAt is TryUpdate at time t.
-func (s *Sketch) TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool {
-	s.cfg.CheckTryUpdate(delta, limit)
-	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t))
-}
-
-// TryUpdateStringAt is TryUpdateString at time t.
-func (s *Sketch) TryUpdateStringAt(t time.Time, key string, delta, limit float64) bool {
-	s.cfg.CheckTryUpdate(delta, limit)
+func (s *Sketch) TryUpdateAt(t time.Time, key string, delta, limit float64) bool {
+	core.CheckTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t))
-}
-
-// QueryDetailedAt is QueryDetailed at time t.
-func (s *Sketch) QueryDetailedAt(t time.Time, key []byte) sketch.Detail {
-	return s.queryDetailed(s.hasher.Sum64(key), s.tb.Millis(t))
 }

@@ -6,16 +6,22 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
-// RotatorConfig describes a Rotator: it is rotator.Config, validated by
-// rotator.Config.Normalize, so the two rotators share one configuration
-// type, one validation and one seed derivation (rotator.GenerationSeed).
-// Period is the ticker period; Manual leaves the ticker out (rotation by
-// Rotate only).
-type RotatorConfig = rotator.Config
+// RotatorConfig describes a Rotator: the fields of rotator.Config,
+// validated as rotator.New validates them, with the same seed derivation,
+// so the two rotators map a key to the same cells generation by
+// generation. Period is the ticker period; Manual leaves the ticker out
+// (rotation by Rotate only).
+type RotatorConfig struct {
+	Sketch      sketch.Config
+	Generations uint32
+	Period      time.Duration
+	Manual      bool
+}
 
 // Rotator is grudge's rotator: N reference sketches under distinct seeds,
 // read from the oldest, written to all, behind one sync.RWMutex. Every
@@ -48,10 +54,11 @@ var _ sketch.Scorer = (*Rotator)(nil)
 // field of cfg.Sketch, "rotator: " for the others), and then starts
 // nothing.
 func NewRotator(cfg RotatorConfig) (*Rotator, error) {
-	cfg, err := cfg.Normalize()
+	n, err := core.RotatorConfig{Sketch: conv.Config(cfg.Sketch), Generations: cfg.Generations, Period: cfg.Period}.Normalize()
 	if err != nil {
 		return nil, err
 	}
+	cfg.Sketch, cfg.Generations = conv.Normalized(cfg.Sketch, n.Sketch), n.Generations
 	r := &Rotator{
 		cfg:  cfg,
 		gens: make([]*Sketch, cfg.Generations),
@@ -73,7 +80,7 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 // build returns a fresh generation and advances the creation counter.
 func (r *Rotator) build() *Sketch {
 	c := r.cfg.Sketch
-	c.Seed = rotator.GenerationSeed(r.cfg.Sketch.Seed, r.next.Add(1)-1)
+	c.Seed = core.GenerationSeed(r.cfg.Sketch.Seed, r.next.Add(1)-1)
 	s, err := New(c)
 	if err != nil {
 		panic("rotator: building a generation failed: " + err.Error())

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -51,31 +53,31 @@ func (wallClock) NowMillis() int64 { return time.Now().UnixMilli() }
 // L cells.
 type Sketch struct {
 	cfg    sketch.Config           // normalized; Clock nil when the caller left it nil
-	hasher sketch.Hasher           // cfg.Hasher(cfg.Seed)
-	tb     *sketch.Timebase        // cfg.Clock (or wallClock{}) and the high-water mark of time
+	hasher core.Hasher             // cfg.Hasher(cfg.Seed)
+	tb     *core.Timebase          // cfg.Clock (or wallClock{}) and the high-water mark of time
 	decay  decay.Decay             // cfg.Decay, never nil
 	lo, hi float64                 // clamp bounds, lo < hi, both finite (an infinite bound saturates at ±MaxFloat64, so a sum that overflows is clamped back and no cell holds Inf)
-	agg    sketch.Aggregator       // cfg.Aggregator, valid
+	agg    core.Aggregator         // cfg.Aggregator, valid
 	aggFn  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg
 	levels uint32                  // L, 1..sketch.MaxLevels
 	m      uint32                  // M, 1..sketch.MaxCellsPerLevel
 	cells  []cell                  // L*M cells; row l is cells[l*M : (l+1)*M]
 }
 
-// New builds a reference sketch for cfg. It calls cfg.Normalize and
-// returns its error unchanged.
+// New builds a reference sketch for cfg, or returns the *sketch.ConfigError
+// sketch.New would.
 func New(cfg sketch.Config) (*Sketch, error) {
-	cfg, err := cfg.Normalize()
+	n, cfg, err := conv.Normalize(cfg)
 	if err != nil {
 		return nil, err
 	}
 	s := &Sketch{
 		cfg:    cfg,
-		hasher: cfg.Hasher(cfg.Seed),
+		hasher: n.Hasher(n.Seed),
 		decay:  cfg.Decay,
 		lo:     math.Max(cfg.Lo, -math.MaxFloat64),
 		hi:     math.Min(cfg.Hi, math.MaxFloat64),
-		agg:    cfg.Aggregator,
+		agg:    n.Aggregator,
 		aggFn:  cfg.AggregateFunc,
 		levels: cfg.Levels,
 		m:      cfg.CellsPerLevel,
@@ -84,7 +86,7 @@ func New(cfg sketch.Config) (*Sketch, error) {
 	if clk == nil {
 		clk = wallClock{}
 	}
-	s.tb = sketch.NewTimebase(clk)
+	s.tb = core.NewTimebase(clk)
 	// Creation time is the earliest time the sketch uses, as for the
 	// lock-free sketch (its epoch): a clock that starts behind it reads
 	// as standing still at it. Every cell starts there, so a clock that
@@ -139,7 +141,7 @@ func (s *Sketch) cellAtIndex(level, index uint32) *cell {
 // cellFor returns the cell of level for a key whose hash is h.
 // Precondition: level < L.
 func (s *Sketch) cellFor(h uint64, level uint32) *cell {
-	return &s.cells[uint64(level)*uint64(s.m)+uint64(sketch.Index(h, level, s.m))]
+	return &s.cells[uint64(level)*uint64(s.m)+uint64(core.Index(h, level, s.m))]
 }
 
 // decayLocked brings c to time now. Caller holds c.mu. A clock that reads
@@ -274,7 +276,7 @@ func (s *Sketch) queryDetailed(h uint64, now int64) sketch.Detail {
 	var scores [sketch.MaxLevels]float64
 	d := sketch.Detail{Levels: make([]sketch.LevelDetail, s.levels)}
 	for l := uint32(0); l < s.levels; l++ {
-		idx := sketch.Index(h, l, s.m)
+		idx := core.Index(h, l, s.m)
 		scores[l] = s.readCell(s.cellFor(h, l), now)
 		d.Levels[l] = sketch.LevelDetail{Level: l, Index: idx, Score: scores[l]}
 	}
@@ -287,7 +289,7 @@ func (s *Sketch) queryDetailed(h uint64, now int64) sketch.Detail {
 // with the built-in Aggregator.
 func (s *Sketch) aggregate(scores []float64) float64 {
 	if s.aggFn != nil {
-		return sketch.CustomAggregate(s.aggFn, scores)
+		return core.CustomAggregate(s.aggFn, scores)
 	}
 	return s.agg.Aggregate(scores)
 }

@@ -11,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -29,7 +30,7 @@ func cellsOf(s *Sketch, key []byte) []uint32 {
 	h := s.hasher.Sum64(key)
 	idx := make([]uint32, s.levels)
 	for l := range idx {
-		idx[l] = sketch.Index(h, uint32(l), s.m)
+		idx[l] = core.Index(h, uint32(l), s.m)
 	}
 	return idx
 }
@@ -64,16 +65,16 @@ func TestNewAndConfig(t *testing.T) {
 		t.Fatalf("Sizes().Total = %d, want > Cells = %d", sz.Total, sz.Cells)
 	}
 
-	// New returns Normalize's error unchanged.
+	// New returns sketch.New's error unchanged.
 	bad := sketch.Config{Levels: 9, Hi: 1}
-	_, want := bad.Normalize()
+	_, want := sketch.New(bad)
 	s, err := New(bad)
 	if s != nil || err == nil || err.Error() != want.Error() {
 		t.Fatalf("New(Levels: 9) = %v, %v; want nil, %v", s, err, want)
 	}
 }
 
-// TestLayout checks that a key owns cell sketch.Index(h, l, M) of each
+// TestLayout checks that a key owns cell core.Index(h, l, M) of each
 // row, that Update touches exactly those L cells, and that the string
 // twins hash to the same cells.
 func TestLayout(t *testing.T) {
@@ -84,8 +85,8 @@ func TestLayout(t *testing.T) {
 		h := hf(42).Sum64(key)
 		d := s.QueryDetailed(key)
 		for l, ld := range d.Levels {
-			if ld.Level != uint32(l) || ld.Index != sketch.Index(h, uint32(l), 97) {
-				t.Fatalf("level %d: detail %+v, want index %d", l, ld, sketch.Index(h, uint32(l), 97))
+			if ld.Level != uint32(l) || ld.Index != core.Index(h, uint32(l), 97) {
+				t.Fatalf("level %d: detail %+v, want index %d", l, ld, core.Index(h, uint32(l), 97))
 			}
 		}
 		s.Update(key, 1)

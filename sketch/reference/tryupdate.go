@@ -1,6 +1,9 @@
 package reference
 
-import "github.com/lfgrudge/grudge/sketch"
+import (
+	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/sketch"
+)
 
 // TryUpdate adds delta to the key's L cells only if the aggregate of their
 // decayed scores plus delta is at most limit, and reports whether it did.
@@ -11,13 +14,13 @@ import "github.com/lfgrudge/grudge/sketch"
 // finite limit is accepted (above Hi too, as in grudge). It panics if
 // delta or limit is NaN or ±Inf.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
-	s.cfg.CheckTryUpdate(delta, limit)
+	core.CheckTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.now())
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
-	s.cfg.CheckTryUpdate(delta, limit)
+	core.CheckTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.now())
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -146,7 +147,7 @@ func checkAggregators(t *testing.T, newScorer Factory) {
 				t.Fatalf("%v: level %d reports level %d, index %d", agg, l, lv.Level, lv.Index)
 			}
 		}
-		if want := agg.Aggregate(v); d.Score != want {
+		if want := core.Aggregator(agg).Aggregate(v); d.Score != want {
 			t.Fatalf("%v: QueryDetailed.Score = %v, aggregate of its levels %v is %v", agg, d.Score, v, want)
 		}
 		if q := s.Query(k); q != d.Score {
@@ -373,12 +374,10 @@ func checkZeroAllocs(t *testing.T, newScorer Factory) {
 // AtScorer is the time-first At twins that sketch.Sketch, the reference
 // and the rotators have; TestScorer checks them when the Scorer has them.
 type AtScorer interface {
-	UpdateAt(t time.Time, key []byte, delta float64)
-	QueryAt(t time.Time, key []byte) float64
-	UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64
-	TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool
-	UpdateStringAt(t time.Time, key string, delta float64)
-	QueryStringAt(t time.Time, key string) float64
+	UpdateAt(t time.Time, key string, delta float64)
+	QueryAt(t time.Time, key string) float64
+	UpdateAndQueryAt(t time.Time, key string, delta float64) float64
+	TryUpdateAt(t time.Time, key string, delta, limit float64) bool
 }
 
 // checkAtTwins: a time from the clock's Now() or a stored wall time means
@@ -392,15 +391,15 @@ func checkAtTwins(t *testing.T, newScorer Factory) {
 	if !ok {
 		return // the At twins are optional
 	}
-	k := []byte("k")
+	k := "k"
 	a.UpdateAt(clk.Now(), k, 100)
-	a.UpdateStringAt(time.UnixMilli(clk.NowMillis()), "wall", 100)
-	a.UpdateAt(clk.Now().Add(1000*time.Hour), []byte("future"), 1)
+	a.UpdateAt(time.UnixMilli(clk.NowMillis()), "wall", 100)
+	a.UpdateAt(clk.Now().Add(1000*time.Hour), "future", 1)
 	clk.Advance(time.Second)
 	for name, got := range map[string]float64{
-		"Query":                  s.Query(k),
+		"Query":                  s.Query([]byte(k)),
 		"QueryAt(now)":           a.QueryAt(clk.Now(), k),
-		"QueryStringAt(wall)":    a.QueryStringAt(time.UnixMilli(clk.NowMillis()), "wall"),
+		"QueryAt(wall)":          a.QueryAt(time.UnixMilli(clk.NowMillis()), "wall"),
 		"QueryAt(an hour ago)":   a.QueryAt(clk.Now().Add(-time.Hour), k),
 		"QueryAt(an hour ahead)": a.QueryAt(clk.Now().Add(time.Hour), k),
 	} {

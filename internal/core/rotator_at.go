@@ -1,19 +1,17 @@
-package rotator
+package core
 
 import (
 	"time"
-
-	"github.com/lfgrudge/grudge/sketch"
 )
 
 // The At twins take the time as their first argument, as
 // golang.org/x/time/rate's AllowN(t, n) does, and convert it once through
-// the rotator's Timebase (see sketch.Timebase: a t before a time already
+// the rotator's Timebase (see Timebase: a t before a time already
 // used counts as that time, a t after the clock's current reading counts
 // as that reading). The time drives decay and rotation alike.
 
 // Timebase returns the time scale every generation shares.
-func (r *Rotator) Timebase() *sketch.Timebase { return r.tb }
+func (r *Rotator) Timebase() *Timebase { return r.tb }
 
 // acquireAt is acquire at time t.
 func (r *Rotator) acquireAt(t time.Time) (*genSet, time.Time) {
@@ -88,18 +86,12 @@ func (r *Rotator) TryUpdateStringAt(t time.Time, key string, delta, limit float6
 	return r.tryUpdate(&t, key, delta, limit, nil)
 }
 
-// QueryDetailedAt is QueryDetailed at time t.
-func (r *Rotator) QueryDetailedAt(t time.Time, key []byte) sketch.Detail {
-	gs, t := r.acquireAt(t)
-	return gs.gens[0].QueryDetailedAt(t, key)
-}
-
 // Reservation is what an admitted TryReserve added to the generations it
 // was admitted by, so that Refund can take it back (a limiter's Cancel, or
 // a multi-window decision undone). The zero Reservation refunds nothing.
 type Reservation struct {
 	gs  *genSet
-	rcs []sketch.Receipt
+	rcs []Receipt
 }
 
 // TryReserveAt is TryUpdateAt that also returns a Reservation of what
@@ -118,7 +110,7 @@ func (r *Rotator) TryReserveStringAt(t time.Time, key string, delta, limit float
 }
 
 // Refund takes back what res added to each generation that is still
-// live, cell by cell as sketch.Sketch.Refund does: exactly where the cell
+// live, cell by cell as Sketch.Refund does: exactly where the cell
 // still holds the word the reservation stored, not at all where anything
 // else wrote it since (an over-estimate, never another key's mass).
 // Generations retired since need nothing. It reports whether everything

@@ -1,9 +1,8 @@
-package sketch
+package core
 
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -52,19 +51,11 @@ const (
 // snapProbe is the fixed key whose hash is the hasher's fingerprint.
 const snapProbe = "github.com/lfgrudge/grudge snapshot probe"
 
-// CRCTable is the CRC-32C table of the snapshot checksum.
-var CRCTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is the CRC-32C table of the snapshot checksum.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
-// ErrCorruptSnapshot is matched (errors.Is) by every error that reports a
-// snapshot that is not well formed: wrong magic or version, truncated,
-// trailing bytes, bad checksum, a score that is NaN, infinite or outside
-// the bounds.
-var ErrCorruptSnapshot = errors.New("corrupt snapshot")
-
-// ErrSnapshotMismatch is matched (errors.Is) by every error that reports a
-// well-formed snapshot (or a sketch given to Merge) whose configuration
-// differs from the receiver's.
-var ErrSnapshotMismatch = errors.New("snapshot does not match the configuration")
+// CRC32C returns the CRC-32C (Castagnoli) of b, the snapshot checksum.
+func CRC32C(b []byte) uint32 { return crc32.Checksum(b, crcTable) }
 
 // SnapshotError reports a refused snapshot or merge: which header field,
 // the value found and the value expected. errors.Is matches it against
@@ -274,7 +265,7 @@ func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 
 	buf := make([]byte, snapChunk*snapCellSize)
 	h.put(buf[:snapHeaderSize])
-	crc := crc32.Update(0, CRCTable, buf[:snapHeaderSize])
+	crc := crc32.Update(0, crcTable, buf[:snapHeaderSize])
 	n, err := w.Write(buf[:snapHeaderSize])
 	total := int64(n)
 	if err != nil {
@@ -283,7 +274,7 @@ func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 	le := binary.LittleEndian
 	pos := 0
 	flush := func() error {
-		crc = crc32.Update(crc, CRCTable, buf[:pos])
+		crc = crc32.Update(crc, crcTable, buf[:pos])
 		n, err := w.Write(buf[:pos])
 		total += int64(n)
 		pos = 0
@@ -347,7 +338,7 @@ func (s *Sketch) UnmarshalBinary(data []byte) error {
 		return corrupt("Length", len(data), s.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes, shorter than a header", len(data))
 	}
 	body := data[:len(data)-snapCRCSize]
-	if got, want := binary.LittleEndian.Uint32(data[len(body):]), crc32.Checksum(body, CRCTable); got != want {
+	if got, want := binary.LittleEndian.Uint32(data[len(body):]), crc32.Checksum(body, crcTable); got != want {
 		if int64(len(data)) < s.SnapshotSize() {
 			return corrupt("Length", len(data), s.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes of %d", len(data), s.SnapshotSize())
 		}
@@ -361,19 +352,6 @@ func (s *Sketch) UnmarshalBinary(data []byte) error {
 	}
 	_, err := s.ReadFrom(bytes.NewReader(data))
 	return err
-}
-
-// Decode returns a new sketch for cfg restored from data: New(cfg), then
-// UnmarshalBinary(data).
-func Decode(data []byte, cfg Config) (*Sketch, error) {
-	s, err := New(cfg)
-	if err != nil {
-		return nil, err
-	}
-	if err := s.UnmarshalBinary(data); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // readHeader parses b and checks it against s.
@@ -412,7 +390,7 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 	if err != nil {
 		return total, err
 	}
-	crc := crc32.Update(0, CRCTable, buf[:snapHeaderSize])
+	crc := crc32.Update(0, crcTable, buf[:snapHeaderSize])
 
 	ms := s.nowMillis()
 	// downtime >= 0, saturated: a forged instant near the ends of int64
@@ -447,7 +425,7 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 		if err := read(b); err != nil {
 			return fail(err)
 		}
-		crc = crc32.Update(crc, CRCTable, b)
+		crc = crc32.Update(crc, crcTable, b)
 		for j := 0; j < len(b); j += snapCellSize {
 			score := math.Float32frombits(le.Uint32(b[j:]))
 			age := int64(le.Uint32(b[j+4:]))

@@ -1,4 +1,4 @@
-package rotator
+package core
 
 import (
 	"bytes"
@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
-
-	"github.com/lfgrudge/grudge/sketch"
 )
 
 // A rotator snapshot (docs/snapshots.md) is a 56-byte header, the N
@@ -15,8 +13,8 @@ import (
 // checksum), and a CRC-32C of everything before it:
 //
 //	0  "GRDG"          magic
-//	4  u8              format version (sketch.SnapshotVersion)
-//	5  u8              kind (sketch.SnapshotKindRotator)
+//	4  u8              format version (SnapshotVersion)
+//	5  u8              kind (SnapshotKindRotator)
 //	6  u16             reserved, 0
 //	8  u32             N, the generations
 //	12 u32             reserved, 0
@@ -33,11 +31,11 @@ import (
 const rotHeaderSize = 56
 
 func rotCorrupt(field string, got, want any, cause error, format string, args ...any) error {
-	return sketch.NewSnapshotError(sketch.ErrCorruptSnapshot, "rotator", field, got, want, cause, "snapshot "+format, args...)
+	return NewSnapshotError(ErrCorruptSnapshot, "rotator", field, got, want, cause, "snapshot "+format, args...)
 }
 
 func rotMismatch(field string, got, want any) error {
-	return sketch.NewSnapshotError(sketch.ErrSnapshotMismatch, "rotator", field, got, want, nil,
+	return NewSnapshotError(ErrSnapshotMismatch, "rotator", field, got, want, nil,
 		"snapshot %s differs: got %v, the rotator has %v", field, got, want)
 }
 
@@ -74,7 +72,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // WriteTo writes a snapshot of the rotator to w (io.WriterTo). It may run
 // concurrently with any operation: it encodes the generation set current
 // when it starts (a set is immutable, so a promotion meanwhile does not
-// mix two sets), each generation as sketch.Sketch.WriteTo does (each cell
+// mix two sets), each generation as Sketch.WriteTo does (each cell
 // one atomic load; the cells together are not an atomic snapshot, and
 // each generation has its own snapshot instant, read one after the other).
 func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
@@ -82,8 +80,8 @@ func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
 	ms := r.tb.NowMillis()
 	var hdr [rotHeaderSize]byte
 	le := binary.LittleEndian
-	copy(hdr[0:4], sketch.SnapshotMagic)
-	hdr[4], hdr[5] = sketch.SnapshotVersion, sketch.SnapshotKindRotator
+	copy(hdr[0:4], SnapshotMagic)
+	hdr[4], hdr[5] = SnapshotVersion, SnapshotKindRotator
 	le.PutUint32(hdr[8:], uint32(len(gs.gens)))
 	le.PutUint64(hdr[16:], gs.next)
 	le.PutUint64(hdr[24:], uint64(r.periodMs))
@@ -91,7 +89,7 @@ func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
 	le.PutUint64(hdr[40:], uint64(r.tb.Time(ms).UnixMilli()))
 	le.PutUint64(hdr[48:], r.cfg.Sketch.Seed)
 
-	h := crc32.New(sketch.CRCTable)
+	h := crc32.New(crcTable)
 	cw := &countWriter{w: w}
 	mw := io.MultiWriter(cw, h)
 	if _, err := mw.Write(hdr[:]); err != nil {
@@ -115,7 +113,7 @@ func (r *Rotator) UnmarshalBinary(data []byte) error {
 		return rotCorrupt("Length", len(data), r.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes, shorter than a header", len(data))
 	}
 	body := data[:len(data)-4]
-	if got, want := binary.LittleEndian.Uint32(data[len(body):]), crc32.Checksum(body, sketch.CRCTable); got != want {
+	if got, want := binary.LittleEndian.Uint32(data[len(body):]), crc32.Checksum(body, crcTable); got != want {
 		if int64(len(data)) < r.SnapshotSize() {
 			return rotCorrupt("Length", len(data), r.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes of %d", len(data), r.SnapshotSize())
 		}
@@ -136,9 +134,9 @@ func (r *Rotator) UnmarshalBinary(data []byte) error {
 // (io.ReaderFrom), reading exactly its bytes. The rotator must have been
 // built by New with the configuration the snapshot was taken under:
 // Generations, Period and the base seed are checked here, everything else
-// by each generation's header (sketch.Sketch.UnmarshalBinary). The
+// by each generation's header (Sketch.UnmarshalBinary). The
 // generations are rebuilt with the creation counters and so the seeds
-// they had, and restored as sketch.Sketch.ReadFrom restores (each cell
+// they had, and restored as Sketch.ReadFrom restores (each cell
 // aged by the downtime, on the rotator's own clock). The rotation deadline
 // moves to the rotator's clock through its wall time: a deadline that
 // passed during the downtime promotes on the next access, as it would
@@ -156,7 +154,7 @@ func (r *Rotator) ReadFrom(rd io.Reader) (int64, error) {
 // decode reads a snapshot from rd and returns the generation set it
 // describes, not yet published.
 func (r *Rotator) decode(rd io.Reader) (*genSet, int64, error) {
-	h := crc32.New(sketch.CRCTable)
+	h := crc32.New(crcTable)
 	cr := &countReader{r: rd}
 	tr := io.TeeReader(cr, h)
 	truncated := func() error {
@@ -171,12 +169,12 @@ func (r *Rotator) decode(rd io.Reader) (*genSet, int64, error) {
 	}
 	le := binary.LittleEndian
 	switch {
-	case string(hdr[0:4]) != sketch.SnapshotMagic:
-		return nil, cr.n, rotCorrupt("Magic", string(hdr[0:4]), sketch.SnapshotMagic, nil, "magic is %q, want %q", hdr[0:4], sketch.SnapshotMagic)
-	case hdr[4] != sketch.SnapshotVersion:
-		return nil, cr.n, rotCorrupt("Version", hdr[4], sketch.SnapshotVersion, nil, "format version %d is not supported (this build reads %d)", hdr[4], sketch.SnapshotVersion)
-	case hdr[5] != sketch.SnapshotKindRotator:
-		return nil, cr.n, rotCorrupt("Kind", hdr[5], sketch.SnapshotKindRotator, nil, "kind %d is not a rotator snapshot (%d)", hdr[5], sketch.SnapshotKindRotator)
+	case string(hdr[0:4]) != SnapshotMagic:
+		return nil, cr.n, rotCorrupt("Magic", string(hdr[0:4]), SnapshotMagic, nil, "magic is %q, want %q", hdr[0:4], SnapshotMagic)
+	case hdr[4] != SnapshotVersion:
+		return nil, cr.n, rotCorrupt("Version", hdr[4], SnapshotVersion, nil, "format version %d is not supported (this build reads %d)", hdr[4], SnapshotVersion)
+	case hdr[5] != SnapshotKindRotator:
+		return nil, cr.n, rotCorrupt("Kind", hdr[5], SnapshotKindRotator, nil, "kind %d is not a rotator snapshot (%d)", hdr[5], SnapshotKindRotator)
 	case hdr[6]|hdr[7] != 0 || le.Uint32(hdr[12:]) != 0:
 		return nil, cr.n, rotCorrupt("Reserved", nil, 0, nil, "reserved header bytes are not zero")
 	}
@@ -195,7 +193,7 @@ func (r *Rotator) decode(rd io.Reader) (*genSet, int64, error) {
 	case next < uint64(n):
 		return nil, cr.n, rotCorrupt("Next", next, n, nil, "creation counter %d is below Generations %d", next, n)
 	}
-	gs := &genSet{gens: make([]*sketch.Sketch, n), next: next}
+	gs := &genSet{gens: make([]*Sketch, n), next: next}
 	for i := range gs.gens {
 		g := r.build(next - uint64(n) + uint64(i))
 		if _, err := g.ReadFrom(tr); err != nil {

@@ -1,9 +1,7 @@
-package rotator
+package core
 
 import (
 	"math"
-
-	"github.com/lfgrudge/grudge/sketch"
 )
 
 // promote is called by an operation at time now that found gs past its
@@ -46,7 +44,7 @@ func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 // ones appended; the caller sets the deadline.
 func (r *Rotator) successorN(gs *genSet, k uint64) *genSet {
 	n := len(gs.gens)
-	next := &genSet{gens: make([]*sketch.Sketch, n), next: gs.next}
+	next := &genSet{gens: make([]*Sketch, n), next: gs.next}
 	keep := 0
 	if k < uint64(n) {
 		keep = n - int(k)

@@ -1,7 +1,6 @@
-package sketch
+package core
 
 import (
-	"strconv"
 	"time"
 
 	"github.com/lfgrudge/grudge/atomiccell"
@@ -24,22 +23,22 @@ import (
 // cells it could not restore, an over-estimate. docs/design.md has the
 // protocol and its argument.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
-	checkTry(delta, limit)
+	CheckTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.nowMillis())
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
-	checkTry(delta, limit)
+	CheckTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.nowMillis())
 }
 
 // checkTry panics on a non-finite delta or limit: one compare chain on
 // the hot path, the message from the slow path.
-func checkTry(delta, limit float64) {
+func CheckTry(delta, limit float64) {
 	if delta-delta != 0 || limit-limit != 0 {
-		checkFinite("TryUpdate", "delta", delta)
-		checkFinite("TryUpdate", "limit", limit)
+		CheckFinite("TryUpdate", "delta", delta)
+		CheckFinite("TryUpdate", "limit", limit)
 	}
 }
 
@@ -63,7 +62,7 @@ type Receipt struct {
 // increment, for a caller that may have to take it back (the rotator's
 // generations, a limiter's reservation or a multi-window decision).
 func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Receipt, bool) {
-	checkTry(delta, limit)
+	CheckTry(delta, limit)
 	var rc Receipt
 	ok := s.tryUpdateReceipt(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
@@ -71,7 +70,7 @@ func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Re
 
 // TryReserveStringAt is TryReserveAt for a string key.
 func (s *Sketch) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Receipt, bool) {
-	checkTry(delta, limit)
+	CheckTry(delta, limit)
 	var rc Receipt
 	ok := s.tryUpdateReceipt(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
@@ -356,20 +355,18 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atomiccell.Word, upto, held u
 	return failed
 }
 
-func formatValue(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
-
 // AddAt is UpdateAt that returns a Receipt of what it added to each cell,
 // so that Refund can take it back (the rotator adds an admitted increment
 // to its younger generations, and refunds them if the generation set
 // changed under the decision).
 func (s *Sketch) AddAt(t time.Time, key []byte, delta float64) Receipt {
-	checkFinite("Update", "delta", delta)
+	CheckFinite("Update", "delta", delta)
 	return s.add(s.hasher.Sum64(key), delta, s.tb.Millis(t))
 }
 
 // AddStringAt is AddAt for a string key.
 func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
-	checkFinite("Update", "delta", delta)
+	CheckFinite("Update", "delta", delta)
 	return s.add(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
 }
 

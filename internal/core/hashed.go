@@ -1,4 +1,4 @@
-package sketch
+package core
 
 import (
 	"time"
@@ -72,19 +72,19 @@ func (s *Sketch) QueryHashedAt(t time.Time, k Hashed) float64 {
 
 // UpdateHashedAt is UpdateAt for a hashed key.
 func (s *Sketch) UpdateHashedAt(t time.Time, k Hashed, delta float64) {
-	checkFinite("Update", "delta", delta)
+	CheckFinite("Update", "delta", delta)
 	s.update(s.mine("Update", k), delta, s.tb.Millis(t))
 }
 
 // UpdateAndQueryHashedAt is UpdateAndQueryAt for a hashed key.
 func (s *Sketch) UpdateAndQueryHashedAt(t time.Time, k Hashed, delta float64) float64 {
-	checkFinite("UpdateAndQuery", "delta", delta)
+	CheckFinite("UpdateAndQuery", "delta", delta)
 	return s.updateAndQuery(s.mine("UpdateAndQuery", k), delta, s.tb.Millis(t))
 }
 
 // TryReserveHashedAt is TryReserveAt for a hashed key.
 func (s *Sketch) TryReserveHashedAt(t time.Time, k Hashed, delta, limit float64) (Receipt, bool) {
-	checkTry(delta, limit)
+	CheckTry(delta, limit)
 	h := s.mine("TryUpdate", k)
 	var rc Receipt
 	ok := s.tryUpdateReceipt(h, delta, limit, s.tb.Millis(t), &rc)
@@ -93,6 +93,6 @@ func (s *Sketch) TryReserveHashedAt(t time.Time, k Hashed, delta, limit float64)
 
 // AddHashedAt is AddAt for a hashed key.
 func (s *Sketch) AddHashedAt(t time.Time, k Hashed, delta float64) Receipt {
-	checkFinite("Update", "delta", delta)
+	CheckFinite("Update", "delta", delta)
 	return s.add(s.mine("Add", k), delta, s.tb.Millis(t))
 }

@@ -1,4 +1,4 @@
-package sketch
+package core
 
 import "time"
 
@@ -22,13 +22,13 @@ func (s *Sketch) NowMillis() int64 { return s.nowMillis() }
 
 // UpdateAt is Update at time t.
 func (s *Sketch) UpdateAt(t time.Time, key []byte, delta float64) {
-	checkFinite("Update", "delta", delta)
+	CheckFinite("Update", "delta", delta)
 	s.update(s.hasher.Sum64(key), delta, s.tb.Millis(t))
 }
 
 // UpdateStringAt is UpdateString at time t.
 func (s *Sketch) UpdateStringAt(t time.Time, key string, delta float64) {
-	checkFinite("Update", "delta", delta)
+	CheckFinite("Update", "delta", delta)
 	s.update(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
 }
 
@@ -44,29 +44,24 @@ func (s *Sketch) QueryStringAt(t time.Time, key string) float64 {
 
 // UpdateAndQueryAt is UpdateAndQuery at time t.
 func (s *Sketch) UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64 {
-	checkFinite("UpdateAndQuery", "delta", delta)
+	CheckFinite("UpdateAndQuery", "delta", delta)
 	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.tb.Millis(t))
 }
 
 // UpdateAndQueryStringAt is UpdateAndQueryString at time t.
 func (s *Sketch) UpdateAndQueryStringAt(t time.Time, key string, delta float64) float64 {
-	checkFinite("UpdateAndQuery", "delta", delta)
+	CheckFinite("UpdateAndQuery", "delta", delta)
 	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
 }
 
 // TryUpdateAt is TryUpdate at time t.
 func (s *Sketch) TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool {
-	checkTry(delta, limit)
+	CheckTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t))
 }
 
 // TryUpdateStringAt is TryUpdateString at time t.
 func (s *Sketch) TryUpdateStringAt(t time.Time, key string, delta, limit float64) bool {
-	checkTry(delta, limit)
+	CheckTry(delta, limit)
 	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t))
-}
-
-// QueryDetailedAt is QueryDetailed at time t.
-func (s *Sketch) QueryDetailedAt(t time.Time, key []byte) Detail {
-	return s.queryDetailed(s.hasher.Sum64(key), s.tb.Millis(t))
 }
