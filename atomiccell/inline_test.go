@@ -34,7 +34,7 @@ func TestInlining(t *testing.T) {
 		// a call through sketch or rotator costs what the engine's does.
 		"github.com/lfgrudge/grudge/sketch":  faceMethods("Sketch"),
 		"github.com/lfgrudge/grudge/rotator": faceMethods("Rotator"),
-		"github.com/lfgrudge/grudge/decay":  {"(*Compiled).ExpFast", "(*Compiled).LinearApply"},
+		"github.com/lfgrudge/grudge/decay":   {"(*Compiled).ExpFast", "(*Compiled).LinearApply"},
 	}
 	for pkg, fns := range want {
 		out, err := exec.Command(gobin, "build", "-gcflags=-m", pkg).CombinedOutput()

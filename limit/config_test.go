@@ -80,16 +80,14 @@ func TestZeroValues(t *testing.T) {
 	var m limit.Multi
 	ctx := context.Background()
 	for name, f := range map[string]func(){
-		"Allow":       func() { l.Allow([]byte("k")) },
-		"AllowString": func() { l.AllowString("k") },
-		"AllowN":      func() { l.AllowNString(time.Now(), "k", 1) },
-		"Decide":      func() { l.DecideString(time.Now(), "k", 1) },
-		"Peek":        func() { l.PeekString(time.Now(), "k", 1) },
-		"WouldAllow":  func() { l.WouldAllow("k", 1) },
-		"ReserveN":    func() { l.ReserveNString(time.Now(), "k", 1) },
-		"WaitN":       func() { _ = l.WaitNString(ctx, "k", 1) },
-		"Now":         func() { l.Now() },
-		"Multi":       func() { m.AllowN(time.Now(), "k", 1) },
+		"Allow":    func() { l.Allow("k") },
+		"AllowN":   func() { l.AllowN(time.Now(), "k", 1) },
+		"Decide":   func() { l.DecideN(time.Now(), "k", 1) },
+		"Peek":     func() { l.PeekN(time.Now(), "k", 1) },
+		"ReserveN": func() { l.ReserveN(time.Now(), "k", 1) },
+		"WaitN":    func() { _ = l.WaitN(ctx, "k", 1) },
+		"Now":      func() { l.Now() },
+		"Multi":    func() { m.AllowN(time.Now(), "k", 1) },
 	} {
 		func() {
 			defer func() {

@@ -139,7 +139,7 @@ func TestExactBucket(t *testing.T) {
 			m := model[k]
 			m.advance(clk.NowMillis())
 			want := n <= burst && m.fits(n)
-			d := l.DecideString(clk.Now(), k, n)
+			d := l.DecideN(clk.Now(), k, n)
 			if d.Allowed != want {
 				rt.Fatalf("%q n=%d at %d: Allowed %v, exact bucket %v (debt %v)", k, n, clk.NowMillis(), d.Allowed, want, m.debt.FloatString(6))
 			}
@@ -153,12 +153,12 @@ func TestExactBucket(t *testing.T) {
 			// Retry 1 ms early (Peek: no write), then exactly at RetryAfter.
 			at := clk.Now()
 			clk.SetTime(at.Add(d.RetryAfter - time.Millisecond))
-			if p := l.PeekString(clk.Now(), k, n); p.Allowed {
+			if p := l.PeekN(clk.Now(), k, n); p.Allowed {
 				rt.Fatalf("admitted 1 ms before RetryAfter %v", d.RetryAfter)
 			}
 			clk.SetTime(at.Add(d.RetryAfter))
 			m.advance(clk.NowMillis())
-			if !l.AllowNString(clk.Now(), k, n) {
+			if !l.AllowN(clk.Now(), k, n) {
 				rt.Fatalf("denied at RetryAfter %v", d.RetryAfter)
 			}
 			m.debt.Add(m.debt, rat(int64(n)))
@@ -220,7 +220,7 @@ func TestExactBucketCases(t *testing.T) {
 			for i := range 400 {
 				m.advance(clk.NowMillis())
 				n := 1 + i%3%c.burst
-				d := l.DecideString(clk.Now(), "k", n)
+				d := l.DecideN(clk.Now(), "k", n)
 				if d.Allowed != m.fits(n) {
 					t.Fatalf("step %d at %d ms: Allowed %v, exact %v", i, clk.NowMillis(), d.Allowed, m.fits(n))
 				}
@@ -266,7 +266,7 @@ func TestRetryAfterInexact(t *testing.T) {
 			clk.Advance(time.Duration(rapid.Float64Range(0, 2).Draw(rt, "gapTokens")*tok) * time.Millisecond)
 			m.advance(clk.NowMillis())
 			n := rapid.IntRange(1, burst).Draw(rt, "n")
-			d := l.DecideString(clk.Now(), "k", n)
+			d := l.DecideN(clk.Now(), "k", n)
 			if d.Allowed {
 				if !m.fits(n) {
 					rt.Fatalf("admitted n=%d before the exact bucket (debt %v, burst %d)", n, m.debt.FloatString(9), burst)
@@ -282,12 +282,12 @@ func TestRetryAfterInexact(t *testing.T) {
 			}
 			at := clk.Now()
 			clk.SetTime(at.Add(d.RetryAfter - time.Millisecond))
-			if l.PeekString(clk.Now(), "k", n).Allowed {
+			if l.PeekN(clk.Now(), "k", n).Allowed {
 				rt.Fatalf("admitted 1 ms before RetryAfter %v (rate %v, burst %d, n %d)", d.RetryAfter, rate, burst, n)
 			}
 			clk.SetTime(at.Add(d.RetryAfter))
 			m.advance(clk.NowMillis())
-			if !l.AllowNString(clk.Now(), "k", n) {
+			if !l.AllowN(clk.Now(), "k", n) {
 				rt.Fatalf("denied at RetryAfter %v (rate %v, burst %d, n %d)", d.RetryAfter, rate, burst, n)
 			}
 			if !m.fits(n) {
@@ -314,11 +314,11 @@ func TestBurstFromEmpty(t *testing.T) {
 			rt.Fatal(err)
 		}
 		for i := range burst {
-			if !l.AllowString("k") {
+			if !l.Allow("k") {
 				rt.Fatalf("request %d of a burst of %d denied (rate %v)", i+1, burst, rate)
 			}
 		}
-		if l.AllowString("k") {
+		if l.Allow("k") {
 			rt.Fatalf("request past a burst of %d admitted (rate %v)", burst, rate)
 		}
 	})

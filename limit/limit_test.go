@@ -31,22 +31,22 @@ func newFake(t testing.TB, lim limit.Limit, burst int, opts ...limit.Option) (*l
 func TestBurstThenRate(t *testing.T) {
 	l, clk := newFake(t, 10, 5)
 	for i := range 5 {
-		if !l.AllowString("k") {
+		if !l.Allow("k") {
 			t.Fatalf("request %d of the burst denied", i)
 		}
 	}
-	if l.AllowString("k") {
+	if l.Allow("k") {
 		t.Fatal("request past the burst admitted")
 	}
-	if !l.AllowString("other") {
+	if !l.Allow("other") {
 		t.Fatal("another key denied")
 	}
 	clk.Advance(99 * time.Millisecond)
-	if l.AllowString("k") {
+	if l.Allow("k") {
 		t.Fatal("admitted before one token drained (99ms at 10/s)")
 	}
 	clk.Advance(time.Millisecond)
-	if !l.AllowString("k") {
+	if !l.Allow("k") {
 		t.Fatal("denied after one token drained (100ms at 10/s)")
 	}
 }
@@ -68,7 +68,7 @@ func TestRetryAfterExact(t *testing.T) {
 		for i := 0; ; i++ {
 			n := rapid.IntRange(1, burst).Draw(rt, "n")
 			clk.Advance(time.Duration(rapid.IntRange(0, 50).Draw(rt, "gap")) * time.Millisecond)
-			d = l.DecideString(clk.Now(), "k", n)
+			d = l.DecideN(clk.Now(), "k", n)
 			if !d.Allowed {
 				ra := d.RetryAfter
 				if ra < time.Millisecond || ra == limit.InfDuration {
@@ -76,11 +76,11 @@ func TestRetryAfterExact(t *testing.T) {
 				}
 				start := clk.Now()
 				clk.SetTime(start.Add(ra - time.Millisecond))
-				if l.AllowNString(clk.Now(), "k", n) {
+				if l.AllowN(clk.Now(), "k", n) {
 					rt.Fatalf("admitted 1ms before RetryAfter %v (rate %v, burst %d, n %d)", ra, rate, burst, n)
 				}
 				clk.SetTime(start.Add(ra))
-				if !l.AllowNString(clk.Now(), "k", n) {
+				if !l.AllowN(clk.Now(), "k", n) {
 					rt.Fatalf("denied at RetryAfter %v (rate %v, burst %d, n %d)", ra, rate, burst, n)
 				}
 				return
@@ -129,7 +129,7 @@ func TestModel(t *testing.T) {
 					}
 					m.debt = math.Max(m.debt-rate*float64(now-m.at)/1000, 0)
 					m.at = now
-					ok := l.AllowNString(clk.Now(), k, n)
+					ok := l.AllowN(clk.Now(), k, n)
 					fitsModel := m.debt+float64(n) <= float64(burst)+1e-9
 					if ok && !fitsModel {
 						rt.Fatalf("admitted %q n=%d past its own limit: model debt %v, burst %d", k, n, m.debt, burst)
@@ -173,7 +173,7 @@ func TestStrictSentinel(t *testing.T) {
 			var wg sync.WaitGroup
 			for g := range 8 {
 				wg.Go(func() {
-					key := []byte("hot")
+					key := "hot"
 					for i := range attempts {
 						if l.Allow(key) {
 							got.Add(1)
@@ -181,7 +181,7 @@ func TestStrictSentinel(t *testing.T) {
 						if m.DecideKeys(w1.Now(), 1, "hot").Allowed {
 							gotMulti.Add(1)
 						}
-						_ = l.AllowString(fmt.Sprint("cold", g, i%3)) // traffic on other keys
+						_ = l.Allow(fmt.Sprint("cold", g, i%3)) // traffic on other keys
 					}
 				})
 			}
@@ -193,7 +193,7 @@ func TestStrictSentinel(t *testing.T) {
 				t.Fatalf("Multi admitted %d, want exactly %d", gotMulti.Load(), burst/2)
 			}
 			// Peek reports what Decide would: Remaining after the request.
-			if r := w1.PeekString(w1.Now(), "hot", 1).Remaining; r != burst-burst/2-1 {
+			if r := w1.PeekN(w1.Now(), "hot", 1).Remaining; r != burst-burst/2-1 {
 				t.Fatalf("window 1 has %d remaining, want %d (denials by window 2 must debit none)", r, burst-burst/2)
 			}
 		})
@@ -208,41 +208,39 @@ func TestZeroAllocs(t *testing.T) {
 }
 
 func zeroAllocs(t *testing.T, l *limit.Limiter) {
-	kb := []byte("bytes-key")
 	now := l.Now()
 	for name, f := range map[string]func(){
-		"Allow":        func() { l.Allow(kb) },
-		"AllowString":  func() { l.AllowString("string-key") },
-		"AllowNString": func() { l.AllowNString(now, "n-key", 1) },
-		"DecideString": func() { l.DecideString(now, "d-key", 1) },
-		"WouldAllow":   func() { l.WouldAllow("w-key", 1) },
+		"Allow":   func() { l.Allow("string-key") },
+		"AllowN":  func() { l.AllowN(now, "n-key", 1) },
+		"DecideN": func() { l.DecideN(now, "d-key", 1) },
+		"PeekN":   func() { l.PeekN(now, "w-key", 1) },
 	} {
 		if a := testing.AllocsPerRun(100, f); a != 0 { // admitted, then denied
 			t.Errorf("%s: %v allocs/op, want 0", name, a)
 		}
 	}
 	opt, _ := newFake(t, 1, 3, limit.WithStrict(false))
-	if a := testing.AllocsPerRun(100, func() { opt.AllowString("o") }); a != 0 {
+	if a := testing.AllocsPerRun(100, func() { opt.Allow("o") }); a != 0 {
 		t.Errorf("optimistic AllowString: %v allocs/op, want 0", a)
 	}
 }
 
 func TestDecision(t *testing.T) {
 	l, clk := newFake(t, 2, 4)
-	d := l.DecideString(clk.Now(), "k", 3)
+	d := l.DecideN(clk.Now(), "k", 3)
 	if !d.Allowed || d.Remaining != 1 || d.RetryAfter != 0 || d.ResetAfter != 1500*time.Millisecond || d.Burst != 4 || d.Limit != 2 {
 		t.Fatalf("first decision %+v", d)
 	}
-	d = l.DecideString(clk.Now(), "k", 2)
+	d = l.DecideN(clk.Now(), "k", 2)
 	// debt 3, n 2, burst 4: 1 token must drain at 2/s: 500ms.
 	if d.Allowed || d.RetryAfter != 500*time.Millisecond || d.Remaining != 1 || d.Never {
 		t.Fatalf("denial %+v", d)
 	}
-	d = l.DecideString(clk.Now(), "k", 5)
+	d = l.DecideN(clk.Now(), "k", 5)
 	if d.Allowed || !d.Never || d.RetryAfter != limit.InfDuration {
 		t.Fatalf("n > burst: %+v", d)
 	}
-	if l.AllowNString(clk.Now(), "fresh", 5) {
+	if l.AllowN(clk.Now(), "fresh", 5) {
 		t.Fatal("AllowN(n > burst) admitted")
 	}
 }
@@ -251,31 +249,31 @@ func TestDecision(t *testing.T) {
 // charge no RejectCost.
 func TestPeekReadOnly(t *testing.T) {
 	l, clk := newFake(t, 1, 3, limit.WithRejectCost(2))
-	l.AllowNString(clk.Now(), "k", 3)
-	before := l.PeekString(clk.Now(), "k", 1)
+	l.AllowN(clk.Now(), "k", 3)
+	before := l.PeekN(clk.Now(), "k", 1)
 	for range 100 {
-		l.PeekString(clk.Now(), "k", 1)
-		l.WouldAllow("k", 1)
-		l.PeekString(clk.Now(), "k", 10)
+		l.PeekN(clk.Now(), "k", 1)
+		l.Peek("k")
+		l.PeekN(clk.Now(), "k", 10)
 	}
-	after := l.PeekString(clk.Now(), "k", 1)
+	after := l.PeekN(clk.Now(), "k", 1)
 	if before != after || before.Allowed || before.RetryAfter != time.Second {
 		t.Fatalf("Peek moved: before %+v after %+v", before, after)
 	}
-	if p := l.PeekString(clk.Now(), "new", 2); !p.Allowed || p.Remaining != 1 {
+	if p := l.PeekN(clk.Now(), "new", 2); !p.Allowed || p.Remaining != 1 {
 		t.Fatalf("Peek of a fresh key %+v", p)
 	}
-	if l.PeekString(clk.Now(), "new", 3).Remaining != 0 || !l.WouldAllow("new", 3) {
+	if l.PeekN(clk.Now(), "new", 3).Remaining != 0 || !l.PeekN(l.Now(), "new", 3).Allowed {
 		t.Fatal("Peek debited the fresh key")
 	}
 }
 
 func TestRejectCost(t *testing.T) {
 	l, clk := newFake(t, 1, 2, limit.WithRejectCost(1), limit.WithMaxDebt(5))
-	l.AllowNString(clk.Now(), "k", 2)
+	l.AllowN(clk.Now(), "k", 2)
 	var d limit.Decision
 	for range 20 {
-		d = l.DecideString(clk.Now(), "k", 1)
+		d = l.DecideN(clk.Now(), "k", 1)
 	}
 	// debt is capped at MaxDebt 5: retry when it drains to 1: 4 s.
 	if d.Allowed || d.RetryAfter != 4*time.Second || d.ResetAfter != 5*time.Second {
@@ -289,26 +287,26 @@ func TestRejectCost(t *testing.T) {
 func TestOptimistic(t *testing.T) {
 	l, clk := newFake(t, 10, 3, limit.WithStrict(false))
 	for i := range 3 {
-		if !l.AllowString("k") {
+		if !l.Allow("k") {
 			t.Fatalf("request %d denied", i)
 		}
 	}
-	if l.AllowString("k") || l.DecideString(clk.Now(), "k", 1).RetryAfter != 100*time.Millisecond {
+	if l.Allow("k") || l.DecideN(clk.Now(), "k", 1).RetryAfter != 100*time.Millisecond {
 		t.Fatal("optimistic mode past the burst")
 	}
 }
 
 func TestReservation(t *testing.T) {
 	l, clk := newFake(t, 10, 2) // MaxDebt 4: up to 2 tokens queued (200ms)
-	r := l.ReserveNString(clk.Now(), "k", 2)
+	r := l.ReserveN(clk.Now(), "k", 2)
 	if !r.OK() || r.DelayFrom(clk.Now()) != 0 {
 		t.Fatalf("first reservation ok=%v delay=%v", r.OK(), r.DelayFrom(clk.Now()))
 	}
-	r2 := l.ReserveNString(clk.Now(), "k", 1)
+	r2 := l.ReserveN(clk.Now(), "k", 1)
 	if !r2.OK() || r2.DelayFrom(clk.Now()) != 100*time.Millisecond {
 		t.Fatalf("queued reservation ok=%v delay=%v", r2.OK(), r2.DelayFrom(clk.Now()))
 	}
-	r3 := l.ReserveNString(clk.Now(), "k", 2)
+	r3 := l.ReserveN(clk.Now(), "k", 2)
 	if r3.OK() || r3.DelayFrom(clk.Now()) != limit.InfDuration {
 		t.Fatal("reservation past MaxDebt is OK")
 	}
@@ -316,10 +314,10 @@ func TestReservation(t *testing.T) {
 	r2.Cancel()
 	r2.Cancel() // idempotent
 	r.Cancel()
-	if d := l.PeekString(clk.Now(), "k", 2); !d.Allowed || d.Remaining != 0 {
+	if d := l.PeekN(clk.Now(), "k", 2); !d.Allowed || d.Remaining != 0 {
 		t.Fatalf("after cancelling everything %+v", d)
 	}
-	if l.ReserveNString(clk.Now(), "k", 3).OK() {
+	if l.ReserveN(clk.Now(), "k", 3).OK() {
 		t.Fatal("reservation of n > burst OK")
 	}
 }
@@ -332,7 +330,7 @@ func TestWaitN(t *testing.T) {
 	ctx := context.Background()
 	start := time.Now()
 	for range 3 {
-		if err := l.WaitNString(ctx, "k", 1); err != nil {
+		if err := l.WaitN(ctx, "k", 1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -341,16 +339,16 @@ func TestWaitN(t *testing.T) {
 	}
 	short, cancel := context.WithTimeout(ctx, time.Millisecond)
 	defer cancel()
-	l.AllowString("j")
-	if err := l.WaitNString(short, "j", 1); err == nil {
+	l.Allow("j")
+	if err := l.WaitN(short, "j", 1); err == nil {
 		t.Fatal("WaitN past the deadline succeeded")
 	}
-	if err := l.WaitNString(ctx, "j", 2); err == nil || !strings.HasPrefix(err.Error(), "limit: ") {
+	if err := l.WaitN(ctx, "j", 2); err == nil || !strings.HasPrefix(err.Error(), "limit: ") {
 		t.Fatalf("WaitN(n > burst) = %v", err)
 	}
 	done, cancel2 := context.WithCancel(ctx)
 	cancel2()
-	if err := l.WaitNString(done, "z", 1); !errors.Is(err, context.Canceled) {
+	if err := l.WaitN(done, "z", 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("WaitN on a cancelled context = %v", err)
 	}
 }
@@ -368,7 +366,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if m.AllowN(clk.Now(), "u", 1) {
 		t.Fatal("admitted past the per-second window")
 	}
-	if r := perHour.PeekString(clk.Now(), "u", 1).Remaining; r != 989 {
+	if r := perHour.PeekN(clk.Now(), "u", 1).Remaining; r != 989 {
 		t.Fatalf("per-hour window has %d remaining, want 990 (a denial debits none)", r)
 	}
 	// per-user and per-tenant: the tenant window denies, the user keeps its tokens.
@@ -383,7 +381,7 @@ func TestMultiAllOrNothing(t *testing.T) {
 	if d.Allowed || d.RetryAfter != time.Second {
 		t.Fatalf("tenant denial %+v", d)
 	}
-	if r := user.PeekString(clk.Now(), "bob", 1).Remaining; r != 4 {
+	if r := user.PeekN(clk.Now(), "bob", 1).Remaining; r != 4 {
 		t.Fatalf("bob debited %d by a denied request", 4-r)
 	}
 	if _, err := limit.NewMulti(); err == nil {
@@ -406,26 +404,26 @@ func TestNoAmnesty(t *testing.T) {
 	l, clk := newFake(t, 1, 10, limit.WithMaxDebt(10), limit.WithPeriod(10*time.Second))
 	for step := range 100 {
 		clk.Advance(time.Duration(step%7) * time.Second)
-		l.AllowNString(clk.Now(), "x", 10) // maxed out when admitted
+		l.AllowN(clk.Now(), "x", 10) // maxed out when admitted
 		// Right after, the key must wait the full drain of what it owes.
-		d := l.PeekString(clk.Now(), "x", 10)
+		d := l.PeekN(clk.Now(), "x", 10)
 		if d.Allowed {
 			t.Fatalf("step %d: a maxed-out key admitted again at once", step)
 		}
 	}
 	// Maxed out at T, then silent through every rotation of the drain.
 	clk.Advance(20 * time.Second)
-	if !l.AllowNString(clk.Now(), "x", 10) {
+	if !l.AllowN(clk.Now(), "x", 10) {
 		t.Fatal("a drained key denied")
 	}
 	for range 9999 {
 		clk.Advance(time.Millisecond)
-		if l.WouldAllow("x", 10) {
+		if l.PeekN(l.Now(), "x", 10).Allowed {
 			t.Fatal("a maxed-out silent key admitted before its debt drained")
 		}
 	}
 	clk.Advance(time.Millisecond)
-	if !l.AllowNString(clk.Now(), "x", 10) {
+	if !l.AllowN(clk.Now(), "x", 10) {
 		t.Fatal("denied after its debt drained")
 	}
 }
@@ -454,11 +452,11 @@ func TestBadInput(t *testing.T) {
 	}
 	l, clk := newFake(t, 1, 1)
 	for name, f := range map[string]func(){
-		"AllowN":    func() { l.AllowNString(clk.Now(), "k", 0) },
-		"Decide":    func() { l.DecideString(clk.Now(), "k", -1) },
-		"ReserveN":  func() { l.ReserveNString(clk.Now(), "k", 0) },
-		"WaitN":     func() { _ = l.WaitNString(context.Background(), "k", 0) },
-		"WouldAllw": func() { l.WouldAllow("k", 0) },
+		"AllowN":   func() { l.AllowN(clk.Now(), "k", 0) },
+		"Decide":   func() { l.DecideN(clk.Now(), "k", -1) },
+		"ReserveN": func() { l.ReserveN(clk.Now(), "k", 0) },
+		"WaitN":    func() { _ = l.WaitN(context.Background(), "k", 0) },
+		"PeekN":    func() { l.PeekN(clk.Now(), "k", 0) },
 	} {
 		func() {
 			defer func() {
@@ -481,14 +479,14 @@ func TestBadInput(t *testing.T) {
 func TestInf(t *testing.T) {
 	l := limit.MustNew(limit.Inf, 1)
 	for range 100 {
-		if !l.AllowString("k") {
+		if !l.Allow("k") {
 			t.Fatal("Inf denied")
 		}
 	}
 	if limit.Every(0) != limit.Inf || limit.Every(100*time.Millisecond) != 10 {
 		t.Fatal("Every")
 	}
-	if d := l.DecideString(time.Now(), "k", 1000); !d.Allowed {
+	if d := l.DecideN(time.Now(), "k", 1000); !d.Allowed {
 		t.Fatalf("Inf decision %+v", d)
 	}
 }

@@ -52,6 +52,14 @@ func NewMulti(windows ...*Limiter) (*Multi, error) {
 // Windows returns the limiters, in order.
 func (m *Multi) Windows() []*Limiter { return append([]*Limiter(nil), m.ls...) }
 
+// Allow is AllowN at the first window's clock reading with n = 1.
+func (m *Multi) Allow(key string) bool {
+	if len(m.ls) == 0 {
+		panic("limit: zero Multi; use NewMulti")
+	}
+	return m.AllowN(m.ls[0].Now(), key, 1)
+}
+
 // AllowN reports whether n requests are admitted at t by every window,
 // for one key in all of them. It panics if n <= 0.
 func (m *Multi) AllowN(t time.Time, key string, n int) bool {

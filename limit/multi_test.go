@@ -71,7 +71,7 @@ func TestMultiRetryAfterProperty(t *testing.T) {
 			d := m.DecideKeys(clk.Now(), n, keys...)
 			least := -1
 			for i, w := range ws {
-				if r := w.PeekString(clk.Now(), keys[i], 1).Remaining; least < 0 || r < least {
+				if r := w.PeekN(clk.Now(), keys[i], 1).Remaining; least < 0 || r < least {
 					least = r
 				}
 			}
@@ -87,14 +87,14 @@ func TestMultiRetryAfterProperty(t *testing.T) {
 			clk.SetTime(at.Add(d.RetryAfter - time.Millisecond))
 			all := true
 			for i, w := range ws {
-				all = all && w.PeekString(clk.Now(), keys[i], n).Allowed
+				all = all && w.PeekN(clk.Now(), keys[i], n).Allowed
 			}
 			if all {
 				rt.Fatalf("every window admits 1 ms before RetryAfter %v", d.RetryAfter)
 			}
 			clk.SetTime(at.Add(d.RetryAfter))
 			for i, w := range ws {
-				if p := w.PeekString(clk.Now(), keys[i], n); !p.Allowed {
+				if p := w.PeekN(clk.Now(), keys[i], n); !p.Allowed {
 					rt.Fatalf("window %d denies at RetryAfter %v: %+v", i, d.RetryAfter, p)
 				}
 			}

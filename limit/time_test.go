@@ -14,10 +14,10 @@ import (
 func TestStaleReserve(t *testing.T) {
 	l, clk := newFake(t, 10, 2) // 10/s, MaxDebt 4
 	t0 := clk.Now()
-	l.AllowNString(t0, "k", 2) // debt 2 at t0
+	l.AllowN(t0, "k", 2) // debt 2 at t0
 	clk.Advance(100 * time.Millisecond)
-	l.AllowString("other") // the limiter is now at t0 + 100 ms
-	r := l.ReserveNString(t0, "k", 2)
+	l.Allow("other") // the limiter is now at t0 + 100 ms
+	r := l.ReserveN(t0, "k", 2)
 	// At t0 + 100 ms the debt is 1; with 2 more it is 3: one token over
 	// the burst, 100 ms to drain, so act at t0 + 200 ms.
 	if !r.OK() || r.DelayFrom(t0.Add(200*time.Millisecond)) != 0 || r.DelayFrom(clk.Now()) != 100*time.Millisecond {
@@ -33,11 +33,11 @@ func TestStaleDecide(t *testing.T) {
 		l, clk := newFake(t, 10, 3)
 		for range rapid.IntRange(1, 50).Draw(rt, "ops") {
 			clk.Advance(time.Duration(rapid.IntRange(0, 300).Draw(rt, "gap")) * time.Millisecond)
-			l.AllowString("clock") // the limiter reaches the clock's reading
+			l.Allow("clock") // the limiter reaches the clock's reading
 			lag := time.Duration(rapid.IntRange(0, 200).Draw(rt, "lag")) * time.Millisecond
 			n := rapid.IntRange(1, 3).Draw(rt, "n")
 			tq := clk.Now().Add(-lag)
-			d := l.DecideString(tq, "k", n)
+			d := l.DecideN(tq, "k", n)
 			if d.Allowed {
 				continue
 			}
@@ -47,11 +47,11 @@ func TestStaleDecide(t *testing.T) {
 			}
 			back := clk.Now()
 			clk.SetTime(due.Add(-time.Millisecond))
-			if !due.Add(-time.Millisecond).Before(back) && l.PeekString(clk.Now(), "k", n).Allowed {
+			if !due.Add(-time.Millisecond).Before(back) && l.PeekN(clk.Now(), "k", n).Allowed {
 				rt.Fatalf("fits 1 ms before t + RetryAfter (lag %v, RetryAfter %v)", lag, d.RetryAfter)
 			}
 			clk.SetTime(due)
-			if !l.PeekString(clk.Now(), "k", n).Allowed {
+			if !l.PeekN(clk.Now(), "k", n).Allowed {
 				rt.Fatalf("does not fit at t + RetryAfter (lag %v, RetryAfter %v)", lag, d.RetryAfter)
 			}
 		}
@@ -66,21 +66,21 @@ func TestStaleDecide(t *testing.T) {
 // exists, 1 s from now, not at now+5s+1s as before.
 func TestFutureT(t *testing.T) {
 	l, clk := newFake(t, 1, 1) // MaxDebt 2
-	l.AllowString("k")
+	l.Allow("k")
 	future := clk.Now().Add(5 * time.Second)
-	if l.AllowNString(future, "k", 1) {
+	if l.AllowN(future, "k", 1) {
 		t.Fatal("AllowN at now+5s admitted: the future t drained the key")
 	}
-	if d := l.DecideString(future, "k", 1); d.RetryAfter != time.Second {
+	if d := l.DecideN(future, "k", 1); d.RetryAfter != time.Second {
 		t.Fatalf("Decide at now+5s: RetryAfter %v, want 1s from the clock's reading", d.RetryAfter)
 	}
-	r := l.ReserveNString(future, "k", 1)
+	r := l.ReserveN(future, "k", 1)
 	if !r.OK() || r.DelayFrom(clk.Now()) != time.Second {
 		t.Fatalf("ReserveN at now+5s acts in %v, want 1s", r.DelayFrom(clk.Now()))
 	}
 	// Other keys were not moved ahead either.
-	l.AllowString("j")
-	if l.AllowString("j") {
+	l.Allow("j")
+	if l.Allow("j") {
 		t.Fatal("another key drained by the future t")
 	}
 }
@@ -92,12 +92,12 @@ func TestTokensAt(t *testing.T) {
 	if got := l.TokensAt(clk.Now(), "k"); got != 5 {
 		t.Fatalf("fresh key has %v tokens", got)
 	}
-	l.AllowNString(clk.Now(), "k", 5)
+	l.AllowN(clk.Now(), "k", 5)
 	clk.Advance(150 * time.Millisecond)
 	if got := l.TokensAt(clk.Now(), "k"); got != 1.5 {
 		t.Fatalf("after 150 ms at 10/s: %v tokens, want 1.5", got)
 	}
-	l.ReserveNString(clk.Now(), "k", 4)
+	l.ReserveN(clk.Now(), "k", 4)
 	if got := l.TokensAt(clk.Now(), "k"); got != -2.5 {
 		t.Fatalf("with 4 reserved: %v tokens, want -2.5", got)
 	}

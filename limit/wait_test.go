@@ -34,7 +34,7 @@ func newWaiterAt(t *testing.T, start time.Time, lim limit.Limit, burst int, opts
 // waitAsync runs WaitN in a goroutine and returns its result channel.
 func waitAsync(ctx context.Context, l *limit.Limiter, key string, n int) <-chan error {
 	done := make(chan error, 1)
-	go func() { done <- l.WaitNString(ctx, key, n) }()
+	go func() { done <- l.WaitN(ctx, key, n) }()
 	return done
 }
 
@@ -45,13 +45,13 @@ func waitAsync(ctx context.Context, l *limit.Limiter, key string, n int) <-chan 
 func TestWaitFakeClock(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	l, clk := newWaiter(t, limit.Every(time.Hour), 1)
-	if !l.AllowString("k") {
+	if !l.Allow("k") {
 		t.Fatal("first request denied")
 	}
-	if d := l.ReserveNString(clk.Now(), "r", 1).Delay(); d != 0 {
+	if d := l.ReserveN(clk.Now(), "r", 1).Delay(); d != 0 {
 		t.Fatalf("Delay of a fresh key %v", d)
 	}
-	r := l.ReserveNString(clk.Now(), "r", 1)
+	r := l.ReserveN(clk.Now(), "r", 1)
 	if d := r.Delay(); d != time.Hour {
 		t.Fatalf("Delay %v on the fake clock, want 1h", d)
 	}
@@ -71,7 +71,7 @@ func TestWaitFakeClock(t *testing.T) {
 		t.Fatalf("an hour of fake wait took %v of real time", el)
 	}
 	// The wait debited the token: the key is empty again for an hour.
-	if d := l.PeekString(clk.Now(), "k", 1); d.Allowed || d.RetryAfter != time.Hour {
+	if d := l.PeekN(clk.Now(), "k", 1); d.Allowed || d.RetryAfter != time.Hour {
 		t.Fatalf("after the wait %+v", d)
 	}
 }
@@ -89,19 +89,19 @@ func TestWaitErrors(t *testing.T) {
 			t.Fatalf("err %v (%T), want a *WaitError matching %v", err, err, want)
 		}
 	}
-	check(l.WaitNString(ctx, "k", 3), limit.ErrAboveBurst, 3)
+	check(l.WaitN(ctx, "k", 3), limit.ErrAboveBurst, 3)
 
 	// Debt 2 (the burst): one more token needs 100 ms.
-	l.AllowNString(clk.Now(), "k", 2)
-	before := l.PeekString(clk.Now(), "k", 1)
+	l.AllowN(clk.Now(), "k", 2)
+	before := l.PeekN(clk.Now(), "k", 1)
 	short, cancel := context.WithDeadline(ctx, clk.Now().Add(99*time.Millisecond))
 	defer cancel()
-	err := l.WaitNString(short, "k", 1)
+	err := l.WaitN(short, "k", 1)
 	check(err, limit.ErrPastDeadline, 1)
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("past-deadline error %v does not match context.DeadlineExceeded", err)
 	}
-	if after := l.PeekString(clk.Now(), "k", 1); after != before {
+	if after := l.PeekN(clk.Now(), "k", 1); after != before {
 		t.Fatalf("a refused WaitN debited: %+v, then %+v", before, after)
 	}
 	// Exactly at the deadline is in time (x/time/rate: wait <= deadline).
@@ -115,11 +115,11 @@ func TestWaitErrors(t *testing.T) {
 	}
 
 	// Queue up to MaxDebt (4): two reservations of 1 on a full debt of 3.
-	for l.ReserveNString(clk.Now(), "k", 1).OK() {
+	for l.ReserveN(clk.Now(), "k", 1).OK() {
 	}
-	before = l.PeekString(clk.Now(), "k", 1)
-	check(l.WaitNString(ctx, "k", 1), limit.ErrMaxDebt, 1)
-	if after := l.PeekString(clk.Now(), "k", 1); after != before {
+	before = l.PeekN(clk.Now(), "k", 1)
+	check(l.WaitN(ctx, "k", 1), limit.ErrMaxDebt, 1)
+	if after := l.PeekN(clk.Now(), "k", 1); after != before {
 		t.Fatalf("a WaitN refused by MaxDebt debited: %+v, then %+v", before, after)
 	}
 
@@ -128,15 +128,15 @@ func TestWaitErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	check(nt.WaitNString(ctx, "k", 1), limit.ErrNoTimer, 1)
+	check(nt.WaitN(ctx, "k", 1), limit.ErrNoTimer, 1)
 
 	// A context already done: its own error, nothing debited.
 	dead, cancel3 := context.WithCancel(ctx)
 	cancel3()
-	if err := l.WaitNString(dead, "z", 1); !errors.Is(err, context.Canceled) {
+	if err := l.WaitN(dead, "z", 1); !errors.Is(err, context.Canceled) {
 		t.Fatalf("WaitN on a cancelled context = %v", err)
 	}
-	if d := l.PeekString(clk.Now(), "z", 2); !d.Allowed {
+	if d := l.PeekN(clk.Now(), "z", 2); !d.Allowed {
 		t.Fatal("WaitN on a cancelled context debited")
 	}
 }
@@ -154,15 +154,15 @@ func TestWaitCancelRule(t *testing.T) {
 		opts := []limit.Option{limit.WithSize(1, 1), limit.WithMaxDebt(5)}
 		l, clk := newWaiter(t, 1, 1, opts...)
 		twin, tclk := newWaiterAt(t, clk.Now(), 1, 1, opts...) // never reserves for "k"
-		l.AllowString("k")
-		twin.AllowString("k")
+		l.Allow("k")
+		twin.Allow("k")
 		ctx, cancel := context.WithCancel(context.Background())
 		done := waitAsync(ctx, l, "k", 1)
 		clk.BlockUntilTimers(1)
 		clk.Advance(400 * time.Millisecond)
 		tclk.Advance(400 * time.Millisecond)
 		if touched { // another key writes the shared cell during the wait
-			if !l.ReserveNString(clk.Now(), "other", 1).OK() || !twin.ReserveNString(tclk.Now(), "other", 1).OK() {
+			if !l.ReserveN(clk.Now(), "other", 1).OK() || !twin.ReserveN(tclk.Now(), "other", 1).OK() {
 				t.Fatal("reservation of another key refused")
 			}
 		}
@@ -170,7 +170,7 @@ func TestWaitCancelRule(t *testing.T) {
 		if err := <-done; !errors.Is(err, context.Canceled) {
 			t.Fatalf("cancelled WaitN = %v", err)
 		}
-		got, never := l.PeekString(clk.Now(), "k", 1), twin.PeekString(tclk.Now(), "k", 1)
+		got, never := l.PeekN(clk.Now(), "k", 1), twin.PeekN(tclk.Now(), "k", 1)
 		if !touched && got != never {
 			t.Fatalf("untouched: after Cancel %+v, as if never reserved %+v", got, never)
 		}

@@ -24,7 +24,7 @@ func TestConfigErrors(t *testing.T) {
 	novelty := func(w time.Duration) ctor {
 		return func(o ...meter.Option) error { _, err := meter.NewNovelty(w, o...); return err }
 	}
-	inflight := func(m float64) ctor {
+	inflight := func(m int) ctor {
 		return func(o ...meter.Option) error { _, err := meter.NewInflight(m, o...); return err }
 	}
 	for i, c := range []struct {
@@ -62,12 +62,12 @@ func TestZeroValues(t *testing.T) {
 	var in meter.Inflight
 	var n meter.Novelty
 	for name, f := range map[string]func(){
-		"Rate.Observe":        func() { r.ObserveString("k") },
-		"Rate.Rate":           func() { r.RateString("k") },
+		"Rate.Observe":        func() { r.Observe("k") },
+		"Rate.PerSecond":      func() { r.PerSecond("k") },
 		"Inflight.Acquire":    func() { in.Acquire("k") },
 		"Inflight.TryAcquire": func() { in.TryAcquire("k", 1) },
 		"Inflight.Count":      func() { in.Count("k") },
-		"Novelty.Seen":        func() { n.SeenString("k") },
+		"Novelty.Seen":        func() { n.Seen("k") },
 		"Novelty.Contains":    func() { n.Contains("k") },
 	} {
 		func() {

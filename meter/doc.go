@@ -26,7 +26,7 @@
 // Core operations (pseudo-code; s is the sketch, theta = exp(-1)):
 //
 //	Rate.Observe(k):      s.Update(k, 1)
-//	Rate.Rate(k):         s.Query(k) / window.Seconds()
+//	Rate.PerSecond(k):    s.Query(k) / window.Seconds()
 //	Inflight.TryAcquire:  s.TryUpdate(k, 1, max) ? guard : nil  // Hi = MaxFloat32
 //	Guard.Release:        once { s.Update(k, -1) }
 //	Novelty.Seen(k):      fresh := s.TryUpdate(k, 1-theta, 1); s.Update(k, 1); return !fresh

@@ -34,7 +34,7 @@ func TestRateModel(t *testing.T) {
 				for range rapid.IntRange(1, 200).Draw(rt, "ops") {
 					clk.Advance(time.Duration(rapid.IntRange(0, 500).Draw(rt, "gap")) * time.Millisecond)
 					k := rapid.SampledFrom(keys).Draw(rt, "key")
-					r.ObserveNAt(clk.Now(), k, 1)
+					r.ObserveAt(clk.Now(), k, 1)
 					events[k] = append(events[k], clk.NowMillis())
 					q := rapid.SampledFrom(keys).Draw(rt, "query")
 					var c float64
@@ -42,7 +42,7 @@ func TestRateModel(t *testing.T) {
 						c += math.Exp(-float64(clk.NowMillis()-ti) / float64(window.Milliseconds()))
 					}
 					want := c / window.Seconds()
-					got := r.RateAt(clk.Now(), q)
+					got := r.PerSecondAt(clk.Now(), q)
 					// float32 rounding, plus what rotation forgets: exp(-16)
 					// of each event (see Rate).
 					tol := 1e-5*want + 1e-6*float64(len(events[q]))/window.Seconds()
@@ -64,14 +64,14 @@ func TestRateSteady(t *testing.T) {
 	r, _ := meter.NewRate(time.Second, meter.WithClock(clk))
 	for i := range 3000 { // 100/s for 30 s (30 windows: past a rotation at 16)
 		clk.Advance(10 * time.Millisecond)
-		r.ObserveString("k")
+		r.Observe("k")
 		if i == 99 { // after one window
-			if got := r.RateString("k"); math.Abs(got-100*(1-math.Exp(-1))) > 2 {
+			if got := r.PerSecond("k"); math.Abs(got-100*(1-math.Exp(-1))) > 2 {
 				t.Fatalf("after one window %v, want about %v", got, 100*(1-math.Exp(-1)))
 			}
 		}
 	}
-	if got := r.RateString("k"); math.Abs(got-100) > 1 {
+	if got := r.PerSecond("k"); math.Abs(got-100) > 1 {
 		t.Fatalf("steady rate %v, want about 100", got)
 	}
 }
@@ -176,7 +176,7 @@ func TestNoveltyOnce(t *testing.T) {
 			var wg sync.WaitGroup
 			for range 8 {
 				wg.Go(func() {
-					if !n.SeenString(key) {
+					if !n.Seen(key) {
 						fresh.Add(1)
 					}
 				})
@@ -193,12 +193,11 @@ func TestZeroAllocs(t *testing.T) {
 	r, _ := meter.NewRate(time.Second)
 	n, _ := meter.NewNovelty(time.Second)
 	in, _ := meter.NewInflight(0)
-	kb := []byte("k")
 	for name, f := range map[string]func(){
-		"Rate.Observe": func() { r.Observe(kb) },
-		"Rate.Rate":    func() { r.Rate(kb) },
-		"Novelty.Seen": func() { n.Seen(kb) },
-		"Count":        func() { in.Count("k") },
+		"Rate.Observe":   func() { r.Observe("k") },
+		"Rate.PerSecond": func() { r.PerSecond("k") },
+		"Novelty.Seen":   func() { n.Seen("k") },
+		"Count":          func() { in.Count("k") },
 	} {
 		if a := testing.AllocsPerRun(100, f); a != 0 {
 			t.Errorf("%s: %v allocs/op", name, a)
@@ -225,10 +224,10 @@ func TestBadInput(t *testing.T) {
 	r, _ := meter.NewRate(time.Second)
 	in, _ := meter.NewInflight(10)
 	for name, f := range map[string]func(){
-		"ObserveNAt(NaN)": func() { r.ObserveNAt(time.Now(), "k", math.NaN()) },
-		"ObserveNAt(-1)":  func() { r.ObserveNAt(time.Now(), "k", -1) },
-		"TryAcquire(0)":   func() { in.TryAcquire("k", 0) },
-		"TryAcquire(11)":  func() { in.TryAcquire("k", 11) },
+		"ObserveAt(NaN)": func() { r.ObserveAt(time.Now(), "k", math.NaN()) },
+		"ObserveAt(-1)":  func() { r.ObserveAt(time.Now(), "k", -1) },
+		"TryAcquire(0)":  func() { in.TryAcquire("k", 0) },
+		"TryAcquire(11)": func() { in.TryAcquire("k", 11) },
 	} {
 		func() {
 			defer func() {
@@ -259,7 +258,7 @@ func TestInflightModel(t *testing.T) {
 	for _, cells := range []uint32{1, 1 << 12} {
 		t.Run(fmt.Sprintf("cells=%d", cells), func(t *testing.T) {
 			rapid.Check(t, func(rt *rapid.T) {
-				maxLimit := rapid.SampledFrom([]float64{0, 4, 5}).Draw(rt, "maxLimit")
+				maxLimit := rapid.SampledFrom([]int{0, 4, 5}).Draw(rt, "maxLimit")
 				in, err := meter.NewInflight(maxLimit, meter.WithSize(levelsFor(cells), cells),
 					meter.WithSeed(rapid.Uint64().Draw(rt, "seed")), meter.WithPrefetch(rapid.Bool().Draw(rt, "prefetch")))
 				if err != nil {
@@ -273,7 +272,7 @@ func TestInflightModel(t *testing.T) {
 					case 0:
 						held[k] = append(held[k], in.Acquire(k))
 					case 1:
-						max := rapid.IntRange(1, map[float64]int{0: 5, 4: 4, 5: 5}[maxLimit]).Draw(rt, "max")
+						max := rapid.IntRange(1, map[int]int{0: 5, 4: 4, 5: 5}[maxLimit]).Draw(rt, "max")
 						if g := in.TryAcquire(k, max); g != nil {
 							if len(held[k])+1 > max {
 								rt.Fatalf("TryAcquire(%q, %d) admitted with %d held", k, max, len(held[k]))

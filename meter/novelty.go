@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/core"
 )
 
@@ -57,12 +56,8 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
 	}
 	r, err := core.NewRotator(core.RotatorConfig{
-		Sketch: core.Config{
-			Levels: o.levels, CellsPerLevel: o.cells,
-			Decay: decay.Exponential(1 / within.Seconds()), Lo: 0, Hi: 1,
-			Hasher: conv.Hasher(o.hasher), Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
-		},
-		Prefetch: !o.noPrefetch,
+		Sketch:   o.Sketch(decay.Exponential(1/within.Seconds()), 0, 1, core.Min, o.Clock),
+		Prefetch: !o.NoPrefetch,
 		Period:   periodOf(within, o.periods),
 	})
 	if err != nil {
@@ -74,18 +69,11 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 // Within returns T.
 func (n *Novelty) Within() time.Duration { return n.t }
 
-// Threshold returns theta, the latch level above which a key counts as
-// seen: exp(-1).
-func (n *Novelty) Threshold() float64 { return n.theta }
-
 // Seen reports whether key was marked within the last T, and marks it
 // now either way.
-func (n *Novelty) Seen(key []byte) bool { return n.seenAt(nil, bytesView(key)) }
+func (n *Novelty) Seen(key string) bool { return n.seenAt(nil, key) }
 
-// SeenString is Seen for a string key.
-func (n *Novelty) SeenString(key string) bool { return n.seenAt(nil, key) }
-
-// SeenAt is SeenString at time t.
+// SeenAt is Seen at time t.
 func (n *Novelty) SeenAt(t time.Time, key string) bool { return n.seenAt(&t, key) }
 
 func (n *Novelty) seenAt(t *time.Time, key string) bool {

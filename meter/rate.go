@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/core"
 )
 
@@ -14,7 +13,7 @@ import (
 // counter, as pingora-limits' Rate does with two swapped estimators, in
 // constant memory. Create one with NewRate; the zero Rate is not usable
 // (its methods panic with "meter: zero Rate; use NewRate").
-// Safe for concurrent use; Observe and Rate do not allocate.
+// Safe for concurrent use; Observe and PerSecond do not allocate.
 //
 // Each event adds 1 (or n) to the key's counter C, which decays as
 // exp(-t/window). The estimate is C/window. For a constant rate rho
@@ -52,12 +51,8 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	}
 	lambda := 1 / window.Seconds()
 	r, err := core.NewRotator(core.RotatorConfig{
-		Sketch: core.Config{
-			Levels: o.levels, CellsPerLevel: o.cells,
-			Decay: decay.Exponential(lambda), Lo: 0, Hi: math.MaxFloat32,
-			Hasher: conv.Hasher(o.hasher), Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
-		},
-		Prefetch: !o.noPrefetch,
+		Sketch:   o.Sketch(decay.Exponential(lambda), 0, math.MaxFloat32, core.Min, o.Clock),
+		Prefetch: !o.NoPrefetch,
 		Period:   periodOf(window, o.periods),
 	})
 	if err != nil {
@@ -70,36 +65,24 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 func (r *Rate) Window() time.Duration { return r.window }
 
 // Observe counts one event of key now.
-func (r *Rate) Observe(key []byte) { r.rot().UpdateString(bytesView(key), 1) }
+func (r *Rate) Observe(key string) { r.rot().UpdateString(key, 1) }
 
-// ObserveString is Observe for a string key.
-func (r *Rate) ObserveString(key string) { r.rot().UpdateString(key, 1) }
-
-// ObserveNAt counts n events (n >= 0, finite; bytes, cost) of key at t.
+// ObserveAt counts n events (n >= 0, finite: bytes, cost) of key at t.
 // It panics, with a message that starts "meter:", on a negative or
 // non-finite n.
-func (r *Rate) ObserveNAt(t time.Time, key string, n float64) {
+func (r *Rate) ObserveAt(t time.Time, key string, n float64) {
 	if !(n >= 0) || math.IsInf(n, 1) {
-		panic(fmt.Sprintf("meter: Rate.ObserveNAt: n must be finite and >= 0; got %v", n))
+		panic(fmt.Sprintf("meter: Rate.ObserveAt: n must be finite and >= 0; got %v", n))
 	}
 	r.rot().UpdateStringAt(t, key, n)
 }
 
-// Rate returns the key's estimated events per second now.
-func (r *Rate) Rate(key []byte) float64 { return r.rot().QueryString(bytesView(key)) * r.perSec }
+// PerSecond returns the key's estimated events per second now.
+func (r *Rate) PerSecond(key string) float64 { return r.rot().QueryString(key) * r.perSec }
 
-// RateString is Rate for a string key.
-func (r *Rate) RateString(key string) float64 { return r.rot().QueryString(key) * r.perSec }
-
-// RateAt returns the key's estimated events per second at t.
-func (r *Rate) RateAt(t time.Time, key string) float64 {
+// PerSecondAt returns the key's estimated events per second at t.
+func (r *Rate) PerSecondAt(t time.Time, key string) float64 {
 	return r.rot().QueryStringAt(t, key) * r.perSec
-}
-
-// ObserveAndRate counts one event of key now and returns the estimate
-// including it, in one pass over the cells.
-func (r *Rate) ObserveAndRate(key string) float64 {
-	return r.rot().UpdateAndQueryString(key, 1) * r.perSec
 }
 
 // rot returns r's rotator, or panics on the zero Rate.

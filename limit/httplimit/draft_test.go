@@ -85,7 +85,7 @@ func TestDraft10Fields(t *testing.T) {
 
 // state is the key's Remaining now, without a write.
 func state(l *limit.Limiter, clk *sketchtest.FakeClock) int {
-	d := l.PeekString(clk.Now(), "192.0.2.1/32", 1)
+	d := l.PeekN(clk.Now(), "192.0.2.1/32", 1)
 	if d.Allowed {
 		return d.Remaining + 1 // Peek answers after the peeked token
 	}

@@ -148,7 +148,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		d := m.l.DecideString(m.l.Now(), key, n)
+		d := m.l.DecideN(m.l.Now(), key, n)
 		if m.hook != nil {
 			m.hook(r, key, d)
 		}
