@@ -17,7 +17,7 @@ import (
 
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
-	"github.com/lfgrudge/grudge/sketch/reference"
+	"github.com/lfgrudge/grudge/internal/ref"
 )
 
 // TestMain fails the package if any test leaves a goroutine behind (a
@@ -52,7 +52,7 @@ func TestModelVsReference(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		ref, err := reference.New(s.Native().Config())
+		ref, err := ref.New(s.Native().Config())
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -15,9 +15,9 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 )
 
 // The benchmarks compare limit with the per-key alternatives a Go server
@@ -108,7 +108,7 @@ func (s *ttlLimiter) sweep(now int64) {
 
 // refLimiter is limit's strict Allow on the mutex reference rotator.
 type refLimiter struct {
-	r     *reference.Rotator
+	r     *ref.Rotator
 	burst float64
 }
 
@@ -147,7 +147,7 @@ var benchImpls = []benchImpl{
 	}},
 	{"reference", func(b testing.TB, r float64, burst int) (allower, func()) {
 		l := limit.MustNew(limit.Limit(r), burst) // for its derived Hi and Period
-		rr, err := reference.NewRotator(reference.RotatorConfig{
+		rr, err := ref.NewRotator(ref.RotatorConfig{
 			Sketch: sketch.Config{
 				Levels: 4, CellsPerLevel: 100_000, Decay: decay.Linear(r),
 				Lo: 0, Hi: l.MaxDebt(), Hasher: sketch.SipHash(), Seed: 1,

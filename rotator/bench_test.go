@@ -12,13 +12,13 @@ import (
 
 	"github.com/lfgrudge/grudge/bench/matrix"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// Benchmarks compare the lock-free rotator with reference.Rotator
+// Benchmarks compare the lock-free rotator with ref.Rotator
 // (grudge's design: RWMutex on every operation, ticker goroutine) on the
 // configuration grudge and toll use: L=4, M=100k, Exponential(1), two
 // generations, Period 1s, default clocks, 1M uniform keys.
@@ -146,7 +146,7 @@ func BenchmarkRotationLatency(b *testing.B) {
 			r := newRng()
 
 			var rotate func(i int)
-			var ref *reference.Rotator
+			var refRot *ref.Rotator
 			var lf *rotator.Rotator
 			var helperDone chan time.Duration
 			var kick chan struct{}
@@ -154,15 +154,15 @@ func BenchmarkRotationLatency(b *testing.B) {
 			case *rotator.Rotator:
 				lf = x
 				rotate = func(int) { clk.Advance(time.Second) }
-			case *reference.Rotator:
-				ref = x
+			case *ref.Rotator:
+				refRot = x
 				kick = make(chan struct{}, 1)
 				helperDone = make(chan time.Duration)
 				go func() {
 					var total time.Duration
 					for range kick {
 						t0 := hrtime.Now()
-						ref.Rotate()
+						refRot.Rotate()
 						total += hrtime.Since(t0)
 					}
 					helperDone <- total

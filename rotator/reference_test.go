@@ -6,14 +6,14 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // TestMatchesReference: random sequences of operations and rotations go to
-// the rotator and to reference.Rotator (grudge's design) and must agree.
+// the rotator and to ref.Rotator (grudge's design) and must agree.
 // Both derive generation seeds the same way, so each generation maps keys
 // to the same cells on both sides; integer deltas without decay keep both
 // exact, so results must be equal, not just close. The reference's ticker
@@ -37,7 +37,7 @@ func TestMatchesReference(t *testing.T) {
 		if err != nil {
 			rt.Fatal(err)
 		}
-		ref, err := reference.NewRotator(reference.RotatorConfig{Sketch: sc, Generations: n, Period: p})
+		ref, err := ref.NewRotator(ref.RotatorConfig{Sketch: sc, Generations: n, Period: p})
 		if err != nil {
 			rt.Fatal(err)
 		}

@@ -6,9 +6,9 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -21,7 +21,7 @@ type atScorer interface {
 }
 
 func atImpls(t *testing.T, cfg sketch.Config) map[string]atScorer {
-	ref, err := reference.New(cfg)
+	ref, err := ref.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -61,7 +61,7 @@ type diffFataler interface {
 type diffHarness struct {
 	t      diffFataler
 	lf     *sketch.Sketch
-	ref    *reference.Sketch
+	ref    *ref.Sketch
 	clock  *sketchtest.FakeClock
 	keys   [][]byte
 	cells  [][]uint32 // cells[k][l] is key k's cell index at level l (sketch.Index)
@@ -79,9 +79,9 @@ func newDiffHarness(t diffFataler, cfg sketch.Config, clock *sketchtest.FakeCloc
 	if err != nil {
 		t.Fatalf("sketch.New(%+v): %v", cfg, err)
 	}
-	ref, err := reference.New(cfg)
+	ref, err := ref.New(cfg)
 	if err != nil {
-		t.Fatalf("reference.New(%+v): %v", cfg, err)
+		t.Fatalf("ref.New(%+v): %v", cfg, err)
 	}
 	norm := lf.Config()
 	h := &diffHarness{

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -83,7 +83,7 @@ func idleCloseSwept(lf, ref float64, idle int64) bool {
 // idlePair is a lock-free sketch and the reference on clocks in step.
 type idlePair struct {
 	lf     *sketch.Sketch
-	ref    *reference.Sketch
+	ref    *ref.Sketch
 	lc, rc *sketchtest.FakeClock
 }
 

@@ -14,15 +14,15 @@ import (
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // Compile-time checks that both implementations are drop-in Scorers.
 var (
 	_ sketch.Scorer = (*sketch.Sketch)(nil)
-	_ sketch.Scorer = (*reference.Sketch)(nil)
+	_ sketch.Scorer = (*ref.Sketch)(nil)
 )
 
 // forEachGOMAXPROCS runs f at GOMAXPROCS 1, 2, 4 and 8 (the suite's
@@ -38,11 +38,11 @@ func mustNewSketch(t testing.TB, cfg sketch.Config) *sketch.Sketch {
 	return s
 }
 
-func mustNewReference(t testing.TB, cfg sketch.Config) *reference.Sketch {
+func mustNewReference(t testing.TB, cfg sketch.Config) *ref.Sketch {
 	t.Helper()
-	r, err := reference.New(cfg)
+	r, err := ref.New(cfg)
 	if err != nil {
-		t.Fatalf("reference.New(%+v): %v", cfg, err)
+		t.Fatalf("ref.New(%+v): %v", cfg, err)
 	}
 	return r
 }

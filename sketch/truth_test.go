@@ -9,8 +9,8 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -344,4 +344,4 @@ func rollbackStress(t *testing.T, m, levels uint32) {
 		m, levels, admitted.Load(), conflicts.Load(), held.Load())
 }
 
-var _ sketch.Scorer = (*reference.Sketch)(nil)
+var _ sketch.Scorer = (*ref.Sketch)(nil)

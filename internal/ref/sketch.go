@@ -1,4 +1,4 @@
-package reference
+package ref
 
 import (
 	"fmt"
@@ -12,10 +12,6 @@ import (
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
-
-// Config is sketch.Config: both implementations take the same description,
-// so one value configures either side of an A/B comparison.
-type Config = sketch.Config
 
 // Compile-time check that the reference is a drop-in Scorer.
 var _ sketch.Scorer = (*Sketch)(nil)

@@ -1,4 +1,4 @@
-package reference_test
+package ref_test
 
 import (
 	"fmt"
@@ -12,24 +12,24 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // rotTestConfig is a small rotator config whose ticker never fires during
 // a test (Period one hour) unless the test says otherwise.
-func rotTestConfig(clk sketch.Clock, n uint32, p time.Duration) reference.RotatorConfig {
-	return reference.RotatorConfig{
+func rotTestConfig(clk sketch.Clock, n uint32, p time.Duration) ref.RotatorConfig {
+	return ref.RotatorConfig{
 		Sketch:      sketch.Config{CellsPerLevel: 1024, Hi: 1e9, Clock: clk},
 		Generations: n,
 		Period:      p,
 	}
 }
 
-func rotTestNew(t testing.TB, cfg reference.RotatorConfig) *reference.Rotator {
+func rotTestNew(t testing.TB, cfg ref.RotatorConfig) *ref.Rotator {
 	t.Helper()
-	r, err := reference.NewRotator(cfg)
+	r, err := ref.NewRotator(cfg)
 	if err != nil {
 		t.Fatalf("NewRotator(%+v): %v", cfg, err)
 	}
@@ -40,15 +40,15 @@ func rotTestNew(t testing.TB, cfg reference.RotatorConfig) *reference.Rotator {
 func TestRotatorValidates(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	for _, tc := range []struct {
-		cfg  reference.RotatorConfig
+		cfg  ref.RotatorConfig
 		want string
 	}{
 		{rotTestConfig(nil, 1, time.Second), "rotator: Generations must be >= 2; got 1"},
 		{rotTestConfig(nil, 2, 0), "rotator: Period must be > 0; got 0s"},
 		{rotTestConfig(nil, 2, -time.Second), "rotator: Period must be > 0; got -1s"},
-		{reference.RotatorConfig{Sketch: sketch.Config{Lo: 1, Hi: 2}, Period: time.Second}, "sketch: Lo must be <= 0; got 1"},
+		{ref.RotatorConfig{Sketch: sketch.Config{Lo: 1, Hi: 2}, Period: time.Second}, "sketch: Lo must be <= 0; got 1"},
 	} {
-		r, err := reference.NewRotator(tc.cfg)
+		r, err := ref.NewRotator(tc.cfg)
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) {
 			t.Errorf("NewRotator(%+v) = %v, %v; want error %q", tc.cfg, r, err, tc.want)
 		}
@@ -92,7 +92,7 @@ func TestRotatorReadsOldestWritesAll(t *testing.T) {
 // generations on its own, and a key written once is eventually forgotten.
 func TestRotatorTicker(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	r, err := reference.NewRotator(rotTestConfig(nil, 2, 5*time.Millisecond))
+	r, err := ref.NewRotator(rotTestConfig(nil, 2, 5*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +113,7 @@ func TestRotatorTicker(t *testing.T) {
 func TestRotatorCloseStopsGoroutine(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	before := runtime.NumGoroutine()
-	r, err := reference.NewRotator(rotTestConfig(nil, 2, time.Millisecond))
+	r, err := ref.NewRotator(rotTestConfig(nil, 2, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +136,7 @@ func TestRotatorCloseStopsGoroutine(t *testing.T) {
 // goroutine is gone.
 func TestRotatorCloseConcurrent(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	r, err := reference.NewRotator(rotTestConfig(nil, 2, time.Millisecond))
+	r, err := ref.NewRotator(rotTestConfig(nil, 2, time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package reference
+package ref
 
 import (
 	"fmt"

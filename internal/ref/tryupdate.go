@@ -1,4 +1,4 @@
-package reference
+package ref
 
 import (
 	"github.com/lfgrudge/grudge/internal/core"
