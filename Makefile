@@ -45,7 +45,7 @@ test-purego:
 ## compiled out (-tags grudge_nobackoff, the build bench/run16.sh compares
 ## against), so that build stays correct.
 test-nobackoff:
-	$(GO) test -tags grudge_nobackoff -count=1 -short -timeout 10m ./atomiccell/ ./sketch/
+	$(GO) test -tags grudge_nobackoff -count=1 -short -timeout 10m ./internal/atom/ ./internal/core/ ./sketch/
 
 ## test-arm64: cross-compile every package's tests for arm64 and run them
 ## under qemu user emulation (-short: emulation is slow).

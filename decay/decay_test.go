@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // maxGap is the largest gap the property tests draw: 3 hours in ms.
@@ -236,7 +237,7 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := decay.Validate(tt.d)
+			err := law.Validate(tt.d)
 			if !tt.wantErr {
 				if err != nil {
 					t.Fatalf("Validate = %v, want nil", err)
@@ -256,7 +257,7 @@ func TestValidate(t *testing.T) {
 		})
 	}
 	t.Run("custom/validator-error", func(t *testing.T) {
-		if err := decay.Validate(customFull{err: errCustom}); err != errCustom {
+		if err := law.Validate(customFull{err: errCustom}); err != errCustom {
 			t.Fatalf("Validate = %v, want the law's own error %v", err, errCustom)
 		}
 	})
@@ -266,19 +267,19 @@ func TestParams(t *testing.T) {
 	tests := []struct {
 		name      string
 		d         decay.Decay
-		wantKind  decay.Kind
+		wantKind  law.Kind
 		wantParam float64
 	}{
-		{"nil", nil, decay.KindNone, 0},
-		{"none", decay.None(), decay.KindNone, 0},
-		{"exponential", decay.Exponential(0.25), decay.KindExponential, 0.25},
-		{"linear", decay.Linear(7), decay.KindLinear, 7},
-		{"custom", custom{0.5}, decay.KindCustom, 0},
-		{"custom-full", customFull{custom: custom{0.5}, drains: true}, decay.KindCustom, 0},
+		{"nil", nil, law.KindNone, 0},
+		{"none", decay.None(), law.KindNone, 0},
+		{"exponential", decay.Exponential(0.25), law.KindExponential, 0.25},
+		{"linear", decay.Linear(7), law.KindLinear, 7},
+		{"custom", custom{0.5}, law.KindCustom, 0},
+		{"custom-full", customFull{custom: custom{0.5}, drains: true}, law.KindCustom, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			k, p := decay.Params(tt.d)
+			k, p := law.Params(tt.d)
 			if k != tt.wantKind || p != tt.wantParam {
 				t.Fatalf("Params = (%v, %v), want (%v, %v)", k, p, tt.wantKind, tt.wantParam)
 			}
@@ -303,7 +304,7 @@ func TestDrains(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := decay.Drains(tt.d); got != tt.want {
+			if got := law.Drains(tt.d); got != tt.want {
 				t.Fatalf("Drains = %v, want %v", got, tt.want)
 			}
 		})
@@ -312,14 +313,14 @@ func TestDrains(t *testing.T) {
 
 func TestKindString(t *testing.T) {
 	tests := []struct {
-		k    decay.Kind
+		k    law.Kind
 		want string
 	}{
-		{decay.KindCustom, "custom"},
-		{decay.KindNone, "none"},
-		{decay.KindExponential, "exponential"},
-		{decay.KindLinear, "linear"},
-		{decay.Kind(200), "custom"},
+		{law.KindCustom, "custom"},
+		{law.KindNone, "none"},
+		{law.KindExponential, "exponential"},
+		{law.KindLinear, "linear"},
+		{law.Kind(200), "custom"},
 	}
 	for _, tt := range tests {
 		if got := tt.k.String(); got != tt.want {

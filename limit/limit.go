@@ -86,7 +86,7 @@ type options struct {
 // and every wait (WaitN) goes through it: a clock that implements [Clock]
 // also drives WaitN's timers, so a fake one (limittest.FakeClock) makes
 // waiting deterministic; with a clock that cannot wait, WaitN returns
-// ErrNoTimer (the default clock and asm.NewClock() wait on real timers).
+// ErrNoTimer (the default clock waits on real timers).
 func WithClock(c sketch.Clock) Option { return func(o *options) { o.Clock = c } }
 
 // WithSeed sets the hash seed (default: 8 bytes from crypto/rand, so a

@@ -12,6 +12,7 @@ import (
 	"github.com/lfgrudge/grudge/atomiccell"
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -66,7 +67,7 @@ type Config struct {
 // normalized is a validated Config with its server arguments prepared.
 type normalized struct {
 	Config
-	kind   decay.Kind
+	kind   law.Kind
 	param  float64
 	lo, hi float64 // rounded up to float32, as atomiccell.Rules holds them
 	fp     uint32
@@ -99,8 +100,8 @@ func (cfg Config) normalize() (normalized, error) {
 	}
 	cfg.Levels, cfg.CellsPerLevel, cfg.Decay, cfg.Hasher = sc.Levels, sc.CellsPerLevel, sc.Decay, sc.Hasher
 	n := normalized{}
-	n.kind, n.param = decay.Params(cfg.Decay)
-	if n.kind == decay.KindCustom {
+	n.kind, n.param = law.Params(cfg.Decay)
+	if n.kind == law.KindCustom {
 		return bad("Decay must be decay.None, Exponential or Linear (a custom law cannot run on the server); got %T", cfg.Decay)
 	}
 	if cfg.Period < 0 || (cfg.Period > 0 && cfg.Period < time.Millisecond) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	decaylaw "github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -324,9 +325,9 @@ func TestRebase(t *testing.T) {
 	srv := startServer(t)
 	c := srv.client(t)
 	for _, law := range []decay.Decay{decay.None(), decay.Exponential(1e-9), decay.Linear(1e-6)} {
-		t.Run(fmt.Sprint(decay.Params(law)), func(t *testing.T) {
+		t.Run(fmt.Sprint(decaylaw.Params(law)), func(t *testing.T) {
 			clk := sketchtest.NewFakeClock()
-			k, _ := decay.Params(law)
+			k, _ := decaylaw.Params(law)
 			s := mustNew(t, c, Config{Name: "rebase:" + k.String(), Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
 			s.setRebaseAt(1000)
 			ls, _ := reference.New(sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/lfgrudge/grudge/asm"
 	"github.com/lfgrudge/grudge/bench/matrix"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/hw"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -17,7 +17,7 @@ func (benchWallClock) NowMillis() int64 { return time.Now().UnixMilli() }
 
 // BenchmarkUpdateClock is single-thread Update on 1M uniform keys (L=4,
 // M=100k, Exponential(1)) with each clock the sketch could use: the
-// default (runtime nanotime, called directly), asm.Clock (RDTSCP,
+// default (runtime nanotime, called directly), hw.Clock (RDTSCP,
 // calibrated), nanotime behind the Clock interface, and the wall clock
 // the reference uses. It is the measurement behind the default-clock
 // decision in docs/design.md.
@@ -30,7 +30,7 @@ func BenchmarkUpdateClock(b *testing.B) {
 	clocks := []struct {
 		name string
 		c    sketch.Clock
-	}{{"default", nil}, {"asm", asm.NewClock()}, {"nanotime", matrix.SharedClock{}}, {"wall", benchWallClock{}}}
+	}{{"default", nil}, {"asm", hw.NewClock()}, {"nanotime", matrix.SharedClock{}}, {"wall", benchWallClock{}}}
 	for _, c := range clocks {
 		s, err := sketch.New(sketch.Config{Hi: 1e12, Decay: decay.Exponential(1), Clock: c.c})
 		if err != nil {

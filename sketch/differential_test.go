@@ -11,6 +11,7 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -90,8 +91,8 @@ func newDiffHarness(t diffFataler, cfg sketch.Config, clock *sketchtest.FakeCloc
 		slack: func(float64) float64 { return 0 },
 		peak:  make([]float64, norm.Levels*norm.CellsPerLevel),
 	}
-	switch k, _ := decay.Params(norm.Decay); k {
-	case decay.KindLinear:
+	switch k, _ := law.Params(norm.Decay); k {
+	case law.KindLinear:
 		h.slack = diffLinearSlack
 	}
 	hasher := norm.Hasher(norm.Seed)
@@ -282,7 +283,7 @@ func (h *diffHarness) checkAll() {
 // diffCase is one family of differential runs.
 type diffCase struct {
 	name      string
-	kind      decay.Kind
+	kind      law.Kind
 	exact     bool // integer deltas, None decay: (c)
 	mixedSign bool // deltas of both signs, Lo=-1000, Hi=1000 (implies exact)
 	backwards bool // the clock also steps backwards
@@ -304,9 +305,9 @@ func runDifferential(t *rapid.T, dc diffCase, agg sketch.Aggregator) {
 		cfg.Hasher = sketch.SipHash()
 	}
 	switch dc.kind {
-	case decay.KindLinear:
+	case law.KindLinear:
 		cfg.Decay = decay.Linear(rapid.Float64Range(0.05, 200).Draw(t, "rate"))
-	case decay.KindExponential:
+	case law.KindExponential:
 		cfg.Decay = decay.Exponential(rapid.Float64Range(0.001, 10).Draw(t, "lambda"))
 	default:
 		cfg.Decay = decay.None()
@@ -383,10 +384,10 @@ func runDifferential(t *rapid.T, dc diffCase, agg sketch.Aggregator) {
 // TestDifferentialBackwardsClock.
 func TestDifferential(t *testing.T) {
 	cases := []diffCase{
-		{name: "None", kind: decay.KindNone, backwards: true},
-		{name: "None-exact", kind: decay.KindNone, exact: true, backwards: true},
-		{name: "Linear", kind: decay.KindLinear},
-		{name: "Exponential", kind: decay.KindExponential},
+		{name: "None", kind: law.KindNone, backwards: true},
+		{name: "None-exact", kind: law.KindNone, exact: true, backwards: true},
+		{name: "Linear", kind: law.KindLinear},
+		{name: "Exponential", kind: law.KindExponential},
 	}
 	for _, dc := range cases {
 		for _, agg := range allAggregators {
@@ -402,7 +403,7 @@ func TestDifferential(t *testing.T) {
 func TestDifferentialMixedSign(t *testing.T) {
 	for _, agg := range allAggregators {
 		t.Run(fmt.Sprintf("agg=%v", agg), rapid.MakeCheck(func(t *rapid.T) {
-			runDifferential(t, diffCase{kind: decay.KindNone, mixedSign: true, backwards: true}, agg)
+			runDifferential(t, diffCase{kind: law.KindNone, mixedSign: true, backwards: true}, agg)
 		}))
 	}
 }
@@ -421,7 +422,7 @@ func TestDifferentialMixedSign(t *testing.T) {
 //	Advance(200s); Query(k) -> 0; Advance(-5s); Update(k, 10);
 //	Advance(10s); Query(k) -> lock-free 0, reference 5.
 func TestDifferentialBackwardsClock(t *testing.T) {
-	for _, kind := range []decay.Kind{decay.KindLinear, decay.KindExponential} {
+	for _, kind := range []law.Kind{law.KindLinear, law.KindExponential} {
 		t.Run("decay="+kind.String(), rapid.MakeCheck(func(t *rapid.T) {
 			runDifferential(t, diffCase{kind: kind, backwards: true}, sketch.Min)
 		}))

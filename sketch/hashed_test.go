@@ -150,7 +150,7 @@ func TestHashedAllocs(t *testing.T) {
 	}
 }
 
-// TestPrefetchAddresses: the addresses Prefetch hands to asm.Prefetch
+// TestPrefetchAddresses: the addresses Prefetch hands to hw.Prefetch
 // (computed without bounds checks) are the key's cells, for every level
 // count and row size, including rows padded to whole cache lines.
 func TestPrefetchAddresses(t *testing.T) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 	"pgregory.net/rapid"
@@ -22,15 +23,15 @@ import (
 // rounding.
 func TestMergeRapid(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		law := rapid.SampledFrom([]decay.Decay{decay.None(), decay.Exponential(0.2), decay.Linear(3)}).Draw(rt, "law")
-		kind, _ := decay.Params(law)
+		lw := rapid.SampledFrom([]decay.Decay{decay.None(), decay.Exponential(0.2), decay.Linear(3)}).Draw(rt, "law")
+		kind, _ := law.Params(lw)
 		clock := sketchtest.NewFakeClock()
 		clock.Set(rapid.Int64Range(0, 1<<40).Draw(rt, "t0"))
 		start := clock.NowMillis()
 		cfg := sketch.Config{
 			Levels:        uint32(rapid.IntRange(1, 6).Draw(rt, "L")),
 			CellsPerLevel: uint32(rapid.IntRange(1, 30).Draw(rt, "M")),
-			Hi:            1e9, Decay: law,
+			Hi:            1e9, Decay: lw,
 			Aggregator: sketch.Aggregator(rapid.IntRange(0, 2).Draw(rt, "agg")),
 			Clock:      clock,
 		}
@@ -66,15 +67,15 @@ func TestMergeRapid(t *testing.T) {
 		for i, k := range keys {
 			got, want := m.Query(k), u.Query(k)
 			switch kind {
-			case decay.KindNone:
+			case law.KindNone:
 				if got != want {
 					rt.Fatalf("none: key %s merged %v, union %v", k, got, want)
 				}
-			case decay.KindExponential:
+			case law.KindExponential:
 				if math.Abs(got-want) > 1e-5*math.Max(1, want) || got < want*(1-1e-6) {
 					rt.Fatalf("exponential: key %s merged %v, union %v", k, got, want)
 				}
-			case decay.KindLinear:
+			case law.KindLinear:
 				if got < qa[i] || got < qb[i] {
 					rt.Fatalf("linear: key %s merged %v below an input (%v, %v)", k, got, qa[i], qb[i])
 				}
@@ -148,7 +149,7 @@ func TestMergeClocks(t *testing.T) {
 	}
 }
 
-// TestMergeRefuses: sketches of another shape, law, bounds, aggregator or
+// TestMergeRefuses: sketches of another shape, lw, bounds, aggregator or
 // hash are refused with ErrSnapshotMismatch naming the field, as is a
 // sketch merged into itself.
 func TestMergeRefuses(t *testing.T) {

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lfgrudge/grudge/asm"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/hw"
 	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
@@ -34,12 +34,12 @@ type filler interface{ Fill(key []byte, v float64) }
 type sizer interface{ Sizes() sketch.Sizes }
 
 // SharedClock is the clock of -clock=shared: the runtime's monotonic clock
-// (asm.Nanotime, vDSO clock_gettime) in milliseconds, read by every
+// (hw.Nanotime, vDSO clock_gettime) in milliseconds, read by every
 // implementation. Safe for concurrent use; the zero value is ready.
 type SharedClock struct{}
 
-// NowMillis returns asm.Nanotime()/1e6.
-func (SharedClock) NowMillis() int64 { return asm.Nanotime() / 1e6 }
+// NowMillis returns hw.Nanotime()/1e6.
+func (SharedClock) NowMillis() int64 { return hw.Nanotime() / 1e6 }
 
 // sharedEpoch anchors ratemap's time.Time readings of SharedClock.
 var sharedEpoch = time.Now()

@@ -5,15 +5,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lfgrudge/grudge/asm"
+	"github.com/lfgrudge/grudge/internal/hw"
 	"golang.org/x/sys/cpu"
 )
 
 // systemMillis is the default clock: the runtime's monotonic clock
 // (runtime nanotime, the clock behind time.Since) in milliseconds. It
-// never steps with wall-clock adjustments. asm.NewClock() may be passed
+// never steps with wall-clock adjustments. hw.NewClock() may be passed
 // as Config.Clock instead (docs/design.md, "Clock").
-func systemMillis() int64 { return asm.Nanotime() / 1e6 }
+func systemMillis() int64 { return hw.Nanotime() / 1e6 }
 
 // systemClock is the default Clock.
 type systemClock struct{}
@@ -21,7 +21,7 @@ type systemClock struct{}
 func (systemClock) NowMillis() int64 { return systemMillis() }
 
 // timeClock is implemented by clocks that can also tell the time.Time of
-// their current reading (sketchtest.FakeClock, asm.Clock does not). A
+// their current reading (sketchtest.FakeClock, hw.Clock does not). A
 // Timebase anchors such a clock's scale to its own Now, so that a
 // time.Time from that clock converts exactly.
 type timeClock interface {

@@ -4,6 +4,7 @@ import (
 	"math"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // Defaults and limits of Config.
@@ -75,7 +76,7 @@ func (cfg Config) Normalize() (Config, error) {
 	if cfg.Decay == nil {
 		cfg.Decay = decay.None()
 	}
-	if err := decay.Validate(cfg.Decay); err != nil {
+	if err := law.Validate(cfg.Decay); err != nil {
 		return cfg, ConfigErrCause(err, "sketch", "Decay", cfg.Decay, "Decay is invalid: %v", err)
 	}
 	if math.IsNaN(cfg.Lo) {
@@ -102,7 +103,7 @@ func (cfg Config) Normalize() (Config, error) {
 	if !math.IsInf(cfg.Hi, 0) && cfg.Hi > math.MaxFloat32 {
 		return bad("Hi", cfg.Hi, "Hi must be within the float32 range (<= %v) or +Inf; got %v", math.MaxFloat32, cfg.Hi)
 	}
-	drains := decay.Drains(cfg.Decay)
+	drains := law.Drains(cfg.Decay)
 	if math.IsInf(cfg.Hi, 1) && !drains {
 		return bad("Hi", cfg.Hi, "Hi = +Inf needs a Decay that drains; got Hi=%v with %v decay", cfg.Hi, kindName(cfg.Decay))
 	}
@@ -125,7 +126,7 @@ func CellBytes(levels, m uint32) int64 {
 }
 
 func kindName(d decay.Decay) string {
-	k, _ := decay.Params(d)
+	k, _ := law.Params(d)
 	return k.String()
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/zeebo/xxh3"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // cfgtDecay is a custom law for Normalize tests: it drains or not, and may
@@ -47,7 +48,7 @@ func TestNormalizeDefaults(t *testing.T) {
 	if got.CellsPerLevel != 100_000 {
 		t.Errorf("CellsPerLevel = %d, want 100000", got.CellsPerLevel)
 	}
-	if k, _ := decay.Params(got.Decay); got.Decay == nil || k != decay.KindNone {
+	if k, _ := law.Params(got.Decay); got.Decay == nil || k != law.KindNone {
 		t.Errorf("Decay = %v, want decay.None()", got.Decay)
 	}
 	if got.Aggregator != Min {
@@ -86,7 +87,7 @@ func TestNormalizeDefaults(t *testing.T) {
 			c.Aggregator != Mean || c.Seed != 77 || c.Clock != clk {
 			t.Errorf("set fields changed: %+v", c)
 		}
-		if k, r := decay.Params(c.Decay); k != decay.KindLinear || r != 2 {
+		if k, r := law.Params(c.Decay); k != law.KindLinear || r != 2 {
 			t.Errorf("Decay = %v, want Linear(2)", c.Decay)
 		}
 		if c.Hasher(77).Sum64([]byte("x")) != SipHash()(77).Sum64([]byte("x")) {

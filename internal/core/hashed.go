@@ -4,8 +4,8 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lfgrudge/grudge/asm"
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/hw"
 )
 
 // Hashed is a key hashed by one sketch ([Sketch.Hash], [Sketch.HashString]):
@@ -43,14 +43,14 @@ func panicForeign(op string) {
 	panic("sketch: " + op + ": the Hashed key was not made by this sketch's Hash")
 }
 
-// Prefetch asks the CPU to start loading the key's L cells (asm.Prefetch)
+// Prefetch asks the CPU to start loading the key's L cells (hw.Prefetch)
 // and returns without waiting. It changes nothing, and
 // costs a few nanoseconds when the lines are already cached; a later
 // method on k then finds its lines arriving or arrived. It panics if k
 // was not made by s.
 func (s *Sketch) Prefetch(k Hashed) {
 	var ps [MaxLevels]unsafe.Pointer
-	asm.Prefetch(ps[:s.lines(s.mine("Prefetch", k), &ps)])
+	hw.Prefetch(ps[:s.lines(s.mine("Prefetch", k), &ps)])
 }
 
 // lines fills ps[:L] with the addresses of the cells of hash h and
@@ -60,7 +60,7 @@ func (s *Sketch) Prefetch(k Hashed) {
 func (s *Sketch) lines(h uint64, ps *[MaxLevels]unsafe.Pointer) int {
 	base := unsafe.Pointer(unsafe.SliceData(s.cells))
 	for l := range s.levels {
-		ps[l] = unsafe.Add(base, uintptr(int(l)*s.stride+int(Index(h, l, s.m)))*unsafe.Sizeof(atomiccell.Cell{}))
+		ps[l] = unsafe.Add(base, uintptr(int(l)*s.stride+int(Index(h, l, s.m)))*unsafe.Sizeof(atom.Cell{}))
 	}
 	return int(s.levels)
 }

@@ -4,11 +4,11 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/atom"
 )
 
 // The stamp horizon. A cell's stamp is 32 bits of milliseconds since the
-// epoch, and atomiccell.Elapsed reads the age as a signed 32-bit
+// epoch, and atom.Elapsed reads the age as a signed 32-bit
 // difference, exact only below 2^31 ms (24.8 days). The sweeper keeps
 // every cell within that window without a goroutine:
 //
@@ -157,7 +157,7 @@ func (s *Sketch) sweepStep(ms int64, chunks int) {
 // rebase decays every cell of cells older than sweepKeep at time at to
 // at, and stamps it at. floor is the current floor: the stamp s of a cell
 // stands for floor + uint32(s - stamp(floor)).
-func (s *Sketch) rebase(cells []atomiccell.Cell, floor, at int64) {
+func (s *Sketch) rebase(cells []atom.Cell, floor, at int64) {
 	fs, now := s.stamp(floor), s.stamp(at)
 	for i := range cells {
 		c := &cells[i]
@@ -169,7 +169,7 @@ func (s *Sketch) rebase(cells []atomiccell.Cell, floor, at int64) {
 				break // young enough (or written after at by a later operation)
 			}
 			v := s.rules.Decay(float64(w.Score()), age)
-			if c.CompareAndSwap(w, atomiccell.Pack(s.rules.Round(v), now)) {
+			if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), now)) {
 				break
 			}
 		}

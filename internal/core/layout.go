@@ -3,7 +3,7 @@ package core
 import (
 	"unsafe"
 
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/atom"
 	"golang.org/x/sys/cpu"
 )
 
@@ -13,7 +13,7 @@ import (
 const cacheLine = int(unsafe.Sizeof(cpu.CacheLinePad{}))
 
 // cellsPerLine is how many 8-byte cells fill one cache line.
-const cellsPerLine = cacheLine / int(unsafe.Sizeof(atomiccell.Cell{}))
+const cellsPerLine = cacheLine / int(unsafe.Sizeof(atom.Cell{}))
 
 // rowStride returns the distance in cells between the starts of two rows
 // of m cells: m rounded up to whole cache lines, so that when row 0
@@ -32,9 +32,9 @@ func rowStride(m uint32) int {
 //
 // It returns the aligned window (levels*stride cells) and the bytes
 // allocated in total.
-func allocRows(levels, stride int) ([]atomiccell.Cell, int) {
+func allocRows(levels, stride int) ([]atom.Cell, int) {
 	n := levels*stride + 3*cellsPerLine // guard line before, slack for alignment, guard after
-	raw := make([]atomiccell.Cell, n)
+	raw := make([]atom.Cell, n)
 	base := uintptr(unsafe.Pointer(&raw[0]))
 	off := cellsPerLine // skip one whole guard line
 	if mis := int((base + uintptr(off*8)) % uintptr(cacheLine)); mis != 0 {

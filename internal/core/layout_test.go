@@ -5,7 +5,7 @@ import (
 	"testing"
 	"unsafe"
 
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/atom"
 )
 
 // TestLayoutConstants: the padding constants match the hardware and the
@@ -17,10 +17,10 @@ func TestLayoutConstants(t *testing.T) {
 	if cacheLine <= 0 || cacheLine&(cacheLine-1) != 0 {
 		t.Fatalf("cacheLine = %d, want a power of two", cacheLine)
 	}
-	if got := unsafe.Sizeof(atomiccell.Cell{}); got != 8 {
-		t.Fatalf("unsafe.Sizeof(atomiccell.Cell{}) = %d, want 8", got)
+	if got := unsafe.Sizeof(atom.Cell{}); got != 8 {
+		t.Fatalf("unsafe.Sizeof(atom.Cell{}) = %d, want 8", got)
 	}
-	if cellsPerLine*int(unsafe.Sizeof(atomiccell.Cell{})) != cacheLine {
+	if cellsPerLine*int(unsafe.Sizeof(atom.Cell{})) != cacheLine {
 		t.Fatalf("cellsPerLine = %d cells do not fill a %d-byte line", cellsPerLine, cacheLine)
 	}
 	if got := unsafe.Sizeof(stripe{}); got != uintptr(cacheLine) {

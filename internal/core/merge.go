@@ -4,8 +4,8 @@ import (
 	"math"
 	"time"
 
-	"github.com/lfgrudge/grudge/atomiccell"
-	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // Merge adds other into s under the additive law, cell by cell: both are
@@ -63,7 +63,7 @@ func (s *Sketch) Merge(other *Sketch) error { return s.merge(other, 0) }
 // ignored (Merge is already exact). overlap < 0 is treated as 0.
 func (s *Sketch) MergeWithin(other *Sketch, overlap time.Duration) error {
 	slack := 0.0
-	if k, rate := decay.Params(s.cfg.Decay); k == decay.KindLinear && overlap > 0 {
+	if k, rate := law.Params(s.cfg.Decay); k == law.KindLinear && overlap > 0 {
 		slack = rate * float64(overlap.Milliseconds()) / 1000
 	}
 	return s.merge(other, slack)
@@ -102,12 +102,12 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 	// age computed below inside the 2^31 ms window.
 	msO = max(msO, other.sweep.floor.Load())
 	nowS, nowO := s.stamp(msS), other.stamp(msO)
-	linear := s.rules.Kind() != decay.KindNone && s.rules.Kind() != decay.KindExponential
+	linear := s.rules.Kind() != law.KindNone && s.rules.Kind() != law.KindExponential
 	for l := range int(s.levels) {
 		base := l * s.stride
 		for i := range int(s.m) {
 			wo := other.cells[base+i].Load()
-			b := other.rules.Decay(float64(wo.Score()), atomiccell.Elapsed(wo.Stamp(), nowO)+extra)
+			b := other.rules.Decay(float64(wo.Score()), atom.Elapsed(wo.Stamp(), nowO)+extra)
 			if b == 0 && slack == 0 {
 				continue
 			}
@@ -124,7 +124,7 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 					v = math.Max(v, math.Max(a, b))
 				}
 				v += slack
-				if c.CompareAndSwap(w, atomiccell.Pack(s.rules.Round(v), atomiccell.Newer(w.Stamp(), nowS))) {
+				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), nowS))) {
 					break
 				}
 			}

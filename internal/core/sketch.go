@@ -6,7 +6,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/atom"
 )
 
 // Sketch is the lock-free decaying count-min sketch: L rows of M packed
@@ -23,8 +23,8 @@ type Sketch struct {
 	// Everything but due is written once by New and only read after, so
 	// these lines are shared read-only by all cores; the fields every
 	// operation reads come first (the first two cache lines).
-	cells    []atomiccell.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
-	rules    *atomiccell.Rules // decay law and clamp bounds
+	cells    []atom.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
+	rules    *atom.Rules // decay law and clamp bounds
 	hasher   Hasher
 	tb       *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
 	epoch    int64     // clock reading at New; stamps count ms from here, mod 2^32
@@ -69,7 +69,7 @@ func (s *Sketch) Init(cfg Config) error {
 	if err != nil {
 		return err
 	}
-	s.rules = atomiccell.NewRules(cfg.Decay, cfg.Lo, cfg.Hi)
+	s.rules = atom.NewRules(cfg.Decay, cfg.Lo, cfg.Hi)
 	s.hasher = cfg.Hasher(cfg.Seed)
 	s.tb = NewTimebase(cfg.Clock)
 	s.stride = rowStride(cfg.CellsPerLevel)
@@ -106,10 +106,10 @@ func (s *Sketch) Config() Config { return s.cfg }
 // (alignment and guard lines included), Total adds the stripes, the decay
 // tables, the time high-water mark and the struct.
 func (s *Sketch) Sizes() Sizes {
-	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atomiccell.Cell{}))
+	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atom.Cell{}))
 	return Sizes{
 		Cells: cells,
-		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atomiccell.Rules{})) + int(unsafe.Sizeof(Timebase{})),
+		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atom.Rules{})) + int(unsafe.Sizeof(Timebase{})),
 	}
 }
 
@@ -170,7 +170,7 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	s.maintain(ms)
 	s.markNegative(delta)
 	var off [MaxLevels]int
-	var w [MaxLevels]atomiccell.Word
+	var w [MaxLevels]atom.Word
 	s.offsets(h, &off)
 	// Load every cell before the first CAS: the loads are independent, so
 	// their cache misses overlap instead of queueing behind each locked
@@ -179,14 +179,14 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	// Compute every new word before the first CAS too: a locked
 	// instruction keeps later loads (the decay tables) from passing it,
 	// so interleaving compute and CAS would serialise L table lookups.
-	var nw [MaxLevels]atomiccell.Word
+	var nw [MaxLevels]atom.Word
 	s.rules.NextN(&w, s.levels, now, delta, &nw)
 	for l := range s.levels {
 		if s.cells[off[l]].CompareAndSwap(w[l], nw[l]) {
 			continue
 		}
 		// Lost a race: the key is hot. Back off so the winner keeps the
-		// line for a few operations (atomiccell.ContentionBackoff), then
+		// line for a few operations (atom.ContentionBackoff), then
 		// CAS-loop on a fresh word. The words computed for the remaining
 		// cells are likely stale too, and a failed CAS costs a cache-line
 		// transfer, so they go straight to the CAS loop on fresh words.
@@ -201,7 +201,7 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 // operation at *ms and returns the stamp of *ms. If the horizon moved
 // past *ms meanwhile (see fresh), *ms becomes the clock's reading and the
 // words are loaded again.
-func (s *Sketch) loadWords(off *[MaxLevels]int, w *[MaxLevels]atomiccell.Word, ms *int64) uint32 {
+func (s *Sketch) loadWords(off *[MaxLevels]int, w *[MaxLevels]atom.Word, ms *int64) uint32 {
 	if s.hooks != nil {
 		s.hooks.call(s.hooks.load, 0)
 	}
@@ -221,10 +221,10 @@ func (s *Sketch) loadWords(off *[MaxLevels]int, w *[MaxLevels]atomiccell.Word, m
 // Every word it loads is checked against the horizon (fresh), so a stale
 // *ms is moved to the clock's reading rather than used on a re-stamped
 // word. It returns the word it replaced and the word it stored.
-func (s *Sketch) addLoop(c *atomiccell.Cell, ms *int64, delta float64) (old, nw atomiccell.Word) {
-	bo := atomiccell.ContentionBackoff()
+func (s *Sketch) addLoop(c *atom.Cell, ms *int64, delta float64) (old, nw atom.Word) {
+	bo := atom.ContentionBackoff()
 	for {
-		atomiccell.Backoff(&bo)
+		atom.Backoff(&bo)
 		old = c.Load()
 		s.fresh(ms)
 		nw = s.rules.Next(old, s.stamp(*ms), delta)
@@ -252,7 +252,7 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	s.maintain(ms)
 	s.markNegative(delta)
 	var off [MaxLevels]int
-	var w [MaxLevels]atomiccell.Word
+	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
 	now := s.loadWords(&off, &w, &ms)
@@ -281,7 +281,7 @@ func (s *Sketch) QueryString(key string) float64 {
 func (s *Sketch) query(h uint64, ms int64) float64 {
 	s.maintain(ms)
 	var off [MaxLevels]int
-	var w [MaxLevels]atomiccell.Word
+	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
 	now := s.loadWords(&off, &w, &ms)
@@ -327,7 +327,7 @@ func (s *Sketch) Reset() {
 	ms := s.nowMillis()
 	s.sweep.mu.Lock()
 	defer s.sweep.mu.Unlock()
-	w := atomiccell.Pack(0, s.stamp(ms))
+	w := atom.Pack(0, s.stamp(ms))
 	for i := range s.cells {
 		s.cells[i].Store(w)
 	}

@@ -8,8 +8,8 @@ import (
 	"io"
 	"math"
 
-	"github.com/lfgrudge/grudge/atomiccell"
-	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // Snapshots (docs/snapshots.md has the byte table and the guarantees).
@@ -108,7 +108,7 @@ type snapHeader struct {
 
 // header returns s's header for a snapshot taken at wall time atWall.
 func (s *Sketch) header(atWall int64) snapHeader {
-	k, p := decay.Params(s.cfg.Decay)
+	k, p := law.Params(s.cfg.Decay)
 	return snapHeader{
 		version: SnapshotVersion, kind: SnapshotKindSketch,
 		decayKind: uint8(k), agg: uint8(s.agg), hashKind: hashKindOf(s.hasher),
@@ -192,7 +192,7 @@ func (h *snapHeader) check(mine *snapHeader, what string) error {
 	case h.m != mine.m:
 		return mismatch(what, "CellsPerLevel", h.m, mine.m)
 	case h.decayKind != mine.decayKind:
-		return mismatch(what, "Decay", decay.Kind(h.decayKind), decay.Kind(mine.decayKind))
+		return mismatch(what, "Decay", law.Kind(h.decayKind), law.Kind(mine.decayKind))
 	case !f64(h.param, mine.param):
 		return mismatch(what, "Decay parameter", h.param, mine.param)
 	case !f64(h.lo, mine.lo):
@@ -408,7 +408,7 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 	defer s.sweep.mu.Unlock()
 	s.resets.Add(1) // receipts issued before the load are void
 	fail := func(err error) (int64, error) {
-		w := atomiccell.Pack(0, now)
+		w := atom.Pack(0, now)
 		for i := range s.cells {
 			s.cells[i].Store(w)
 		}
@@ -438,11 +438,11 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 				total = math.MaxInt64 // a forged instant decades back
 			}
 			s.markNegative(v)
-			w := atomiccell.Pack(score, s.stamp(ms-total))
+			w := atom.Pack(score, s.stamp(ms-total))
 			if total >= sweepKeep {
 				// Too old to keep its stamp inside the horizon:
 				// decay it once, round up, stamp it now.
-				w = atomiccell.Pack(s.rules.Round(s.rules.Decay(v, total)), now)
+				w = atom.Pack(s.rules.Round(s.rules.Decay(v, total)), now)
 			}
 			s.cells[l*s.stride+i].Store(w)
 			if i++; i == int(s.m) {
@@ -450,7 +450,7 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 				// sweeper visits them: stamp them now too, so every
 				// cell keeps the horizon invariant.
 				for p := l*s.stride + i; p < (l+1)*s.stride; p++ {
-					s.cells[p].Store(atomiccell.Pack(0, now))
+					s.cells[p].Store(atom.Pack(0, now))
 				}
 				l, i = l+1, 0
 			}

@@ -3,7 +3,7 @@ package core
 import (
 	"time"
 
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/atom"
 )
 
 // TryUpdate adds delta to the key's score at every level only if the
@@ -55,7 +55,7 @@ type Receipt struct {
 	// the cell's previous value decayed to that word's stamp (rounded up)
 	// at the same stamp. restore[l] == stored[l]: nothing to give back
 	// (a zero increment, or a level whose roll-back already failed).
-	stored, restore [MaxLevels]atomiccell.Word
+	stored, restore [MaxLevels]atom.Word
 }
 
 // TryReserveAt is TryUpdateAt that also returns a Receipt of the admitted
@@ -130,7 +130,7 @@ func (s *Sketch) Refund(rc *Receipt) bool {
 //     (rounded up).
 //
 // Otherwise the cell keeps the increment: an over-estimate.
-func (s *Sketch) rollback(c *atomiccell.Cell, stored, restore atomiccell.Word) bool {
+func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word) bool {
 	if stored == restore {
 		return true
 	}
@@ -148,7 +148,7 @@ func (s *Sketch) rollback(c *atomiccell.Cell, stored, restore atomiccell.Word) b
 		if w.Stamp() != stored.Stamp() || w.Score() == s.hi32 || s.negative.Load() {
 			return false
 		}
-		if c.CompareAndSwap(w, atomiccell.Pack(s.rules.Round(float64(w.Score())-inc), w.Stamp())) {
+		if c.CompareAndSwap(w, atom.Pack(s.rules.Round(float64(w.Score())-inc), w.Stamp())) {
 			return true
 		}
 	}
@@ -167,15 +167,15 @@ func (s *Sketch) markNegative(delta float64) {
 // held a word of value v (decayed to now) and was set to nw: v rounded up
 // as a cell stores it, at nw's stamp, so the horizon sweep sees the stamp
 // it already knows.
-func (s *Sketch) undoWord(v float64, nw atomiccell.Word) atomiccell.Word {
-	return atomiccell.Pack(s.rules.Round(v), nw.Stamp())
+func (s *Sketch) undoWord(v float64, nw atom.Word) atom.Word {
+	return atom.Pack(s.rules.Round(v), nw.Stamp())
 }
 
 // snapshot is a TryUpdate's view of the key's cells: the words it loaded
 // and their values decayed to now.
 type snapshot struct {
 	off [MaxLevels]int
-	w   [MaxLevels]atomiccell.Word
+	w   [MaxLevels]atom.Word
 	v   [MaxLevels]float64
 }
 
@@ -209,7 +209,7 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 	var sn snapshot
 	s.offsets(h, &sn.off)
 	st := &s.stripes[stripeOf(h)]
-	bo := atomiccell.ContentionBackoff()
+	bo := atom.ContentionBackoff()
 	for {
 		// Seqlock read side: seq, then the cells. If seq is unchanged when
 		// we acquire the stripe below, no TryUpdate of this stripe wrote
@@ -277,7 +277,7 @@ func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, ms int64, now uint32
 // with an earlier word).
 // Precondition: the caller holds the stripe.
 func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
-	var nw [MaxLevels]atomiccell.Word
+	var nw [MaxLevels]atom.Word
 	var held uint32 // bit l: level l holds this call's increment from an earlier attempt
 	L := s.levels
 	for {
@@ -339,7 +339,7 @@ func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64
 // the cell keeps the increment, held: an over-estimate, never another
 // key's mass). Levels already held carry no new increment
 // (their word was written with a zero delta) and stay held.
-func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atomiccell.Word, upto, held uint32) uint32 {
+func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32) uint32 {
 	var failed uint32
 	for j := range upto {
 		if held&(1<<j) != 0 {
@@ -373,7 +373,7 @@ func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
 func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	s.maintain(ms)
 	var off [MaxLevels]int
-	var w [MaxLevels]atomiccell.Word
+	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
 	s.markNegative(delta)

@@ -1,15 +1,12 @@
 //go:build !((amd64 || arm64) && gc && !purego)
 
-package asm
+package hw
 
 import "unsafe"
 
 // Ticks returns a monotonic tick counter. Without the assembly it is
 // [ticksGeneric]: runtime nanotime, one tick per nanosecond.
 func Ticks() uint64 { return ticksGeneric() }
-
-// Pause is a spin-loop hint. Without the assembly it does nothing.
-func Pause() { pauseGeneric() }
 
 // counterInfo reports no usable hardware counter: Clock falls back to
 // Nanotime and FastTicks reports false.

@@ -1,4 +1,4 @@
-package atomiccell_test
+package atom_test
 
 import (
 	"fmt"
@@ -7,11 +7,12 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/lfgrudge/grudge/atomiccell"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
-// customExp is a law outside package decay (KindCustom) with the same
+// customExp is a lw outside package decay (KindCustom) with the same
 // formula as decay.Exponential.
 type customExp struct{ lambda float64 }
 
@@ -22,7 +23,7 @@ func (c customExp) Apply(s float64, dt int64) float64 {
 	return s * math.Exp(-c.lambda*float64(dt)/1000)
 }
 
-// lawGen draws a law of every kind Rules specialises, with a nil law (None)
+// lawGen draws a lw of every kind Rules specialises, with a nil lw (None)
 // among them.
 func lawGen() *rapid.Generator[decay.Decay] {
 	return rapid.Custom(func(t *rapid.T) decay.Decay {
@@ -41,7 +42,7 @@ func lawGen() *rapid.Generator[decay.Decay] {
 	})
 }
 
-// lawOf is the reference law Rules stands for (nil means None).
+// lawOf is the reference lw Rules stands for (nil means None).
 func lawOf(d decay.Decay) decay.Decay {
 	if d == nil {
 		return decay.None()
@@ -64,33 +65,33 @@ func gapGen() *rapid.Generator[int64] {
 // reference; see TestRulesDecaySubnormalFactor.
 const tinyDecay = 1e-300
 
-// checkDecayBound asserts Rules.Decay against the law it stands for:
-// never more decay than the law (>=, for either sign), and within a relative
+// checkDecayBound asserts Rules.Decay against the lw it stands for:
+// never more decay than the lw (>=, for either sign), and within a relative
 // 1e-11 of it (plus 1e-300 absolute). Below tinyDecay only the float32
 // narrowing of the result is held to >=.
-func checkDecayBound(t rapid.TB, r *atomiccell.Rules, law decay.Decay, s float64, dt int64) {
+func checkDecayBound(t rapid.TB, r *atom.Rules, lw decay.Decay, s float64, dt int64) {
 	t.Helper()
-	got, want := r.Decay(s, dt), law.Apply(s, dt)
+	got, want := r.Decay(s, dt), lw.Apply(s, dt)
 	if !(math.Abs(got-want) <= 1e-11*math.Abs(want)+1e-300) {
-		t.Fatalf("%T: Rules.Decay(%v, %d) = %v, law gives %v: off by %g",
-			law, s, dt, got, want, math.Abs(got-want))
+		t.Fatalf("%T: Rules.Decay(%v, %d) = %v, lw gives %v: off by %g",
+			lw, s, dt, got, want, math.Abs(got-want))
 	}
 	if got >= want {
 		return
 	}
 	if math.Abs(want) >= tinyDecay {
-		t.Fatalf("%T: Rules.Decay(%v, %d) = %v < law's %v", law, s, dt, got, want)
+		t.Fatalf("%T: Rules.Decay(%v, %d) = %v < lw's %v", lw, s, dt, got, want)
 	}
-	if atomiccell.RoundUp(got) < atomiccell.RoundUp(want) {
-		t.Fatalf("%T: RoundUp(Rules.Decay(%v, %d)) = %v < RoundUp(law's) = %v",
-			law, s, dt, atomiccell.RoundUp(got), atomiccell.RoundUp(want))
+	if atom.RoundUp(got) < atom.RoundUp(want) {
+		t.Fatalf("%T: RoundUp(Rules.Decay(%v, %d)) = %v < RoundUp(lw's) = %v",
+			lw, s, dt, atom.RoundUp(got), atom.RoundUp(want))
 	}
 }
 
 func TestRulesDecay(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		d := lawGen().Draw(t, "law")
-		r := atomiccell.NewRules(d, -1, 1)
+		r := atom.NewRules(d, -1, 1)
 		s := rapid.OneOf(
 			rapid.Float64Range(-1e6, 1e6),
 			rapid.SampledFrom([]float64{0, math.Copysign(0, -1), 1e6, -1e6, 1, -1}),
@@ -110,7 +111,7 @@ func TestRulesDecaySweep(t *testing.T) {
 	}
 	for _, lambda := range []float64{1e-4, 0.01, 1, 7.5, 50} {
 		d := decay.Exponential(lambda)
-		r := atomiccell.NewRules(d, -1, 1)
+		r := atom.NewRules(d, -1, 1)
 		for _, s := range []float64{1e6, -1e6, 3.7, -0.001} {
 			for dt := int64(0); dt < 1<<16; dt += stride {
 				checkDecayBound(t, r, d, s, dt)
@@ -151,7 +152,7 @@ func TestRulesDecaySubnormalFactor(t *testing.T) {
 	}
 	for _, tt := range tests {
 		d := decay.Exponential(tt.lambda)
-		r := atomiccell.NewRules(d, -1, 1)
+		r := atom.NewRules(d, -1, 1)
 		if got, want := r.Decay(tt.s, tt.dt), d.Apply(tt.s, tt.dt); got < want {
 			t.Errorf("Exponential(%v): Rules.Decay(%v, %d) = %v < Apply = %v",
 				tt.lambda, tt.s, tt.dt, got, want)
@@ -160,12 +161,12 @@ func TestRulesDecaySubnormalFactor(t *testing.T) {
 	// The same error reaches a stored word when a tiny delta lands between
 	// the two results.
 	d := decay.Exponential(50)
-	r := atomiccell.NewRules(d, -1, 1)
+	r := atom.NewRules(d, -1, 1)
 	s := float32(577968.4)
 	const dt = 14598
 	got, want := r.Decay(float64(s), dt), d.Apply(float64(s), dt)
 	delta := -(got + want) / 2
-	nw := r.Next(atomiccell.Pack(s, 0), dt, delta)
+	nw := r.Next(atom.Pack(s, 0), dt, delta)
 	if exact := want + delta; float64(nw.Score()) < exact {
 		t.Errorf("Next(Pack(%v, 0), %d, %v) stores %v < float64 reference %v",
 			s, dt, delta, nw.Score(), exact)
@@ -175,7 +176,7 @@ func TestRulesDecaySubnormalFactor(t *testing.T) {
 func TestNewRulesBounds(t *testing.T) {
 	check := func(t rapid.TB, lo, hi float64) {
 		t.Helper()
-		r := atomiccell.NewRules(decay.None(), lo, hi)
+		r := atom.NewRules(decay.None(), lo, hi)
 		for _, b := range []struct {
 			name      string
 			in, eff   float64
@@ -212,7 +213,7 @@ func TestNewRulesBounds(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("lo=%v/hi=%v", b[0], b[1]), func(t *testing.T) { check(t, b[0], b[1]) })
 	}
-	r := atomiccell.NewRules(nil, 0, math.Inf(1))
+	r := atom.NewRules(nil, 0, math.Inf(1))
 	if r.Hi() != math.MaxFloat32 {
 		t.Errorf("Hi=+Inf: Hi() = %v, want MaxFloat32", r.Hi())
 	}
@@ -231,16 +232,16 @@ func TestNewRulesBounds(t *testing.T) {
 func TestRulesKind(t *testing.T) {
 	tests := []struct {
 		d    decay.Decay
-		want decay.Kind
+		want law.Kind
 	}{
-		{nil, decay.KindNone},
-		{decay.None(), decay.KindNone},
-		{decay.Linear(1), decay.KindLinear},
-		{decay.Exponential(1), decay.KindExponential},
-		{customExp{1}, decay.KindCustom},
+		{nil, law.KindNone},
+		{decay.None(), law.KindNone},
+		{decay.Linear(1), law.KindLinear},
+		{decay.Exponential(1), law.KindExponential},
+		{customExp{1}, law.KindCustom},
 	}
 	for _, tt := range tests {
-		if got := atomiccell.NewRules(tt.d, -1, 1).Kind(); got != tt.want {
+		if got := atom.NewRules(tt.d, -1, 1).Kind(); got != tt.want {
 			t.Errorf("NewRules(%T).Kind() = %v, want %v", tt.d, got, tt.want)
 		}
 	}
@@ -250,14 +251,14 @@ func TestRulesKind(t *testing.T) {
 func clamp(v, lo, hi float64) float64 { return math.Max(lo, math.Min(v, hi)) }
 
 // TestNext checks Next against the float64 reference: the exact result is
-// clamp(law.Apply(score, elapsed)+delta, Lo, Hi) in float64, and the
+// clamp(lw.Apply(score, elapsed)+delta, Lo, Hi) in float64, and the
 // decoded score must be >= it and at most one float32 step above it (for
 // Exponential, above it plus the upward bias of Rules.Decay), never NaN or
 // Inf, never outside [Lo(), Hi()]; the stamp never moves backwards.
 func TestNext(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		d := lawGen().Draw(t, "law")
-		law := lawOf(d)
+		lw := lawOf(d)
 		lo := rapid.OneOf(
 			rapid.Float64Range(-1e6, 0),
 			rapid.SampledFrom([]float64{math.Inf(-1), 0, -1e-50, -math.MaxFloat32}),
@@ -269,7 +270,7 @@ func TestNext(t *testing.T) {
 		if lo == hi {
 			hi = 1
 		}
-		r := atomiccell.NewRules(d, lo, hi)
+		r := atom.NewRules(d, lo, hi)
 		score := rapid.OneOf(
 			rapid.Float32Range(-1e6, 1e6),
 			rapid.Float32(),
@@ -285,11 +286,11 @@ func TestNext(t *testing.T) {
 			rapid.Just(0.0),
 		).Draw(t, "delta")
 
-		w := atomiccell.Pack(score, stamp)
+		w := atom.Pack(score, stamp)
 		nw := r.Next(w, now, delta)
 		got := float64(nw.Score())
-		el := atomiccell.Elapsed(stamp, now)
-		decayed := law.Apply(float64(score), el)
+		el := atom.Elapsed(stamp, now)
+		decayed := lw.Apply(float64(score), el)
 		exact := clamp(decayed+delta, lo, hi)
 
 		if math.IsNaN(got) || math.IsInf(got, 0) {
@@ -308,7 +309,7 @@ func TestNext(t *testing.T) {
 					got, exact, decayed, delta, el)
 			}
 			slack := 0.0
-			if r.Kind() == decay.KindExponential {
+			if r.Kind() == law.KindExponential {
 				slack = 1e-11*math.Abs(decayed) + 1e-300 + 0x1p-52*(math.Abs(decayed)+math.Abs(delta))
 			}
 			if prev := float64(math.Nextafter32(nw.Score(), -inf32)); !(prev < exact+slack) {
@@ -317,7 +318,7 @@ func TestNext(t *testing.T) {
 			}
 		}
 		// Stamps never move backwards.
-		if ns := nw.Stamp(); ns != atomiccell.Newer(stamp, now) || int32(ns-stamp) < 0 {
+		if ns := nw.Stamp(); ns != atom.Newer(stamp, now) || int32(ns-stamp) < 0 {
 			t.Fatalf("Next stamp %d from stamp %d at now %d", ns, stamp, now)
 		}
 		// Value is the float64 decayed score.
@@ -334,8 +335,8 @@ func TestNext(t *testing.T) {
 // TestNextBackwardsNeverGrows: a clock that steps back is zero elapsed
 // time, and the stamp stays.
 func TestNextBackwardsNeverGrows(t *testing.T) {
-	r := atomiccell.NewRules(decay.Exponential(1), -100, 100)
-	w := atomiccell.Pack(50, 1000)
+	r := atom.NewRules(decay.Exponential(1), -100, 100)
+	w := atom.Pack(50, 1000)
 	const half = 1 << 31
 	for _, now := range []uint32{999, 0, 1000 + half, 1000 + half + 1, 1000 + half + 12345} {
 		nw := r.Next(w, now, 0)
@@ -347,8 +348,8 @@ func TestNextBackwardsNeverGrows(t *testing.T) {
 
 func TestRulesAllocs(t *testing.T) {
 	for _, d := range []decay.Decay{decay.None(), decay.Linear(1), decay.Exponential(1), customExp{1}} {
-		r := atomiccell.NewRules(d, -1e6, 1e6)
-		w := atomiccell.Pack(100, 0)
+		r := atom.NewRules(d, -1e6, 1e6)
+		w := atom.Pack(100, 0)
 		now := uint32(0)
 		if n := testing.AllocsPerRun(1000, func() {
 			now += 17

@@ -1,4 +1,4 @@
-package atomiccell_test
+package atom_test
 
 import (
 	"fmt"
@@ -10,28 +10,28 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/lfgrudge/grudge/atomiccell"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/atom"
 )
 
 // TestCellSize: a Cell is exactly one 64-bit word, 8-byte aligned, so that
 // sketch levels can lay cells out densely.
 func TestCellSize(t *testing.T) {
-	var c atomiccell.Cell
+	var c atom.Cell
 	if s, a := unsafe.Sizeof(c), unsafe.Alignof(c); s != 8 || a != 8 {
 		t.Fatalf("Cell: Sizeof = %d, Alignof = %d, want 8, 8", s, a)
 	}
-	if s := unsafe.Sizeof(atomiccell.Word(0)); s != 8 {
+	if s := unsafe.Sizeof(atom.Word(0)); s != 8 {
 		t.Fatalf("Word: Sizeof = %d, want 8", s)
 	}
 }
 
 func TestZeroCell(t *testing.T) {
-	var c atomiccell.Cell
+	var c atom.Cell
 	if w := c.Load(); w != 0 {
 		t.Fatalf("zero Cell holds %#x, want 0", uint64(w))
 	}
-	r := atomiccell.NewRules(nil, -10, 10)
+	r := atom.NewRules(nil, -10, 10)
 	if w := c.Add(r, 5, 3, c.Load()); w.Score() != 3 || w.Stamp() != 5 || c.Load() != w {
 		t.Fatalf("Add on a zero Cell = (%v, %d), cell holds %#x", w.Score(), w.Stamp(), uint64(c.Load()))
 	}
@@ -47,7 +47,7 @@ func TestHorizon(t *testing.T) {
 		full = 1 << 32
 	)
 	d := decay.Exponential(10) // 5 ms: factor exp(-0.05)
-	r := atomiccell.NewRules(d, -1e6, 1e6)
+	r := atom.NewRules(d, -1e6, 1e6)
 	tests := []struct {
 		name   string
 		idle   int64 // true idle time in ms
@@ -71,8 +71,8 @@ func TestHorizon(t *testing.T) {
 			for _, score := range []float32{1000, -1000} {
 				t.Run(fmt.Sprintf("%s/stamp=%d/score=%v", tt.name, stamp, score), func(t *testing.T) {
 					now := stamp + uint32(tt.idle) // the owner's clock, truncated
-					var c atomiccell.Cell
-					old := atomiccell.Pack(score, stamp)
+					var c atom.Cell
+					old := atom.Pack(score, stamp)
 					c.Store(old)
 					got := c.Add(r, now, 0, c.Load())
 					if c.Load() != got {
@@ -88,7 +88,7 @@ func TestHorizon(t *testing.T) {
 						}
 						return
 					}
-					want := atomiccell.RoundUp(d.Apply(float64(score), tt.asIf))
+					want := atom.RoundUp(d.Apply(float64(score), tt.asIf))
 					if got.Score() != want || got.Stamp() != now {
 						t.Fatalf("idle %d ms: cell became (%v, %d), want (%v, %d) as after %d ms",
 							tt.idle, got.Score(), got.Stamp(), want, now, tt.asIf)
@@ -109,8 +109,8 @@ func TestAddSequential(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		lo := float64(rapid.IntRange(-5000, 0).Draw(t, "lo"))
 		hi := float64(rapid.IntRange(1, 5000).Draw(t, "hi"))
-		r := atomiccell.NewRules(rapid.SampledFrom([]decay.Decay{nil, decay.None()}).Draw(t, "law"), lo, hi)
-		var c atomiccell.Cell
+		r := atom.NewRules(rapid.SampledFrom([]decay.Decay{nil, decay.None()}).Draw(t, "law"), lo, hi)
+		var c atom.Cell
 		model, modelStamp := 0.0, uint32(0)
 		now := rapid.Uint32().Draw(t, "start")
 		n := rapid.IntRange(1, 200).Draw(t, "n")
@@ -118,7 +118,7 @@ func TestAddSequential(t *testing.T) {
 			now += uint32(rapid.Int32Range(-1000, 1000).Draw(t, fmt.Sprintf("step%d", i)))
 			delta := float64(rapid.IntRange(-3000, 3000).Draw(t, fmt.Sprintf("delta%d", i)))
 			model = clamp(model+delta, lo, hi)
-			modelStamp = atomiccell.Newer(modelStamp, now)
+			modelStamp = atom.Newer(modelStamp, now)
 			w := c.Add(r, now, delta, c.Load())
 			if float64(w.Score()) != model || w.Stamp() != modelStamp || c.Load() != w {
 				t.Fatalf("op %d (now %d, delta %v): cell (%v, %d), returned %#x, model (%v, %d)",
@@ -131,10 +131,10 @@ func TestAddSequential(t *testing.T) {
 // TestAddStaleWordRetries: a stale word that differs from the result costs
 // a retry and no update is lost.
 func TestAddStaleWordRetries(t *testing.T) {
-	r := atomiccell.NewRules(nil, -100, 100)
-	var c atomiccell.Cell
-	c.Store(atomiccell.Pack(5, 0))
-	w := c.Add(r, 0, 1, atomiccell.Pack(0, 0)) // stale view: 0
+	r := atom.NewRules(nil, -100, 100)
+	var c atom.Cell
+	c.Store(atom.Pack(5, 0))
+	w := c.Add(r, 0, 1, atom.Pack(0, 0)) // stale view: 0
 	if w.Score() != 6 || c.Load() != w {
 		t.Fatalf("Add with a stale word: returned %v, cell holds %v, want 6", w.Score(), c.Load().Score())
 	}
@@ -158,16 +158,16 @@ func TestAddStaleWordNoOp(t *testing.T) {
 		{"clamped-at-hi", 10, 0, 10, 1, 1, 1},
 		// Stale view large: -0.01 is absorbed by RoundUp at 1e6; the
 		// cell keeps 0.5 instead of 0.49.
-		{"absorbed-by-rounding", 2e6, 0.5, 1e6, -0.01, atomiccell.RoundUp(0.5 - 0.01), atomiccell.RoundUp(0.5 - 0.01)},
+		{"absorbed-by-rounding", 2e6, 0.5, 1e6, -0.01, atom.RoundUp(0.5 - 0.01), atom.RoundUp(0.5 - 0.01)},
 		// delta 0: Add reports a word the cell never held.
 		{"zero-delta", 10, 3, 7, 0, 3, 3},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := atomiccell.NewRules(nil, -10, tt.hi)
-			var c atomiccell.Cell
-			c.Store(atomiccell.Pack(tt.cell, 0))
-			w := c.Add(r, 0, tt.delta, atomiccell.Pack(tt.stale, 0))
+			r := atom.NewRules(nil, -10, tt.hi)
+			var c atom.Cell
+			c.Store(atom.Pack(tt.cell, 0))
+			w := c.Add(r, 0, tt.delta, atom.Pack(tt.stale, 0))
 			if got := c.Load().Score(); got != tt.wantInCell || w.Score() != tt.wantReturned {
 				t.Fatalf("cell held %v, stale view %v, Add(%v): returned %v, cell holds %v; want %v in both",
 					tt.cell, tt.stale, tt.delta, w.Score(), got, tt.wantInCell)
@@ -190,8 +190,8 @@ func TestAddContention(t *testing.T) {
 	for _, procs := range []int{1, 2, 4, 8} {
 		t.Run(fmt.Sprintf("procs=%d", procs), func(t *testing.T) {
 			runtime.GOMAXPROCS(procs)
-			r := atomiccell.NewRules(decay.None(), -1e9, 1e9)
-			var c atomiccell.Cell
+			r := atom.NewRules(decay.None(), -1e9, 1e9)
+			var c atom.Cell
 			var want float64
 			for id := range g {
 				for i := range iters {
@@ -230,8 +230,8 @@ func TestAddContention(t *testing.T) {
 // TestAddAllocs: Add does not allocate, whatever the law.
 func TestAddAllocs(t *testing.T) {
 	for _, d := range []decay.Decay{decay.None(), decay.Linear(1), decay.Exponential(1), customExp{1}} {
-		r := atomiccell.NewRules(d, -1e6, 1e6)
-		var c atomiccell.Cell
+		r := atom.NewRules(d, -1e6, 1e6)
+		var c atom.Cell
 		now := uint32(0)
 		if n := testing.AllocsPerRun(1000, func() {
 			now += 17

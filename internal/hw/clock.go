@@ -1,4 +1,4 @@
-package asm
+package hw
 
 import (
 	"math"

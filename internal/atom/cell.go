@@ -1,4 +1,4 @@
-package atomiccell
+package atom
 
 import (
 	"sync/atomic"

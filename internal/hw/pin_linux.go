@@ -1,6 +1,6 @@
 //go:build linux
 
-package matrix
+package hw
 
 import (
 	"fmt"
@@ -9,10 +9,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// allowedCPUs lists the CPUs the calling thread may run on. Called at the
-// start of a run from an unpinned thread, that is the process's allowed
-// set.
-func allowedCPUs() []int {
+// AllowedCPUs lists the CPUs the calling thread may run on. Called from
+// an unpinned thread, that is the process's allowed set (taskset, cgroup
+// cpusets). It returns nil if the set cannot be read.
+func AllowedCPUs() []int {
 	var set unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &set); err != nil {
 		return nil
@@ -26,14 +26,14 @@ func allowedCPUs() []int {
 	return cpus
 }
 
-// pinThread locks the calling goroutine to its OS thread, binds the thread
-// to cpu with sched_setaffinity and reads the mask back: took is true only
-// if the mask read back is exactly {cpu}. It returns a function that
-// restores the thread's previous mask and unlocks the goroutine; if the
-// restore fails, that function leaves the goroutine locked, so the thread
-// exits with it instead of returning to the pool pinned. why explains a
-// failure.
-func pinThread(cpu int) (undo func(), took bool, why string) {
+// PinThread locks the calling goroutine to its OS thread, binds the
+// thread to cpu with sched_setaffinity and reads the mask back: took is
+// true only if the mask read back is exactly {cpu}. It returns a function
+// that restores the thread's previous mask and unlocks the goroutine; if
+// the restore fails, that function leaves the goroutine locked, so the
+// thread exits with it instead of returning to the pool pinned. why
+// explains a failure.
+func PinThread(cpu int) (undo func(), took bool, why string) {
 	runtime.LockOSThread()
 	var old unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &old); err != nil {

@@ -1,4 +1,4 @@
-package atomiccell_test
+package atom_test
 
 import (
 	"math"
@@ -6,7 +6,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/atom"
 )
 
 var (
@@ -25,7 +25,7 @@ func TestPackRoundTrip(t *testing.T) {
 	stamps := []uint32{0, 1, 1<<31 - 1, 1 << 31, 1<<32 - 1}
 	for _, s := range scores {
 		for _, st := range stamps {
-			w := atomiccell.Pack(s, st)
+			w := atom.Pack(s, st)
 			if got := w.Score(); math.Float32bits(got) != math.Float32bits(s) {
 				t.Errorf("Pack(%v, %d).Score() = %v (bits %#08x), want bits %#08x",
 					s, st, got, math.Float32bits(got), math.Float32bits(s))
@@ -42,7 +42,7 @@ func TestPackRoundTrip(t *testing.T) {
 }
 
 func TestZeroWord(t *testing.T) {
-	var w atomiccell.Word
+	var w atom.Word
 	if s := w.Score(); s != 0 || math.Signbit(float64(s)) || w.Stamp() != 0 {
 		t.Fatalf("zero Word = (%v, %d), want (+0, 0)", s, w.Stamp())
 	}
@@ -52,7 +52,7 @@ func TestPackRoundTripRapid(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		bits := rapid.Uint32().Draw(t, "bits")
 		st := rapid.Uint32().Draw(t, "stamp")
-		w := atomiccell.Pack(math.Float32frombits(bits), st)
+		w := atom.Pack(math.Float32frombits(bits), st)
 		if math.Float32bits(w.Score()) != bits || w.Stamp() != st {
 			t.Fatalf("Pack(bits %#08x, %d) decodes to (bits %#08x, %d)",
 				bits, st, math.Float32bits(w.Score()), w.Stamp())
@@ -86,10 +86,10 @@ func TestElapsedNewer(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := atomiccell.Elapsed(tt.stamp, tt.now); got != tt.wantElapsed {
+			if got := atom.Elapsed(tt.stamp, tt.now); got != tt.wantElapsed {
 				t.Errorf("Elapsed(%d, %d) = %d, want %d", tt.stamp, tt.now, got, tt.wantElapsed)
 			}
-			if got := atomiccell.Newer(tt.stamp, tt.now); got != tt.wantNewer {
+			if got := atom.Newer(tt.stamp, tt.now); got != tt.wantNewer {
 				t.Errorf("Newer(%d, %d) = %d, want %d", tt.stamp, tt.now, got, tt.wantNewer)
 			}
 		})
@@ -110,7 +110,7 @@ func TestElapsedNewerRapid(t *testing.T) {
 			rapid.Uint32Range(1<<32-100, 1<<32-1),
 		).Draw(t, "d") // now - stamp, modulo 2^32
 		now := stamp + d
-		el, nw := atomiccell.Elapsed(stamp, now), atomiccell.Newer(stamp, now)
+		el, nw := atom.Elapsed(stamp, now), atom.Newer(stamp, now)
 		if d > 0 && d < 1<<31 {
 			if el != int64(d) || nw != now {
 				t.Fatalf("Elapsed/Newer(%d, %d) = %d/%d, want %d/%d", stamp, now, el, nw, d, now)
@@ -126,7 +126,7 @@ func TestElapsedNewerRapid(t *testing.T) {
 // checkRoundUp asserts RoundUp's contract for one input.
 func checkRoundUp(t rapid.TB, x float64) {
 	t.Helper()
-	r := atomiccell.RoundUp(x)
+	r := atom.RoundUp(x)
 	switch {
 	case math.IsNaN(x):
 		if !math.IsNaN(float64(r)) {
@@ -194,13 +194,13 @@ func TestRoundUpSpecial(t *testing.T) {
 		{-1 - 1e-12, -1},
 	}
 	for _, tt := range tests {
-		if got := atomiccell.RoundUp(tt.x); math.Float32bits(got) != math.Float32bits(tt.want) {
+		if got := atom.RoundUp(tt.x); math.Float32bits(got) != math.Float32bits(tt.want) {
 			t.Errorf("RoundUp(%v) = %v (bits %#08x), want %v (bits %#08x)",
 				tt.x, got, math.Float32bits(got), tt.want, math.Float32bits(tt.want))
 		}
 		checkRoundUp(t, tt.x)
 	}
-	if got := atomiccell.RoundUp(math.NaN()); !math.IsNaN(float64(got)) {
+	if got := atom.RoundUp(math.NaN()); !math.IsNaN(float64(got)) {
 		t.Errorf("RoundUp(NaN) = %v, want NaN", got)
 	}
 }

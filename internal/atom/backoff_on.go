@@ -1,6 +1,6 @@
 //go:build !grudge_nobackoff
 
-package atomiccell
+package atom
 
 // useBackoff enables the contention backoff after a lost CAS (the
 // default).

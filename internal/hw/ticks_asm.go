@@ -1,6 +1,6 @@
 //go:build (amd64 || arm64) && gc && !purego
 
-package asm
+package hw
 
 import "unsafe"
 
@@ -11,12 +11,6 @@ import "unsafe"
 //
 //go:noescape
 func Ticks() uint64
-
-// Pause is a spin-loop hint: PAUSE on amd64, ISB on arm64. It gives the
-// sibling hyperthread (or the memory system) a breather in a busy wait.
-//
-//go:noescape
-func Pause()
 
 // counterInfo reports the counter's properties as infoFast|infoRDTSCP
 // flags (infoFast: amd64 needs the invariant-TSC bit, CPUID 0x80000007

@@ -1,10 +1,10 @@
-package decay_test
+package law_test
 
 import (
 	"math"
 	"testing"
 
-	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // badLaw returns v whatever it is given.
@@ -21,7 +21,7 @@ func TestCompiledSanitizes(t *testing.T) {
 		{math.NaN(), 5, 5}, {math.Inf(1), 5, 5}, {math.Inf(-1), -5, -5},
 		{50, 5, 5}, {-3, 5, 0}, {3, -5, 0}, {-50, -5, -5}, {2, 5, 2},
 	} {
-		if got := decay.Compile(badLaw{tt.v}).Apply(tt.score, 1000); got != tt.want {
+		if got := law.Compile(badLaw{tt.v}).Apply(tt.score, 1000); got != tt.want {
 			t.Errorf("a law returning %v for %v: Apply = %v, want %v", tt.v, tt.score, got, tt.want)
 		}
 	}

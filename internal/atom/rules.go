@@ -1,6 +1,9 @@
-package atomiccell
+package atom
 
-import "github.com/lfgrudge/grudge/decay"
+import (
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/law"
+)
 
 // Rules is what a cell update needs besides the cell: the decay law, in a
 // form specialised for the hot path, and the clamp bounds. A Rules is
@@ -12,14 +15,14 @@ type Rules struct {
 	lo, hi float64
 	// law is the decay law, compiled by package decay (which owns every
 	// law's arithmetic and its safe-side rounding).
-	law *decay.Compiled
+	law *law.Compiled
 }
 
 // NewRules builds Rules for law d (nil means decay.None()) and bounds
 // [lo, hi]. Preconditions (checked by sketch.New): lo <= 0 <= hi, lo < hi,
 // neither NaN, and d valid.
 func NewRules(d decay.Decay, lo, hi float64) *Rules {
-	return &Rules{lo: float64(RoundUp(lo)), hi: float64(RoundUp(hi)), law: decay.Compile(d)}
+	return &Rules{lo: float64(RoundUp(lo)), hi: float64(RoundUp(hi)), law: law.Compile(d)}
 }
 
 // Lo returns the effective lower bound (Lo rounded up to float32).
@@ -30,10 +33,10 @@ func (r *Rules) Lo() float64 { return r.lo }
 func (r *Rules) Hi() float64 { return r.hi }
 
 // Kind returns the decay law's kind.
-func (r *Rules) Kind() decay.Kind { return r.law.Kind() }
+func (r *Rules) Kind() law.Kind { return r.law.Kind() }
 
 // Decay returns score after dt ms under the law, in float64, on the safe
-// side (decay.Compiled.Apply): never below the law's own result for a
+// side (law.Compiled.Apply): never below the law's own result for a
 // positive score, and a custom law's faults sanitized. dt <= 0 returns
 // score.
 func (r *Rules) Decay(score float64, dt int64) float64 {
@@ -49,11 +52,11 @@ const MaxCells = 8
 
 // ValueN sets v[i] = Value(w[i], now) for i < n: one call for all of a
 // key's cells, with the decay law's dispatch taken once and the two common
-// laws' arithmetic (decay.Compiled.ExpFast, LinearApply) inlined into the
+// laws' arithmetic (law.Compiled.ExpFast, LinearApply) inlined into the
 // loop. n <= MaxCells.
 func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
 	switch r.law.Kind() {
-	case decay.KindExponential:
+	case law.KindExponential:
 		for i := range n {
 			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
 			if dt > 0 && s != 0 {
@@ -65,7 +68,7 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 			}
 			v[i] = s
 		}
-	case decay.KindLinear:
+	case law.KindLinear:
 		for i := range n {
 			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
 			if dt > 0 && s != 0 {
@@ -73,7 +76,7 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 			}
 			v[i] = s
 		}
-	case decay.KindNone:
+	case law.KindNone:
 		for i := range n {
 			v[i] = float64(w[i].Score())
 		}
@@ -102,11 +105,11 @@ func (r *Rules) Value(w Word, now uint32) float64 {
 		return s
 	}
 	switch r.law.Kind() {
-	case decay.KindExponential:
+	case law.KindExponential:
 		if x, ok := r.law.ExpFast(s, dt); ok {
 			return x
 		}
-	case decay.KindLinear:
+	case law.KindLinear:
 		return r.law.LinearApply(s, dt)
 	}
 	return r.law.Apply(s, dt)

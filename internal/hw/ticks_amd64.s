@@ -27,11 +27,6 @@ done:
 	MOVQ AX, ret+0(FP)
 	RET
 
-// func Pause()
-TEXT ·Pause(SB), NOSPLIT, $0-0
-	PAUSE
-	RET
-
 // func counterInfo() (flags uint32, hz uint64)
 //
 // flags |= infoFast   if the TSC is invariant: CPUID.80000007H:EDX[8]

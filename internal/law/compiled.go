@@ -1,4 +1,4 @@
-package decay
+package law
 
 import "math"
 

@@ -1,4 +1,4 @@
-package asm
+package hw
 
 import (
 	"fmt"
@@ -191,7 +191,7 @@ type stamp struct {
 func TestCrossCPUMonotonic(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(0))
 	c := NewClock()
-	cpus := allowedCPUs()
+	cpus := AllowedCPUs()
 	procsList := []int{2}
 	if n := runtime.NumCPU(); n > 2 {
 		procsList = append(procsList, n)
@@ -235,7 +235,7 @@ func crossCPURun(t *testing.T, c *Clock, cpus []int, procs int, dur time.Duratio
 	for w := range workers {
 		wg.Go(func() {
 			if len(cpus) > 0 {
-				undo, ok := pinThread(cpus[w%len(cpus)])
+				undo, ok, _ := PinThread(cpus[w%len(cpus)])
 				defer undo()
 				if ok {
 					pinned.Add(1)

@@ -12,14 +12,6 @@ TEXT ·Ticks(SB), NOSPLIT, $0-8
 	MOVD R0, ret+0(FP)
 	RET
 
-// func Pause()
-//
-// ISB rather than YIELD: YIELD retires as a NOP on most cores, ISB stalls
-// for a few tens of cycles (Go's runtime.procyield, Rust's spin_loop).
-TEXT ·Pause(SB), NOSPLIT, $0-0
-	ISB $15
-	RET
-
 // func counterInfo() (flags uint32, hz uint64)
 //
 // flags = infoFast: the generic timer is architected on every ARMv8-A core.
