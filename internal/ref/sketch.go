@@ -125,6 +125,19 @@ func (s *Sketch) CellScore(level, index uint32) float64 {
 	return c.score
 }
 
+// KeyCell returns the raw stored score and timestamp of key's cell in
+// row level, under the cell's lock, without decaying it: the view a
+// model-based test compares with its model. It panics if level >= L.
+func (s *Sketch) KeyCell(key []byte, level uint32) (score float64, last int64) {
+	if level >= s.levels {
+		panic(fmt.Sprintf("sketch: level %d out of range; have %d levels", level, s.levels))
+	}
+	c := s.cellFor(s.hasher.Sum64(key), level)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.score, c.last
+}
+
 // cellAtIndex returns the cell at index of row level; it panics when
 // either is out of range.
 func (s *Sketch) cellAtIndex(level, index uint32) *cell {

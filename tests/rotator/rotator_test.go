@@ -1,4 +1,4 @@
-package rotator
+package rotator_test
 
 import (
 	"errors"
@@ -16,6 +16,7 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -28,11 +29,11 @@ func small(clk sketch.Clock) sketch.Config {
 	return sketch.Config{CellsPerLevel: 1024, Hi: 1e9, Clock: clk}
 }
 
-func newRotator(t testing.TB, cfg Config) *Rotator {
+func newRotator(t testing.TB, cfg rotator.Config) *rotator.Rotator {
 	t.Helper()
-	r, err := New(cfg)
+	r, err := rotator.New(cfg)
 	if err != nil {
-		t.Fatalf("New(%+v): %v", cfg, err)
+		t.Fatalf("rotator.New(%+v): %v", cfg, err)
 	}
 	t.Cleanup(r.Close)
 	return r
@@ -51,23 +52,23 @@ func withProcs(t *testing.T, f func(t *testing.T)) {
 func TestNewValidates(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	for _, tc := range []struct {
-		cfg  Config
+		cfg  rotator.Config
 		want string
 	}{
-		{Config{Sketch: small(clk), Generations: 1, Period: period}, "rotator: Generations must be >= 2; got 1"},
-		{Config{Sketch: small(clk)}, "rotator: Period must be > 0; got 0s"},
-		{Config{Sketch: small(clk), Period: -time.Second}, "rotator: Period must be > 0; got -1s"},
-		{Config{Sketch: small(clk), Period: 500 * time.Microsecond}, "rotator: Period must be at least 1ms"},
-		{Config{Sketch: sketch.Config{Lo: 1, Hi: 2}, Period: period}, "sketch: Lo must be <= 0; got 1"},
-		{Config{Sketch: sketch.Config{Hi: 1, Levels: 9}, Period: period}, "sketch: Levels must be <= 8; got 9"},
+		{rotator.Config{Sketch: small(clk), Generations: 1, Period: period}, "rotator: Generations must be >= 2; got 1"},
+		{rotator.Config{Sketch: small(clk)}, "rotator: Period must be > 0; got 0s"},
+		{rotator.Config{Sketch: small(clk), Period: -time.Second}, "rotator: Period must be > 0; got -1s"},
+		{rotator.Config{Sketch: small(clk), Period: 500 * time.Microsecond}, "rotator: Period must be at least 1ms"},
+		{rotator.Config{Sketch: sketch.Config{Lo: 1, Hi: 2}, Period: period}, "sketch: Lo must be <= 0; got 1"},
+		{rotator.Config{Sketch: sketch.Config{Hi: 1, Levels: 9}, Period: period}, "sketch: Levels must be <= 8; got 9"},
 	} {
-		r, err := New(tc.cfg)
+		r, err := rotator.New(tc.cfg)
 		var ce *sketch.ConfigError
 		if err == nil || !strings.HasPrefix(err.Error(), tc.want) || !errors.Is(err, sketch.ErrInvalidConfig) || !errors.As(err, &ce) {
-			t.Errorf("New(%+v) = %v, %v; want a *sketch.ConfigError %q matching ErrInvalidConfig", tc.cfg, r, err, tc.want)
+			t.Errorf("rotator.New(%+v) = %v, %v; want a *sketch.ConfigError %q matching ErrInvalidConfig", tc.cfg, r, err, tc.want)
 		}
 	}
-	r := newRotator(t, Config{Sketch: small(clk), Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Period: period})
 	cfg := r.Config()
 	if cfg.Generations != core.DefaultGenerations || cfg.Sketch.Levels != sketch.DefaultLevels || cfg.Sketch.Decay == nil || cfg.Sketch.Clock != clk {
 		t.Errorf("Config() = %+v; want defaults filled in and the clock kept", cfg)
@@ -80,7 +81,7 @@ func TestSeedsDistinct(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	cfg := small(clk)
 	cfg.Seed = 42
-	r := newRotator(t, Config{Sketch: cfg, Generations: 3, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: cfg, Generations: 3, Period: period})
 	seen := map[uint64]bool{}
 	for round := range 11 {
 		if round > 0 {
@@ -107,7 +108,7 @@ func TestSeedsDistinct(t *testing.T) {
 // generation; a fresh generation starts at 0.
 func TestReadsPrimaryWritesAll(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
-	r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Generations: 3, Period: period})
 	k := []byte("k")
 	r.Update(k, 5)
 	gs := core.RotatorOf(r).Current()
@@ -144,7 +145,7 @@ func TestWarmStart(t *testing.T) {
 		clk := sketchtest.NewFakeClock()
 		cfg := small(clk)
 		cfg.Decay = decay.Exponential(10) // time constant 100 ms << Period
-		r := newRotator(t, Config{Sketch: cfg, Period: period})
+		r := newRotator(t, rotator.Config{Sketch: cfg, Period: period})
 		// Steady state of +1 every tick, decaying by f per tick.
 		f := math.Exp(-10 * tick.Seconds())
 		steady := 1 / (1 - f)
@@ -161,7 +162,7 @@ func TestWarmStart(t *testing.T) {
 	})
 	t.Run("decay=none", func(t *testing.T) {
 		clk := sketchtest.NewFakeClock()
-		r := newRotator(t, Config{Sketch: small(clk), Period: period})
+		r := newRotator(t, rotator.Config{Sketch: small(clk), Period: period})
 		perPeriod := float64(period / tick)
 		for i := range 5 * int(period/tick) {
 			clk.Advance(tick)
@@ -180,7 +181,7 @@ func TestForgetting(t *testing.T) {
 	for _, n := range []uint32{2, 3, 5} {
 		t.Run(fmt.Sprintf("gens=%d", n), func(t *testing.T) {
 			clk := sketchtest.NewFakeClock()
-			r := newRotator(t, Config{Sketch: small(clk), Generations: n, Period: period})
+			r := newRotator(t, rotator.Config{Sketch: small(clk), Generations: n, Period: period})
 			r.UpdateString("once", 7)
 			clk.Set(int64(n)*period.Milliseconds() - 1)
 			if got := r.QueryString("once"); got != 7 {
@@ -213,7 +214,7 @@ func TestOnePromotionPerPeriod(t *testing.T) {
 	}
 	withProcs(t, func(t *testing.T) {
 		clk := sketchtest.NewFakeClock()
-		r := newRotator(t, Config{Sketch: small(clk), Period: period})
+		r := newRotator(t, rotator.Config{Sketch: small(clk), Period: period})
 		for round := 1; round <= rounds; round++ {
 			var wg sync.WaitGroup
 			for g := range 8 {
@@ -260,7 +261,7 @@ func TestMemoryBounded(t *testing.T) {
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
 	clk := sketchtest.NewFakeClock()
 	const n = 2
-	r := newRotator(t, Config{Sketch: sketch.Config{Hi: 1e9, Clock: clk}, Generations: n, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: sketch.Config{Hi: 1e9, Clock: clk}, Generations: n, Period: period})
 	gen := r.Sizes().Cells / n
 	var ms runtime.MemStats
 	runtime.GC()
@@ -312,7 +313,7 @@ func TestNoGoroutines(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	before := runtime.NumGoroutine()
 	clk := sketchtest.NewFakeClock()
-	r, err := New(Config{Sketch: small(clk), Period: period})
+	r, err := rotator.New(rotator.Config{Sketch: small(clk), Period: period})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,7 +337,7 @@ func TestNoGoroutines(t *testing.T) {
 func TestForwardJump(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	const n = 3
-	r := newRotator(t, Config{Sketch: small(clk), Generations: n, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Generations: n, Period: period})
 	keys := []string{"a", "b", "c"}
 	for _, k := range keys {
 		r.UpdateString(k, 1)
@@ -372,7 +373,7 @@ func TestForwardJump(t *testing.T) {
 // generations and keeps the others in order.
 func TestPartialJump(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
-	r := newRotator(t, Config{Sketch: small(clk), Generations: 4, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Generations: 4, Period: period})
 	old := core.RotatorOf(r).Current().Gens
 	clk.Advance(2*period + 10*time.Millisecond)
 	r.QueryString("x")
@@ -394,7 +395,7 @@ func TestBackwardStep(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	cfg := small(clk)
 	cfg.Decay = decay.Linear(1)
-	r := newRotator(t, Config{Sketch: cfg, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: cfg, Period: period})
 	clk.Set(500)
 	r.UpdateString("k", 10)
 	clk.Set(-100 * period.Milliseconds())
@@ -418,7 +419,7 @@ func TestBackwardStep(t *testing.T) {
 // the deadline nor rotates on every operation.
 func TestDeadlineSaturates(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
-	r := newRotator(t, Config{Sketch: small(clk), Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Period: period})
 	clk.Set(math.MaxInt64 - 10)
 	r.QueryString("k")
 	r.QueryString("k")
@@ -429,7 +430,7 @@ func TestDeadlineSaturates(t *testing.T) {
 
 func TestCloseIdempotent(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
-	r := newRotator(t, Config{Sketch: small(clk), Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Period: period})
 	r.Close()
 	r.Close()
 	r.UpdateString("k", 2)
@@ -450,7 +451,7 @@ func (c *countingClock) NowMillis() int64 { c.n.Add(1); return c.FakeClock.NowMi
 // TestClockReadOnce: every operation reads the clock once, whatever N is.
 func TestClockReadOnce(t *testing.T) {
 	clk := &countingClock{}
-	r := newRotator(t, Config{Sketch: small(clk), Generations: 4, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Generations: 4, Period: period})
 	k := []byte("k")
 	ops := []func(){
 		func() { r.Update(k, 1) }, func() { r.UpdateString("k", 1) },
@@ -471,7 +472,7 @@ func TestClockReadOnce(t *testing.T) {
 // TestDefaultClock: with a nil Clock the rotator reads the sketch default
 // (monotonic) clock through the primary.
 func TestDefaultClock(t *testing.T) {
-	r := newRotator(t, Config{Sketch: sketch.Config{CellsPerLevel: 1024, Hi: 1e9}, Period: time.Hour})
+	r := newRotator(t, rotator.Config{Sketch: sketch.Config{CellsPerLevel: 1024, Hi: 1e9}, Period: time.Hour})
 	r.UpdateString("k", 3)
 	if got := r.QueryString("k"); got != 3 {
 		t.Fatalf("Query = %v; want 3", got)
@@ -487,7 +488,7 @@ func TestDefaultClock(t *testing.T) {
 
 func TestSizes(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
-	r := newRotator(t, Config{Sketch: small(clk), Generations: 3, Period: period})
+	r := newRotator(t, rotator.Config{Sketch: small(clk), Generations: 3, Period: period})
 	one := core.RotatorOf(r).Current().Gens[0].Sizes()
 	sz := r.Sizes()
 	if sz.Cells != 3*one.Cells || sz.Total < 3*one.Total || sz.Total > 3*one.Total+1024 {

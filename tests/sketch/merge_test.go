@@ -35,7 +35,7 @@ func TestMergeRapid(t *testing.T) {
 			Aggregator: sketch.Aggregator(rapid.IntRange(0, 2).Draw(rt, "agg")),
 			Clock:      clock,
 		}
-		a, b, u := mustNew(rt, cfg), mustNew(rt, cfg), mustNew(rt, cfg)
+		a, b, u := mustNewSketch(rt, cfg), mustNewSketch(rt, cfg), mustNewSketch(rt, cfg)
 		keys := snapKeys(12)
 		for range rapid.IntRange(0, 80).Draw(rt, "ops") {
 			k := keys[rapid.IntRange(0, len(keys)-1).Draw(rt, "k")]
@@ -52,14 +52,14 @@ func TestMergeRapid(t *testing.T) {
 		for i, k := range keys {
 			qa[i], qb[i] = a.Query(k), b.Query(k)
 		}
-		m := mustNew(rt, cfg)
+		m := mustNewSketch(rt, cfg)
 		if err := m.Merge(a, 0); err != nil {
 			rt.Fatal(err)
 		}
 		if err := m.Merge(b, 0); err != nil {
 			rt.Fatal(err)
 		}
-		w := mustNew(rt, cfg)
+		w := mustNewSketch(rt, cfg)
 		_ = w.Merge(a, 0)
 		if err := w.Merge(b, time.Duration(clock.NowMillis()-start)*time.Millisecond); err != nil {
 			rt.Fatal(err)
@@ -98,7 +98,7 @@ func TestMergeRapid(t *testing.T) {
 func TestMergeLinearUnderestimates(t *testing.T) {
 	clock := sketchtest.NewFakeClock()
 	cfg := sketch.Config{Levels: 1, CellsPerLevel: 1, Hi: 1e9, Decay: decay.Linear(1), Clock: clock}
-	a, b, u := mustNew(t, cfg), mustNew(t, cfg), mustNew(t, cfg)
+	a, b, u := mustNewSketch(t, cfg), mustNewSketch(t, cfg), mustNewSketch(t, cfg)
 	k := []byte("k")
 	for i := range 100 {
 		r := a
@@ -109,10 +109,10 @@ func TestMergeLinearUnderestimates(t *testing.T) {
 		u.Update(k, 1.5)
 		clock.Advance(time.Second)
 	}
-	m := mustNew(t, cfg)
+	m := mustNewSketch(t, cfg)
 	_ = m.Merge(a, 0)
 	_ = m.Merge(b, 0)
-	w := mustNew(t, cfg)
+	w := mustNewSketch(t, cfg)
 	_ = w.Merge(a, 0)
 	_ = w.Merge(b, 100*time.Second)
 	t.Logf("a=%v b=%v merged=%v union=%v mergeWithin=%v", a.Query(k), b.Query(k), m.Query(k), u.Query(k), w.Query(k))
@@ -129,9 +129,9 @@ func TestMergeClocks(t *testing.T) {
 	cs.Set(10_000)
 	co.Set(4_000)
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 16, Hi: 1e9, Decay: decay.Linear(1), Clock: cs}
-	s := mustNew(t, cfg)
+	s := mustNewSketch(t, cfg)
 	cfg.Clock = co
-	o := mustNew(t, cfg)
+	o := mustNewSketch(t, cfg)
 	o.Update([]byte("k"), 100) // at wall 4 s; the merge is at wall 10 s
 	if err := s.Merge(o, 0); err != nil {
 		t.Fatal(err)
@@ -140,7 +140,7 @@ func TestMergeClocks(t *testing.T) {
 		t.Fatalf("other behind by 6 s: got %v, want 94", got)
 	}
 	co.Set(20_000) // other ahead: read at wall 10 s of its scale, 6 s after its write, not 16
-	s2 := mustNew(t, sketch.Config{Levels: 2, CellsPerLevel: 16, Hi: 1e9, Decay: decay.Linear(1), Clock: cs})
+	s2 := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 16, Hi: 1e9, Decay: decay.Linear(1), Clock: cs})
 	if err := s2.Merge(o, 0); err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func TestMergeClocks(t *testing.T) {
 // sketch merged into itself.
 func TestMergeRefuses(t *testing.T) {
 	base := sketch.Config{Levels: 3, CellsPerLevel: 32, Hi: 100, Decay: decay.Exponential(1)}
-	s := mustNew(t, base)
+	s := mustNewSketch(t, base)
 	for _, tc := range []struct {
 		field string
 		f     func(*sketch.Config)
@@ -170,7 +170,7 @@ func TestMergeRefuses(t *testing.T) {
 	} {
 		c := base
 		tc.f(&c)
-		err := s.Merge(mustNew(t, c), 0)
+		err := s.Merge(mustNewSketch(t, c), 0)
 		var se *core.SnapshotError
 		if !errors.As(err, &se) || !errors.Is(err, sketch.ErrSnapshotMismatch) || se.Field != tc.field {
 			t.Errorf("%s: %v", tc.field, err)
@@ -187,11 +187,11 @@ func TestMergeRefuses(t *testing.T) {
 func TestMergeConcurrent(t *testing.T) {
 	cfg := sketch.Config{Levels: 4, CellsPerLevel: 1 << 10, Hi: 1e9}
 	keys := snapKeys(16)
-	o := mustNew(t, cfg)
+	o := mustNewSketch(t, cfg)
 	for _, k := range keys {
 		o.Update(k, 1000)
 	}
-	s := mustNew(t, cfg)
+	s := mustNewSketch(t, cfg)
 	const n = 2000
 	done := make(chan struct{})
 	go func() {

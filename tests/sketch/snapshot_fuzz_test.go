@@ -22,7 +22,7 @@ import (
 func FuzzUnmarshal(f *testing.F) {
 	clock := sketchtest.NewFakeClock()
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 8, Lo: -10, Hi: 1000, Decay: decay.Exponential(0.5), Clock: clock}
-	src := mustNew(f, cfg)
+	src := mustNewSketch(f, cfg)
 	for i, k := range snapKeys(12) {
 		src.Update(k, float64(i*i)-5)
 	}
@@ -49,7 +49,7 @@ func FuzzUnmarshal(f *testing.F) {
 
 func checkDecode(t *testing.T, cfg sketch.Config, validLen int, data []byte) {
 	{
-		s := mustNew(t, cfg)
+		s := mustNewSketch(t, cfg)
 		err := s.UnmarshalBinary(data)
 		if err != nil {
 			if !errors.Is(err, sketch.ErrCorruptSnapshot) && !errors.Is(err, sketch.ErrSnapshotMismatch) {
@@ -76,7 +76,7 @@ func checkDecode(t *testing.T, cfg sketch.Config, validLen int, data []byte) {
 				}
 			}
 		}
-		s2 := mustNew(t, cfg)
+		s2 := mustNewSketch(t, cfg)
 		n, err2 := s2.ReadFrom(bytes.NewReader(data))
 		if err2 != nil && !errors.Is(err2, sketch.ErrCorruptSnapshot) && !errors.Is(err2, sketch.ErrSnapshotMismatch) {
 			t.Fatalf("ReadFrom: untyped error %v", err2)
@@ -94,7 +94,7 @@ func checkDecode(t *testing.T, cfg sketch.Config, validLen int, data []byte) {
 // no allocation beyond the decoder's fixed buffer.
 func TestUnmarshalForgedHeaderNoAlloc(t *testing.T) {
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 10}
-	s := mustNew(t, cfg)
+	s := mustNewSketch(t, cfg)
 	data, _ := s.MarshalBinary()
 	data[12], data[13], data[16], data[17], data[18] = 8, 0, 0, 0, 0x40 // L=8, M=2^30
 	r := bytes.NewReader(data)

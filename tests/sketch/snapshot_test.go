@@ -37,18 +37,6 @@ func snapKeys(n int) [][]byte {
 	return keys
 }
 
-func mustNew(t interface {
-	Helper()
-	Fatal(...any)
-}, cfg sketch.Config) *sketch.Sketch {
-	t.Helper()
-	s, err := sketch.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
-
 // TestSnapshotRoundTrip: a sketch restored on another process clock (its
 // own FakeClock, its own epoch) answers every Query exactly as the
 // original does at the same wall time, right after the restore and after
@@ -60,7 +48,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 				c1 := sketchtest.NewFakeClock()
 				c1.Set(1_000_000)
 				cfg := sketch.Config{Levels: 3, CellsPerLevel: 50, Hi: 1e6, Lo: -100, Decay: law.law, Aggregator: agg, Clock: c1}
-				orig := mustNew(t, cfg)
+				orig := mustNewSketch(t, cfg)
 				keys := snapKeys(40)
 				for i, k := range keys {
 					orig.Update(k, float64(i%7)+0.25)
@@ -87,7 +75,7 @@ func TestSnapshotRoundTrip(t *testing.T) {
 					c2.Set(777)
 					cfg2 := cfg
 					cfg2.Clock = c2
-					res := mustNew(t, cfg2)
+					res := mustNewSketch(t, cfg2)
 					c2.Set(t0 + down.Milliseconds())
 					if err := res.UnmarshalBinary(data); err != nil {
 						t.Fatal(err)
@@ -116,14 +104,14 @@ func TestSnapshotLongDowntime(t *testing.T) {
 	c1.Set(5_000_000)
 	for _, law := range snapLaws {
 		cfg := sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e30, Decay: law.law, Clock: c1}
-		orig := mustNew(t, cfg)
+		orig := mustNewSketch(t, cfg)
 		orig.Update([]byte("k"), 1e20)
 		data, _ := orig.MarshalBinary()
 		year := int64(365 * 24 * 3600 * 1000)
 		c2 := sketchtest.NewFakeClock()
 		cfg.Clock = c2
 		c2.Set(c1.NowMillis() + 3*year)
-		res := mustNew(t, cfg)
+		res := mustNewSketch(t, cfg)
 		if err := res.UnmarshalBinary(data); err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +122,7 @@ func TestSnapshotLongDowntime(t *testing.T) {
 		}
 		// A restore clock behind the snapshot: zero downtime.
 		c2.Set(c1.NowMillis() - year)
-		res = mustNew(t, cfg)
+		res = mustNewSketch(t, cfg)
 		if err := res.UnmarshalBinary(data); err != nil {
 			t.Fatal(err)
 		}
@@ -149,11 +137,11 @@ func TestSnapshotLongDowntime(t *testing.T) {
 // mis-aged.
 func TestSnapshotSystemClock(t *testing.T) {
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e9, Decay: decay.Linear(1)}
-	a := mustNew(t, cfg)
+	a := mustNewSketch(t, cfg)
 	a.Update([]byte("k"), 1000)
 	data, _ := a.MarshalBinary()
 	time.Sleep(20 * time.Millisecond)
-	b := mustNew(t, cfg)
+	b := mustNewSketch(t, cfg)
 	if err := b.UnmarshalBinary(data); err != nil {
 		t.Fatal(err)
 	}
@@ -187,10 +175,10 @@ func TestSnapshotMismatch(t *testing.T) {
 		{"Seed", other(func(c *sketch.Config) { c.Seed = 8 })},
 	}
 	for _, tc := range cases {
-		src := mustNew(t, tc.cfg)
+		src := mustNewSketch(t, tc.cfg)
 		src.Update([]byte("x"), 1)
 		data, _ := src.MarshalBinary()
-		dst := mustNew(t, base)
+		dst := mustNewSketch(t, base)
 		dst.Update([]byte("y"), 5)
 		err := dst.UnmarshalBinary(data)
 		var se *core.SnapshotError
@@ -214,16 +202,16 @@ func TestSnapshotMismatch(t *testing.T) {
 		c.Hasher = func(seed uint64) sketch.Hasher { return customHasher(seed ^ 1) }
 		c.Seed = 7
 	})
-	data, _ := mustNew(t, c1).MarshalBinary()
-	err := mustNew(t, c2).UnmarshalBinary(data)
+	data, _ := mustNewSketch(t, c1).MarshalBinary()
+	err := mustNewSketch(t, c2).UnmarshalBinary(data)
 	var se *core.SnapshotError
 	if !errors.As(err, &se) || se.Field != "Hasher fingerprint" {
 		t.Errorf("custom hasher fingerprint: %v", err)
 	}
-	if err := mustNew(t, c1).UnmarshalBinary(data); err != nil {
+	if err := mustNewSketch(t, c1).UnmarshalBinary(data); err != nil {
 		t.Errorf("same custom hasher: %v", err)
 	}
-	t.Log(mustNew(t, base).UnmarshalBinary(data))
+	t.Log(mustNewSketch(t, base).UnmarshalBinary(data))
 }
 
 type customHasher uint64
@@ -243,14 +231,14 @@ func (h customHasher) Sum64String(k string) uint64 {
 func TestSnapshotCorrupt(t *testing.T) {
 	clock := sketchtest.NewFakeClock()
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 16, Hi: 100, Clock: clock}
-	src := mustNew(t, cfg)
+	src := mustNewSketch(t, cfg)
 	for i := range 20 {
 		src.Update(fmt.Appendf(nil, "k%d", i), float64(i))
 	}
 	data, _ := src.MarshalBinary()
 	check := func(name string, bad []byte) {
 		t.Helper()
-		dst := mustNew(t, cfg)
+		dst := mustNewSketch(t, cfg)
 		dst.Update([]byte("mine"), 9)
 		err := dst.UnmarshalBinary(bad)
 		if !errors.Is(err, sketch.ErrCorruptSnapshot) && !errors.Is(err, sketch.ErrSnapshotMismatch) {
@@ -280,7 +268,7 @@ func TestSnapshotCorrupt(t *testing.T) {
 	bad := bytes.Clone(data)
 	binary.LittleEndian.PutUint32(bad[88:], math.Float32bits(float32(math.NaN())))
 	binary.LittleEndian.PutUint32(bad[len(bad)-4:], crcOf(bad[:len(bad)-4]))
-	dst := mustNew(t, cfg)
+	dst := mustNewSketch(t, cfg)
 	dst.Update([]byte("mine"), 9)
 	if err := dst.UnmarshalBinary(bad); !errors.Is(err, sketch.ErrCorruptSnapshot) {
 		t.Errorf("NaN score: %v", err)
@@ -320,7 +308,7 @@ func decode(data []byte, cfg sketch.Config) (*sketch.Sketch, error) {
 // and never more than every update started before it ended.
 func TestSnapshotConcurrent(t *testing.T) {
 	cfg := sketch.Config{Levels: 4, CellsPerLevel: 1 << 12, Hi: 1e12}
-	s := mustNew(t, cfg)
+	s := mustNewSketch(t, cfg)
 	keys := snapKeys(64)
 	var stop atomic.Bool
 	var wg sync.WaitGroup
@@ -378,7 +366,7 @@ func TestSnapshotRapid(t *testing.T) {
 			Seed:       rapid.Uint64().Draw(rt, "seed"),
 			Clock:      c1,
 		}
-		orig := mustNew(rt, cfg)
+		orig := mustNewSketch(rt, cfg)
 		keys := snapKeys(10)
 		for range rapid.IntRange(0, 60).Draw(rt, "ops") {
 			k := keys[rapid.IntRange(0, len(keys)-1).Draw(rt, "k")]
@@ -393,7 +381,7 @@ func TestSnapshotRapid(t *testing.T) {
 		c2 := sketchtest.NewFakeClock()
 		c2.Set(rapid.Int64Range(0, c1.NowMillis()+down).Draw(rt, "t2")) // the new process starts before it restores
 		cfg.Clock = c2
-		res := mustNew(rt, cfg)
+		res := mustNewSketch(rt, cfg)
 		c2.Set(c1.NowMillis() + down)
 		if err := res.UnmarshalBinary(data); err != nil {
 			rt.Fatal(err)
@@ -415,14 +403,14 @@ func TestSnapshotForgedInstants(t *testing.T) {
 	clock := sketchtest.NewFakeClock()
 	clock.Set(1_700_000_000_000)
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: decay.Exponential(1), Clock: clock}
-	src := mustNew(t, cfg)
+	src := mustNewSketch(t, cfg)
 	src.Update([]byte("k"), 100)
 	data, _ := src.MarshalBinary()
 	for _, at := range []int64{math.MinInt64, -1 << 62, math.MaxInt64} {
 		bad := bytes.Clone(data)
 		binary.LittleEndian.PutUint64(bad[72:], uint64(at))
 		binary.LittleEndian.PutUint32(bad[len(bad)-4:], crcOf(bad[:len(bad)-4]))
-		dst := mustNew(t, cfg)
+		dst := mustNewSketch(t, cfg)
 		if err := dst.UnmarshalBinary(bad); err != nil {
 			t.Fatalf("instant %d: %v", at, err)
 		}
@@ -454,16 +442,16 @@ func (halfLife) Apply(s float64, dt int64) float64 {
 func TestSnapshotCustomLaw(t *testing.T) {
 	clock := sketchtest.NewFakeClock()
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e6, Decay: halfLife{}, Clock: clock}
-	src := mustNew(t, cfg)
+	src := mustNewSketch(t, cfg)
 	src.Update([]byte("k"), 64)
 	data, _ := src.MarshalBinary()
-	if err := mustNew(t, cfg).UnmarshalBinary(data); err != nil {
+	if err := mustNewSketch(t, cfg).UnmarshalBinary(data); err != nil {
 		t.Fatalf("custom into custom: %v", err)
 	}
 	other := cfg
 	other.Decay = decay.Exponential(math.Ln2)
 	var se *core.SnapshotError
-	if err := mustNew(t, other).UnmarshalBinary(data); !errors.As(err, &se) || se.Field != "Decay" {
+	if err := mustNewSketch(t, other).UnmarshalBinary(data); !errors.As(err, &se) || se.Field != "Decay" {
 		t.Fatalf("custom into exponential: %v", err)
 	}
 }

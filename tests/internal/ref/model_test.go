@@ -1,4 +1,4 @@
-package ref
+package ref_test
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -140,13 +141,12 @@ func checkModel(rt *rapid.T, exact bool, agg sketch.Aggregator,
 		Seed:          rapid.Uint64().Draw(rt, "seed"),
 		Clock:         clk,
 	}
-	s, err := New(cfg)
+	s, err := ref.New(cfg)
 	if err != nil {
 		rt.Fatalf("New: %v", err)
 	}
 	key := rapid.SliceOfN(rapid.Byte(), 0, 16).Draw(rt, "key")
 	skey := string(key)
-	h := s.hasher.Sum64(key)
 	born := clk.NowMillis()
 	m := &scalarModel{law: law, lo: cfg.Lo, hi: cfg.Hi, agg: agg, levels: int(cfg.Levels), hw: born, last: born}
 
@@ -233,10 +233,7 @@ func checkModel(rt *rapid.T, exact bool, agg sketch.Aggregator,
 		"": func(rt *rapid.T) {
 			// Every cell of the key holds the model's raw score and time.
 			for l := uint32(0); l < cfg.Levels; l++ {
-				c := s.cellFor(h, l)
-				c.mu.Lock()
-				score, last := c.score, c.last
-				c.mu.Unlock()
+				score, last := s.KeyCell(key, l)
 				if !agree(score, m.score, exact) || last != m.last {
 					rt.Fatalf("level %d: cell (%v @%d), model (%v @%d)", l, score, last, m.score, m.last)
 				}
