@@ -32,37 +32,6 @@ func atImpls(t *testing.T, cfg sketch.Config) map[string]atScorer {
 	return map[string]atScorer{"lockfree": mustNewSketch(t, cfg), "reference": ref, "rotator": rot}
 }
 
-// TestAtFakeClock: with a fake clock, a time from its Now() or a stored
-// wall time (time.UnixMilli) means what it says; a time in the future
-// counts as the clock's reading and never stops decay for other keys; a
-// time in the past counts as the latest time used.
-func TestAtFakeClock(t *testing.T) {
-	clk := sketchtest.NewFakeClock()
-	clk.Set(1_700_000_000_000) // a wall time in Unix ms
-	cfg := sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e6, Decay: decay.Linear(10), Clock: clk}
-	for name, s := range atImpls(t, cfg) {
-		t.Run(name, func(t *testing.T) {
-			k, other := "k", "other"
-			s.UpdateAt(clk.Now(), k, 100)
-			s.UpdateAt(time.UnixMilli(clk.NowMillis()), other, 100) // a stored wall time
-			s.UpdateAt(clk.Now().Add(1000*time.Hour), "future", 1)
-			clk.Advance(time.Second)
-			if got := s.QueryString(k); got != 90 {
-				t.Errorf("after a future UpdateAt and 1 s: Query(k) = %v, want 90 (decay must go on)", got)
-			}
-			if got := s.QueryAt(clk.Now(), other); got != 90 {
-				t.Errorf("QueryAt(now, other) = %v, want 90", got)
-			}
-			if got := s.QueryAt(clk.Now().Add(-time.Hour), k); got != 90 {
-				t.Errorf("QueryAt(an hour ago) = %v, want 90 (a past time counts as the latest used)", got)
-			}
-			if got := s.QueryAt(clk.Now().Add(time.Hour), k); got != 90 {
-				t.Errorf("QueryAt(an hour ahead) = %v, want 90 (a future time counts as the clock's reading)", got)
-			}
-		})
-	}
-}
-
 // TestAtDefaultClock is the case that used to stop time: on the default
 // (monotonic) clock, UpdateAt with time.Now() or with a stored wall time
 // of now must not move the sketch ahead of its clock, so decay goes on.

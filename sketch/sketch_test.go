@@ -179,56 +179,6 @@ var drainingDecays = []struct {
 	{"Exponential", decay.Exponential(0.1)},
 }
 
-// TestBackwardsClockAfterWrite: once a key's cells were written at time T,
-// stepping the clock back before T never raises its score, and an update
-// in the past adds exactly its delta, without decaying anything.
-func TestBackwardsClockAfterWrite(t *testing.T) {
-	for _, law := range drainingDecays {
-		t.Run("decay="+law.name, func(t *testing.T) {
-			fc := sketchtest.NewFakeClock()
-			s := mustNewSketch(t, sketch.Config{Hi: 1e9, Decay: law.law, Clock: fc})
-			key := []byte("k")
-			s.Update(key, 100)
-			fc.Advance(10 * time.Second)
-			q1 := s.UpdateAndQuery(key, 0) // a write at T = 10 s stamps the cells
-			for _, back := range []time.Duration{time.Millisecond, time.Second, 5 * time.Second, time.Hour} {
-				fc.Advance(-back)
-				if q := s.Query(key); q > q1 {
-					t.Fatalf("clock stepped back %v: Query = %v grew above %v", back, q, q1)
-				}
-				fc.Advance(back)
-			}
-			fc.Advance(-5 * time.Second)
-			if got := s.UpdateAndQuery(key, 1); got > q1+1 {
-				t.Fatalf("update in the past: %v > %v + 1", got, q1)
-			}
-		})
-	}
-}
-
-// TestBackwardsClockAfterRead is the API promise "a backwards clock step
-// counts as zero elapsed time, never as growth" as a user observes it:
-// Query at T, step the clock back, Query again. Regression test: Query
-// does not stamp the cells, so before the sketch kept a high-water mark of
-// time (sketch.Timebase) the second Query decayed from the last write and
-// returned more than the first (Linear(1): 90 at T=10s, then 95 at T=5s).
-func TestBackwardsClockAfterRead(t *testing.T) {
-	for _, law := range drainingDecays {
-		t.Run("decay="+law.name, func(t *testing.T) {
-			fc := sketchtest.NewFakeClock()
-			s := mustNewSketch(t, sketch.Config{Hi: 1e9, Decay: law.law, Clock: fc})
-			key := []byte("k")
-			s.Update(key, 100)
-			fc.Advance(10 * time.Second)
-			q1 := s.Query(key)
-			fc.Advance(-5 * time.Second)
-			if q2 := s.Query(key); q2 > q1 {
-				t.Fatalf("Query at 10s = %v, then at 5s (clock stepped back) = %v: the score grew", q1, q2)
-			}
-		})
-	}
-}
-
 // TestClockJump50Days moves the clock 50 days forward, past the 2^32 ms
 // stamp wrap: scores stay finite, non-negative and never grow, and every
 // operation keeps working.

@@ -118,30 +118,6 @@ func TestDecayComposition(t *testing.T) {
 	})
 }
 
-type tryUpdater interface {
-	TryUpdate(key []byte, delta, limit float64) bool
-}
-
-// TestTryUpdateLimitAboveHi: as in grudge, any finite limit is accepted
-// and the decision is aggregate + delta <= limit (grudge's reference-model
-// test draws limits above Hi).
-func TestTryUpdateLimitAboveHi(t *testing.T) {
-	s, _ := grudge.New(grudge.Config{Lo: 0, Hi: 100})
-	k := []byte("k")
-	if !s.TryUpdate(k, 100, 100) || s.Query(k) != 100 {
-		t.Fatalf("TryUpdate(100, 100) on a fresh key: Query = %v", s.Query(k))
-	}
-	if s.TryUpdate(k, 1, 100.5) {
-		t.Fatal("TryUpdate(1, Hi + 0.5) admitted at 100: 100 + 1 > 100.5")
-	}
-	if !s.TryUpdate(k, 0.5, 100.5) {
-		t.Fatal("TryUpdate(0.5, Hi + 0.5) denied at 100: 100 + 0.5 <= 100.5")
-	}
-	if got := s.Query(k); got != 100 {
-		t.Fatalf("Query = %v after an admission past Hi, want the clamp 100", got)
-	}
-}
-
 // TestDeterminism: the same operations at the same times give the same
 // scores, whatever seed each sketch drew (no collisions at this size).
 func TestDeterminism(t *testing.T) {
@@ -163,38 +139,6 @@ func TestDeterminism(t *testing.T) {
 		if a[i] != b[i] {
 			t.Fatalf("op %d: %v then %v", i, a[i], b[i])
 		}
-	}
-}
-
-// TestZeroAllocs: the hot-path methods allocate nothing with a built-in
-// aggregator, on the sketch and on both kinds of rotator.
-func TestZeroAllocs(t *testing.T) {
-	ticker := grudgetest.NewFakeTicker()
-	for _, agg := range []grudge.Aggregator{nil, grudge.Min, grudge.Max, grudge.Mean} {
-		sc := grudge.Config{Lo: 0, Hi: 1e6, Decay: grudge.Exponential(0.01), Aggregator: agg}
-		s, _ := grudge.New(sc)
-		lazy, _ := grudge.NewRotator(grudge.RotatorConfig{Sketch: sc, Period: time.Hour})
-		ticked, _ := grudge.NewRotator(grudge.RotatorConfig{Sketch: sc, Period: time.Hour, Ticker: ticker})
-		key := []byte("hot")
-		type scorer interface {
-			tryUpdater
-			Update([]byte, float64)
-			Query([]byte) float64
-			UpdateAndQuery([]byte, float64) float64
-		}
-		for name, sc := range map[string]scorer{"sketch": s, "lazy": lazy, "ticker": ticked} {
-			for op, f := range map[string]func(){
-				"Update":         func() { sc.Update(key, 1) },
-				"Query":          func() { sc.Query(key) },
-				"UpdateAndQuery": func() { sc.UpdateAndQuery(key, 1) },
-				"TryUpdate":      func() { sc.TryUpdate(key, 1, 1e6) },
-			} {
-				if a := testing.AllocsPerRun(100, f); a != 0 {
-					t.Errorf("%s %s: %v allocs/op, want 0", name, op, a)
-				}
-			}
-		}
-		ticked.Close()
 	}
 }
 

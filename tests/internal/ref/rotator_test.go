@@ -206,25 +206,6 @@ func TestRotatorConcurrentRotate(t *testing.T) {
 	}
 }
 
-func TestRotatorZeroAllocs(t *testing.T) {
-	r := rotTestNew(t, rotTestConfig(sketchtest.NewFakeClock(), 2, time.Hour))
-	k := []byte("key")
-	for name, f := range map[string]func(){
-		"Update":               func() { r.Update(k, 1) },
-		"UpdateString":         func() { r.UpdateString("key", 1) },
-		"Query":                func() { r.Query(k) },
-		"QueryString":          func() { r.QueryString("key") },
-		"UpdateAndQuery":       func() { r.UpdateAndQuery(k, 1) },
-		"UpdateAndQueryString": func() { r.UpdateAndQueryString("key", 1) },
-		"TryUpdate":            func() { r.TryUpdate(k, 1, 1e9) },
-		"TryUpdateString":      func() { r.TryUpdateString("key", 1, 1e9) },
-	} {
-		if a := testing.AllocsPerRun(1000, f); a != 0 {
-			t.Errorf("%s: %v allocs/op; want 0", name, a)
-		}
-	}
-}
-
 // TestRotatorNonFinitePanics: NaN and ±Inf panic with the "sketch:" prefix
 // before the lock is taken, so the rotator stays usable (Rotate would
 // deadlock on a leaked read lock).
