@@ -286,7 +286,7 @@ func (l *Limiter) Sizes() sketch.Sizes {
 }
 
 // Now returns the limiter clock's current reading as a time.Time, for the
-// At-style methods. It panics on the zero Limiter.
+// full forms (AllowN, DecideN, ...). It panics on the zero Limiter.
 func (l *Limiter) Now() time.Time {
 	if l.tb == nil {
 		panic(errZero)

@@ -14,6 +14,11 @@
 //     forgets, for streaming dedup; exactly one of racing callers is told
 //     a key is new.
 //
+// Keys are strings; each operation has a short form at the clock's
+// reading and one full form taking t first (ObserveAt, PerSecondAt,
+// SeenAt, ContainsAt: the module's naming rule, package sketch,
+// "Naming").
+//
 // All three hash with SipHash keyed from crypto/rand by default and read
 // with Min aggregation, so errors are one-sided: a collision can only
 // raise a Rate or a Count, or make Novelty say "seen" (a false

@@ -22,7 +22,7 @@ import (
 // Errors are one-sided, as a Bloom filter's: no false negatives within
 // T (float32 rounding is upward: a mark may last a hair longer); a false
 // positive needs all L cells refreshed within T by other keys
-// (sketch.FalsePositiveRate with hotKeys = the keys seen per T). With
+// ((1 - (1 - 1/M)^n)^L for n keys seen per T in L levels of M cells). With
 // rotation (Period = 16 T by default, at least T) a generation becomes
 // the primary (Generations-1) x Period >= T after its creation, so the
 // marks it missed are older than T anyway: rotation adds no false

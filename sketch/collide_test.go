@@ -16,7 +16,7 @@ import (
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// Colliding keys on different TryUpdate stripes (issue 11, item 1).
+// Colliding keys on different TryUpdate stripes.
 //
 // TryUpdate is atomic with respect to every other TryUpdate of any key
 // that shares cells with it (API.md). Distinct keys almost always sit on

@@ -12,7 +12,7 @@ import (
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// Idle times past the 32-bit stamp horizon (issue 11, item 3). Cells
+// Idle times past the 32-bit stamp horizon. Cells
 // stamp ms mod 2^32; an idle time of 2^31 ms (24.8 days) or more must
 // still decay as the reference (int64 ms) decays it: API.md, "Any idle
 // time, 1 ms to years, decays as the reference does". Every case builds

@@ -45,7 +45,7 @@ func TestScorer(t *testing.T, newScorer Factory) {
 	t.Run("LimitAboveHi", func(t *testing.T) { checkLimitAboveHi(t, newScorer) })
 	t.Run("ClockSafety", func(t *testing.T) { checkClockSafety(t, newScorer) })
 	t.Run("ZeroAllocs", func(t *testing.T) { checkZeroAllocs(t, newScorer) })
-	t.Run("AtTwins", func(t *testing.T) { checkAtTwins(t, newScorer) })
+	t.Run("AtForms", func(t *testing.T) { checkAtForms(t, newScorer) })
 }
 
 // ForEachGOMAXPROCS runs f as subtests "procs=N" at GOMAXPROCS 1, 2, 4
@@ -393,7 +393,7 @@ func checkZeroAllocs(t *testing.T, newScorer Factory) {
 	}
 }
 
-// AtScorer is the time-first At twins that sketch.Sketch, the reference
+// AtScorer is the time-first At forms that sketch.Sketch, the reference
 // and the rotators have; TestScorer checks them when the Scorer has them.
 type AtScorer interface {
 	UpdateAt(t time.Time, key string, delta float64)
@@ -402,16 +402,16 @@ type AtScorer interface {
 	TryUpdateAt(t time.Time, key string, delta, limit float64) bool
 }
 
-// checkAtTwins: a time from the clock's Now() or a stored wall time means
+// checkAtForms: a time from the clock's Now() or a stored wall time means
 // what it says; a future time counts as the clock's reading and never
 // stops decay; a past one counts as the latest time used.
-func checkAtTwins(t *testing.T, newScorer Factory) {
+func checkAtForms(t *testing.T, newScorer Factory) {
 	clk := NewFakeClock()
 	clk.Set(1_700_000_000_000)
 	s := newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e6, Decay: decay.Linear(10), Clock: clk})
 	a, ok := s.(AtScorer)
 	if !ok {
-		return // the At twins are optional
+		return // the At forms are optional
 	}
 	k := "k"
 	a.UpdateAt(clk.Now(), k, 100)

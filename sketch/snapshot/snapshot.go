@@ -224,7 +224,7 @@ func (e *LoadError) Is(target error) bool {
 // Load restores dst (a freshly built *sketch.Sketch or *rotator.Rotator,
 // under the configuration of the snapshot) from the file at path. On any
 // error it returns a *LoadError and dst is left empty, as built: a file
-// whose size is not dst's SnapshotSize is refused before dst is touched,
+// whose size is not the length of dst's snapshot is refused before dst is touched,
 // as is a refused header; a rotator is never changed by a failed restore,
 // and a sketch whose cells were bad is reset by its ReadFrom. The caller carries on with the empty
 // dst and reports the error.
