@@ -1,12 +1,20 @@
 module github.com/lfgrudge/grudge/bench
 
-go 1.25.0
+go 1.26.0
 
 require (
+	github.com/go-redis/redis_rate/v10 v10.0.1
 	github.com/lfgrudge/grudge v0.0.0
 	github.com/loov/hrtime v1.0.3
+	github.com/redis/go-redis/v9 v9.23.0
+	github.com/redis/rueidis v1.0.80
 	golang.org/x/time v0.15.0
 	gonum.org/v1/plot v0.17.0
+)
+
+require (
+	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	go.uber.org/atomic v1.12.0 // indirect
 )
 
 require (
@@ -17,11 +25,14 @@ require (
 	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
 	github.com/dchest/siphash v1.2.3 // indirect
 	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
+	github.com/klauspost/cpuid/v2 v2.4.0 // indirect
+	github.com/lfgrudge/grudge/redis v0.0.0
 	github.com/zeebo/xxh3 v1.1.0 // indirect
 	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+	golang.org/x/text v0.44.0 // indirect
 )
 
 replace github.com/lfgrudge/grudge => ../
+
+replace github.com/lfgrudge/grudge/redis => ../redis
