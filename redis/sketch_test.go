@@ -82,7 +82,7 @@ func TestTryUpdateExactGlobally(t *testing.T) {
 						defer wg.Done()
 						for i := 0; i < 2*limit/(clients*perClient)+10; i++ {
 							k := []byte(fmt.Sprint("k", (c*perClient+g+i)%tc.keys))
-							ok, err := s.TryUpdate(context.Background(), k, 1, limit)
+							ok, err := s.TryUpdate(context.Background(), string(k), 1, limit)
 							if err != nil {
 								t.Error(err)
 								return
@@ -140,12 +140,12 @@ func TestDifferential(t *testing.T) {
 					delta := float64(rng.IntN(30)) - 5
 					switch rng.IntN(4) {
 					case 0:
-						if err := rs.Update(ctx, key, delta); err != nil {
+						if err := rs.Update(ctx, string(key), delta); err != nil {
 							t.Fatal(err)
 						}
 						ls.Update(key, delta)
 					case 1:
-						got, err := rs.UpdateAndQuery(ctx, key, delta)
+						got, err := rs.UpdateAndQuery(ctx, string(key), delta)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -157,7 +157,7 @@ func TestDifferential(t *testing.T) {
 						if math.Abs(est+delta-limit) <= f32Bound(limit) {
 							continue // borderline: either answer is within the bound
 						}
-						got, err := rs.TryUpdate(ctx, key, delta, limit)
+						got, err := rs.TryUpdate(ctx, string(key), delta, limit)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -165,7 +165,7 @@ func TestDifferential(t *testing.T) {
 							t.Fatalf("op %d: TryUpdate(%s, %v, %v) = %v; local sketch says %v (estimate %v)", i, key, delta, limit, got, want, est)
 						}
 					default:
-						got, err := rs.Query(ctx, key)
+						got, err := rs.Query(ctx, string(key))
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -200,12 +200,12 @@ func TestCollisionsSafeSide(t *testing.T) {
 		k := fmt.Sprint("k", rng.IntN(20))
 		d := float64(rng.IntN(10))
 		truth[k] += d
-		if err := s.Update(ctx, []byte(k), d); err != nil {
+		if err := s.Update(ctx, k, d); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for k, want := range truth {
-		got, err := s.Query(ctx, []byte(k))
+		got, err := s.Query(ctx, k)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -233,25 +233,25 @@ func TestForeignData(t *testing.T) {
 		{"string", func() { do(t, c, "SET", key, "hello") }, "holds 5 bytes"},
 		{"list", func() { do(t, c, "RPUSH", key, "x") }, "holds a list"},
 		{"longer", func() {
-			good.Update(ctx, []byte("a"), 1)
+			good.Update(ctx, "a", 1)
 			do(t, c, "APPEND", key, "x")
 		}, fmt.Sprintf("holds %d bytes", size+1)},
 		{"shorter", func() {
-			good.Update(ctx, []byte("a"), 1)
+			good.Update(ctx, "a", 1)
 			s, _ := do(t, c, "GET", key).ToString()
 			do(t, c, "SET", key, s[:size-1])
 		}, fmt.Sprintf("holds %d bytes", size-1)},
 		{"bad magic", func() { do(t, c, "SET", key, strings.Repeat("z", size)) }, "bad magic"},
 		{"other shape", func() {
 			other := mustNew(t, c, Config{Name: "foreign", Levels: 1, CellsPerLevel: 8, Hi: 100})
-			other.Update(ctx, []byte("a"), 1)
+			other.Update(ctx, "a", 1)
 		}, "not L=2 M=4"},
 		{"other config", func() {
 			other := mustNew(t, c, Config{Name: "foreign", Levels: 2, CellsPerLevel: 4, Hi: 50})
-			other.Update(ctx, []byte("a"), 1)
+			other.Update(ctx, "a", 1)
 		}, "another configuration"},
 		{"NaN cell", func() {
-			good.Update(ctx, []byte("a"), 1)
+			good.Update(ctx, "a", 1)
 			nan := strings.Repeat("\x00\x00\x00\x00\x00\x00\xc0\x7f", 8) // stamp 0, score NaN
 			do(t, c, "SETRANGE", key, fmt.Sprint(headerBytes), nan)
 		}, "corrupt cell"},
@@ -262,9 +262,9 @@ func TestForeignData(t *testing.T) {
 			tt.setup()
 			before, _ := do(t, c, "DUMP", key).ToString()
 			for _, op := range []func() error{
-				func() error { return good.Update(ctx, []byte("a"), 1) },
-				func() error { _, err := good.Query(ctx, []byte("a")); return err },
-				func() error { _, err := good.TryUpdate(ctx, []byte("a"), 1, 10); return err },
+				func() error { return good.Update(ctx, "a", 1) },
+				func() error { _, err := good.Query(ctx, "a"); return err },
+				func() error { _, err := good.TryUpdate(ctx, "a", 1, 10); return err },
 			} {
 				err := op()
 				if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "grudge:") {
@@ -288,7 +288,7 @@ func TestRotation(t *testing.T) {
 	clk.Set(10_000)
 	s := mustNew(t, c, Config{Name: "rot", Levels: 2, CellsPerLevel: 8, Hi: 1e6, Period: time.Second, Generations: 2, Clock: clk})
 	ctx := context.Background()
-	if err := s.Update(ctx, []byte("a"), 5); err != nil {
+	if err := s.Update(ctx, "a", 5); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"{rot}:g:9", "{rot}:g:10"} {
@@ -306,7 +306,7 @@ func TestRotation(t *testing.T) {
 	}{{0, 5}, {999 * time.Millisecond, 5}, {time.Millisecond, 5}, {time.Second, 0}}
 	for i, st := range steps {
 		clk.Advance(st.advance)
-		got, err := s.Query(ctx, []byte("a"))
+		got, err := s.Query(ctx, "a")
 		if err != nil || got != st.want {
 			t.Fatalf("step %d (t=%d): Query = %v, %v; want %v", i, clk.NowMillis(), got, err, st.want)
 		}
@@ -335,14 +335,14 @@ func TestRebase(t *testing.T) {
 			for i, adv := range []time.Duration{0, 600 * time.Millisecond, 600 * time.Millisecond, 3 * time.Second, 1 << 33 * time.Millisecond, 1 << 40 * time.Millisecond} {
 				clk.Advance(adv)
 				key := []byte(fmt.Sprint("k", i%3))
-				got, err := s.UpdateAndQuery(ctx, key, 1000)
+				got, err := s.UpdateAndQuery(ctx, string(key), 1000)
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkClose(t, i, "UpdateAndQuery", got, ls.UpdateAndQuery(key, 1000))
 				for j := range 3 {
 					key := []byte(fmt.Sprint("k", j))
-					got, err := s.Query(ctx, key)
+					got, err := s.Query(ctx, string(key))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -361,12 +361,12 @@ func TestShards(t *testing.T) {
 	s := mustNew(t, c, Config{Name: "sh", Shards: 4, CellsPerLevel: 1000, Hi: 1e9})
 	ctx := context.Background()
 	for i := range 100 {
-		if err := s.Update(ctx, []byte(fmt.Sprint(i)), float64(i)); err != nil {
+		if err := s.Update(ctx, fmt.Sprint(i), float64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for i := range 100 {
-		if got, err := s.Query(ctx, []byte(fmt.Sprint(i))); err != nil || got < float64(i) {
+		if got, err := s.Query(ctx, fmt.Sprint(i)); err != nil || got < float64(i) {
 			t.Fatalf("Query(%d) = %v, %v", i, got, err)
 		}
 	}
@@ -380,9 +380,9 @@ func TestShards(t *testing.T) {
 func TestPanicsOnNaN(t *testing.T) {
 	s := &Sketch{cfg: normalized{hi: 10}, hasher: sketch.XXH3()(0)}
 	for name, f := range map[string]func(){
-		"Update":         func() { s.Update(context.Background(), nil, math.NaN()) },
-		"TryUpdate":      func() { s.TryUpdate(context.Background(), nil, 1, math.Inf(1)) },
-		"limit above Hi": func() { s.TryUpdate(context.Background(), nil, 1, 11) },
+		"Update":         func() { s.Update(context.Background(), "", math.NaN()) },
+		"TryUpdate":      func() { s.TryUpdate(context.Background(), "", 1, math.Inf(1)) },
+		"limit above Hi": func() { s.TryUpdate(context.Background(), "", 1, 11) },
 	} {
 		func() {
 			defer func() {
@@ -408,7 +408,7 @@ func TestLibraryReloaded(t *testing.T) {
 		if err := do(t, c, "FUNCTION", "FLUSH").Error(); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.UpdateAndQuery(ctx, []byte("k"), 1)
+		got, err := s.UpdateAndQuery(ctx, "k", 1)
 		if err != nil || got != float64(i+1) {
 			t.Fatalf("call %d after FUNCTION FLUSH: %v, %v; want %d", i, got, err, i+1)
 		}
