@@ -9,8 +9,10 @@
 GO        ?= go
 QEMU      ?= qemu-aarch64-static
 ARM64_BIN := bin/arm64
-# The Go modules of the repository, as directories.
-MODULES   := . tests bench redis
+# The Go modules of the repository that replace the library by this
+# checkout, as directories (redis/ requires the library at its planned
+# tag and has its own steps: test-redis).
+MODULES   := . tests bench
 # The modules whose packages are the library's and its tests: raced,
 # run under purego and on arm64.
 CORE_MODULES := . tests
@@ -18,7 +20,7 @@ CORE_MODULES := . tests
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps test lint tidy-check test-race test-purego test-nobackoff test-arm64 test-redis test-bench vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
+.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-redis test-bench vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
 
 all: test
 
@@ -26,18 +28,20 @@ all: test
 ## vet (amd64 + arm64 + purego), staticcheck, go mod tidy, race tests of
 ## the library and of tests/ (the consumer check included), purego tests,
 ## the no-backoff build, the arm64 suite under qemu, the bench module's
-## tests, and the redis/ module against a real redis-server.
+## tests, and the redis/ module (vet, staticcheck, its tidy check, race
+## tests against real redis-servers and a Redis Cluster).
 test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-bench test-redis
 	@echo "make test: all checks passed"
 
 ## deps: install what the tests need when it is missing: qemu-user-static
-## (the arm64 suite) and redis-server (redis/) with apt-get when run as
-## root, otherwise print the exact command and fail; staticcheck with go
-## install.
+## (the arm64 suite) and redis-server with redis-cli (redis/: standalone
+## servers and a 3-master cluster; Debian's redis-server pulls in
+## redis-tools) with apt-get when run as root, otherwise print the exact
+## command and fail; staticcheck with go install.
 deps:
 	@missing=""; \
 	command -v $(QEMU) >/dev/null 2>&1 || missing="$$missing qemu-user-static"; \
-	command -v redis-server >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	{ command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || missing="$$missing redis-server"; \
 	if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 			echo "make test: installing$$missing"; \
@@ -101,10 +105,44 @@ test-bench:
 	cd bench && $(GO) test -race -count=1 -timeout 10m ./...
 
 ## test-redis: the nested module redis/ (its own go.mod; the core module
-## has no Redis dependency): race tests against a redis-server the tests
-## start themselves (they fail without one when CI is set).
-test-redis:
+## has no Redis dependency), built through the go.work workspace at the
+## root: vet, staticcheck, its go mod tidy check, then the race tests
+## against redis-servers the tests start themselves on loopback ports (a
+## standalone server per test and one 3-master Redis Cluster made with
+## redis-cli --cluster create; they fail without redis-server/redis-cli
+## when CI is set).
+test-redis: tidy-check-redis
+	cd redis && $(GO) vet ./...
+	cd redis && $(STATICCHECK) ./...
 	cd redis && $(GO) test -race -count=1 -timeout 10m ./...
+
+## tidy-check-redis: go mod tidy must leave redis/go.mod and redis/go.sum
+## unchanged. redis/go.mod requires the core at CORE_VERSION, which is not
+## on the module proxy yet, and go mod tidy ignores go.work: so tidy runs on
+## a copy of go.mod (-modfile) with a replace of exactly that version by this
+## checkout, the workspace's own replace, and the result without that line
+## must equal the committed files. No network beyond the module proxy.
+CORE_VERSION ?= v0.1.0
+tidy-check-redis:
+	@set -e; t=$$(mktemp -d); trap 'rm -rf "$$t"' EXIT; \
+	cp redis/go.mod "$$t/go.mod"; cp redis/go.sum "$$t/go.sum"; \
+	echo "replace github.com/lfgrudge/grudge $(CORE_VERSION) => $(CURDIR)" >> "$$t/go.mod"; \
+	(cd redis && GOWORK=off $(GO) mod tidy -modfile="$$t/go.mod"); \
+	grep -v '^replace github.com/lfgrudge/grudge ' "$$t/go.mod" > "$$t/go.mod.tidy"; \
+	if ! cmp -s "$$t/go.mod.tidy" redis/go.mod || ! cmp -s "$$t/go.sum" redis/go.sum; then \
+		echo "tidy-check-redis: go mod tidy would change redis/go.mod or redis/go.sum:"; \
+		diff redis/go.mod "$$t/go.mod.tidy" || true; diff redis/go.sum "$$t/go.sum" || true; \
+		echo "fix: cp the tidied files over (make tidy-redis)"; exit 1; \
+	fi
+
+## tidy-redis: go mod tidy for redis/ (the same -modfile way), writing the
+## result back.
+tidy-redis:
+	@set -e; t=$$(mktemp -d); trap 'rm -rf "$$t"' EXIT; \
+	cp redis/go.mod "$$t/go.mod"; cp redis/go.sum "$$t/go.sum"; \
+	echo "replace github.com/lfgrudge/grudge $(CORE_VERSION) => $(CURDIR)" >> "$$t/go.mod"; \
+	(cd redis && GOWORK=off $(GO) mod tidy -modfile="$$t/go.mod"); \
+	grep -v '^replace github.com/lfgrudge/grudge ' "$$t/go.mod" > redis/go.mod; cp "$$t/go.sum" redis/go.sum
 
 vet:
 	@for m in $(MODULES); do \

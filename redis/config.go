@@ -28,10 +28,12 @@ var ErrInvalidConfig = errors.New("redis: invalid configuration")
 // server stores a fingerprint of the law, bounds, aggregator, seed and
 // rotation, and refuses a call made with another).
 type Config struct {
-	// Name is the sketch's base key. The server keys are "{Name}:g" (or
-	// "{Name}:g:<generation>"), and "{Name:<shard>}:..." when Shards > 1:
-	// the braces are a Redis Cluster hash tag, so all of a shard's keys
-	// share one slot. Must be non-empty and contain no braces.
+	// Name is the sketch's base key. The server keys are "{Name}:g", or
+	// with rotation the ring "{Name}:g:0" .. "{Name}:g:<Generations-1>",
+	// and "{Name:<shard>}:..." when Shards > 1: the braces are a Redis
+	// Cluster hash tag, so all of a shard's keys share one slot, and every
+	// call declares all of them (Sketch.Keys). Must be non-empty and
+	// contain no braces.
 	Name string
 
 	Levels        uint32               // L; 0 means 4; at most 8
@@ -45,8 +47,10 @@ type Config struct {
 	// Period is the rotation period: 0 means one generation, never
 	// rotated (right for draining laws such as the limiter's Linear).
 	// With Period > 0 the server keeps Generations strings, one per
-	// period, reads the oldest and writes all, as rotator does; a
-	// generation expires (PEXPIRE) when its life ends.
+	// period, reads the oldest and writes all, as rotator does; a ring
+	// slot whose generation's life has ended is reset by the next write
+	// (the strings carry no TTL, so volatile-* eviction never takes them;
+	// delete Sketch.Keys to retire a sketch).
 	Period      time.Duration
 	Generations uint32 // with Period > 0: 0 means 2; at least 2
 
@@ -71,11 +75,17 @@ type normalized struct {
 	param  float64
 	lo, hi float64 // rounded up to float32, as atomiccell.Rules holds them
 	fp     uint32
-	// The script's static arguments (sketch.lua): cfg is binary
-	// ('<I4I4I4I4dddd': L M G fp P param lo hi), kindName and agg
-	// strings, hs and he the header's byte range counted from the end.
-	cfg, kindName, agg, hs, he string
+	// cfg is the function's static argument (sketch.lua), binary
+	// ('<I4I4I4I4ddddBB': L M G fp P param lo hi kind agg).
+	cfg string
 }
+
+// The codes of the laws and aggregators in cfg (sketch.lua's KINDS and
+// AGGS).
+var (
+	kindCodes = map[law.Kind]byte{law.KindNone: 0, law.KindExponential: 1, law.KindLinear: 2}
+	aggCodes  = map[sketch.Aggregator]byte{sketch.Min: 0, sketch.Max: 1, sketch.Mean: 2}
+)
 
 func fmtFloat(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
 
@@ -137,16 +147,15 @@ func (cfg Config) normalize() (normalized, error) {
 	fmt.Fprintf(h, "%s|%v|%s|%s|%s|%d|%d|%d", n.kind, fmtFloat(n.param), fmtFloat(n.lo), fmtFloat(n.hi), agg,
 		cfg.Seed, cfg.Generations, cfg.Period.Milliseconds())
 	n.fp = h.Sum32()
-	b := make([]byte, 0, 48)
+	b := make([]byte, 0, 50)
 	for _, u := range []uint32{cfg.Levels, cfg.CellsPerLevel, cfg.Generations, n.fp} {
 		b = binary.LittleEndian.AppendUint32(b, u)
 	}
 	for _, f := range []float64{float64(cfg.Period.Milliseconds()), n.param, n.lo, n.hi} {
 		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(f))
 	}
-	n.cfg, n.kindName, n.agg = string(b), n.kind.String(), agg
-	size := headerBytes + int64(cfg.Levels)*int64(cfg.CellsPerLevel)*8
-	n.hs, n.he = strconv.FormatInt(-size, 10), strconv.FormatInt(-(size-headerBytes+1), 10)
+	b = append(b, kindCodes[n.kind], aggCodes[cfg.Aggregator])
+	n.cfg = string(b)
 	if math.IsNaN(n.lo) || math.IsNaN(n.hi) {
 		return bad("Lo and Hi must not be NaN")
 	}

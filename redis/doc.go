@@ -17,20 +17,26 @@
 // Redis 7.0 or later) opens the generation strings, reads the server
 // clock (TIME), decays, aggregates, clamps, rounds up and commits all L
 // cells, atomically (Redis runs one function at a time), in one round
-// trip:
+// trip. Every call declares every key the function touches: "{Name}:g"
+// without rotation, the ring "{Name}:g:0" .. "{Name}:g:<G-1>" with it
+// (generation i in slot i mod G), all under one hash tag, so a Redis
+// Cluster routes the call to the one slot that holds them and migrates
+// them with the slot:
 //
-//	now := max(TIME, every live generation's high-water mark)
-//	for each live generation g (created with PEXPIRE when missing):
-//	    for each level l: v[l] = decay(score(g, off[l]), now - epoch(g) - stamp(g, off[l]))
+//	tm := max(TIME, the creation time of every generation string)
+//	for each live generation g (created, or reset when its slot holds an expired one):
+//	    for each level l: v[l] = decay(score(g, off[l]), tm - epoch(g) - stamp(g, off[l]))
 //	est := aggregate(v of the oldest live generation)
 //	if op is TryUpdate and est + delta > limit: reply denied (retry time from the Linear law)
 //	for each live generation g, each level l:
-//	    cell := pack(roundUp(clamp(v[l] + delta, Lo, Hi)), max(stamp, now - epoch(g)))
+//	    cell := pack(roundUp(clamp(v[l] + delta, Lo, Hi)), max(stamp, tm - epoch(g)))
 //
 // A generation's epoch is rebased on the first write 2^31 ms after it
 // (every cell decayed to now and restamped 0, exact by the composition law),
 // so any idle time, 1 ms to years, decays as the law says; ages are
-// computed in float64 from the 64-bit epoch in the header.
+// computed in float64 from the 64-bit epoch in the header. A backwards step
+// of the server clock is no elapsed time per cell (a cell stamped later is
+// not decayed), so the sketch never decays more than real time.
 //
 // # Guarantees
 //
@@ -42,12 +48,27 @@
 //   - Foreign or malformed data under a key (wrong type, size, magic,
 //     shape, configuration fingerprint, NaN or Inf cell) is an error
 //     starting "grudge:" from the server; no call panics or overwrites it.
-//   - Calls are never retried by the client (a write is never applied
-//     twice), except after "Function not found" (a fresh or restarted
-//     server, which ran nothing): the client loads the library and calls
-//     once more.
+//   - Calls are never retried by the sketch (a write is never applied
+//     twice by it), except after replies that say no code ran: "Function
+//     not found" (a fresh or restarted server: the client loads the
+//     library on every node and calls once more) and TRYAGAIN (a cluster
+//     slot migrating with the sketch's keys split between two nodes: it
+//     waits and calls again). go-redis retries after a network error on
+//     its own unless told not to (see NewGoRedis); such a retry can only
+//     over-count.
 //   - Context deadlines bound every call; Config.Timeout supplies one when
-//     the context has none.
+//     the context has none. A call that timed out may still have run on
+//     the server (docs/distributed.md, "Timed out, yet executed").
+//   - Sketch.Check (NewLimiter runs it; LimiterConfig.ServerCheck) names
+//     what would make the servers unfit: no Redis Functions
+//     (ErrNoFunctions), an ACL that denies a command the sketch needs
+//     (ErrPermission; RequiredACL lists them), a maxmemory-policy that can
+//     evict the sketch (ErrEvictionPolicy: allkeys-*; noeviction and
+//     volatile-* are safe, the keys have no TTL).
+//
+// Clients: New and NewLimiter take a rueidis.Client, NewGoRedis and
+// NewLimiterGoRedis a go-redis v9 redis.UniversalClient (Client,
+// ClusterClient, Ring, or an AutoPipeliner), standalone or Redis Cluster.
 //
 // Limiter adds the local deny cache (a key the server denied is denied
 // locally, with no round trip, while its reported debt has not drained),

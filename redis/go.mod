@@ -4,7 +4,7 @@ go 1.26.0
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
-	github.com/lfgrudge/grudge v0.0.0
+	github.com/lfgrudge/grudge v0.1.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.80
 	go.uber.org/goleak v1.3.0
@@ -19,4 +19,3 @@ require (
 	golang.org/x/sys v0.50.0 // indirect
 )
 
-replace github.com/lfgrudge/grudge => ../

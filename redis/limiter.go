@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math"
 	"sync/atomic"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/sketch"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 )
 
@@ -69,15 +71,54 @@ type LimiterConfig struct {
 	// DenyCacheCells > 0.
 	PreCheck bool
 
+	// ServerCheck says what NewLimiter does with the start-up check
+	// (Sketch.Check: Redis Functions, the ACL, and a maxmemory-policy
+	// that cannot evict the sketch): CheckRefuse (the zero value) returns
+	// its error, CheckWarn logs it and goes on, CheckSkip does not check.
+	ServerCheck ServerCheck
+	// CheckTimeout bounds the start-up check; 0 means 5s.
+	CheckTimeout time.Duration
+	// Logger receives CheckWarn's warning; nil means slog.Default().
+	Logger *slog.Logger
+
 	// Clock replaces the server clock and the local sketches' clock (ms);
 	// for deterministic tests only.
 	Clock sketch.Clock
 }
 
+// ServerCheck is LimiterConfig.ServerCheck.
+type ServerCheck uint8
+
+const (
+	// CheckRefuse: NewLimiter returns the start-up check's error (it
+	// matches ErrEvictionPolicy, ErrNoFunctions or ErrPermission when
+	// that is the cause, or is the network error of an unreachable
+	// server).
+	CheckRefuse ServerCheck = iota
+	// CheckWarn: NewLimiter logs the start-up check's error as a warning
+	// and returns the limiter.
+	CheckWarn
+	// CheckSkip: NewLimiter does not contact the server.
+	CheckSkip
+)
+
+// String names the mode.
+func (c ServerCheck) String() string {
+	switch c {
+	case CheckRefuse:
+		return "CheckRefuse"
+	case CheckWarn:
+		return "CheckWarn"
+	case CheckSkip:
+		return "CheckSkip"
+	}
+	return fmt.Sprintf("ServerCheck(%d)", uint8(c))
+}
+
 // Limiter is a global token-bucket limiter over a server Sketch, in debt
 // form: Decay Linear(Rate), Lo 0, Hi Burst, Min aggregation; AllowN is
 // TryUpdate(key, n, Burst). Safe for concurrent use; no lock, no
-// goroutine. The caller owns (and closes) the rueidis client.
+// goroutine. The caller owns (and closes) the client.
 type Limiter struct {
 	sk       *Sketch
 	limit    Limit
@@ -90,9 +131,29 @@ type Limiter struct {
 	c        counters
 }
 
-// NewLimiter returns a Limiter for cfg over client, or an error matching
-// ErrInvalidConfig.
+// NewLimiter returns a Limiter for cfg over a rueidis client (standalone
+// or cluster), or an error matching ErrInvalidConfig, or the start-up
+// check's error (see LimiterConfig.ServerCheck).
 func NewLimiter(client rueidis.Client, cfg LimiterConfig) (*Limiter, error) {
+	if client == nil {
+		return nil, fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
+	}
+	return newLimiter(rueidisConn{client}, cfg)
+}
+
+// NewLimiterGoRedis is NewLimiter over a go-redis v9 client (a
+// *redis.Client, *redis.ClusterClient, *redis.Ring or any other
+// redis.UniversalClient) whose options set ContextTimeoutEnabled: true;
+// see NewGoRedis, also about go-redis's own retries.
+func NewLimiterGoRedis(client goredis.UniversalClient, cfg LimiterConfig) (*Limiter, error) {
+	c, err := newGoredisConn(client)
+	if err != nil {
+		return nil, err
+	}
+	return newLimiter(c, cfg)
+}
+
+func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	bad := func(format string, args ...any) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
 	}
@@ -109,7 +170,13 @@ func NewLimiter(client rueidis.Client, cfg LimiterConfig) (*Limiter, error) {
 	if cfg.PreCheck && cfg.DenyCacheCells == 0 {
 		return bad("PreCheck needs DenyCacheCells > 0")
 	}
-	sk, err := New(client, Config{
+	if cfg.ServerCheck > CheckSkip {
+		return bad("ServerCheck must be CheckRefuse, CheckWarn or CheckSkip; got %v", cfg.ServerCheck)
+	}
+	if cfg.CheckTimeout < 0 {
+		return bad("CheckTimeout must be >= 0; got %v", cfg.CheckTimeout)
+	}
+	sk, err := newSketch(c, Config{
 		Name: cfg.Name, Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel,
 		Decay: decay.Linear(lim.Rate), Lo: 0, Hi: lim.Burst, Aggregator: sketch.Min,
 		Hasher: cfg.Hasher, Seed: cfg.Seed, Shards: cfg.Shards, Timeout: cfg.Timeout, Clock: cfg.Clock,
@@ -139,6 +206,28 @@ func NewLimiter(client rueidis.Client, cfg LimiterConfig) (*Limiter, error) {
 		})
 		if err != nil {
 			return bad("local fallback: %v", err)
+		}
+	}
+	// The start-up check comes last: a bad configuration is refused
+	// without a round trip.
+	if cfg.ServerCheck != CheckSkip {
+		timeout := cfg.CheckTimeout
+		if timeout == 0 {
+			timeout = 5 * time.Second
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		err := sk.Check(ctx)
+		cancel()
+		if err != nil {
+			if cfg.ServerCheck == CheckRefuse {
+				return nil, err
+			}
+			logger := cfg.Logger
+			if logger == nil {
+				logger = slog.Default()
+			}
+			logger.Warn("redis: the start-up check of the limiter's server failed; going on (LimiterConfig.ServerCheck is CheckWarn)",
+				"name", cfg.Name, "err", err)
 		}
 	}
 	return l, nil

@@ -6,7 +6,6 @@ import (
 	_ "embed"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
+	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 )
 
@@ -36,39 +36,6 @@ func libHash() string {
 	return hex.EncodeToString(h[:6])
 }
 
-// fcall runs the library's function once. When the server does not have
-// the library (a fresh or restarted server, whose function set is empty
-// without persistence) it loads it on every node the client knows and
-// calls again: a "Function not found" reply means the first call ran no
-// code, so the write is still applied at most once. Any other failure is
-// never retried.
-func fcall(ctx context.Context, c rueidis.Client, key string, args []string) ([]rueidis.RedisMessage, error) {
-	cmd := func() rueidis.Completed {
-		return c.B().Fcall().Function(libName).Numkeys(1).Key(key).Arg(args...).Build()
-	}
-	arr, err := c.Do(ctx, cmd()).ToArray()
-	if rerr, ok := rueidis.IsRedisErr(err); !ok || !strings.HasSuffix(rerr.Error(), "Function not found") {
-		return arr, err
-	}
-	if err := loadLibrary(ctx, c); err != nil {
-		return nil, err
-	}
-	return c.Do(ctx, cmd()).ToArray()
-}
-
-// loadLibrary sends FUNCTION LOAD to every node; a library that is
-// already there (another instance loaded it first) is no error, nor is a
-// replica's READONLY (replicas get the library from their primary).
-func loadLibrary(ctx context.Context, c rueidis.Client) error {
-	for addr, n := range c.Nodes() {
-		err := n.Do(ctx, n.B().FunctionLoad().FunctionCode(libCode).Build()).Error()
-		if err != nil && !strings.Contains(err.Error(), "already exists") && !strings.HasPrefix(err.Error(), "READONLY") {
-			return fmt.Errorf("FUNCTION LOAD on %s: %w", addr, err)
-		}
-	}
-	return nil
-}
-
 // defaultRebaseAt is the age of a generation's epoch, in ms, at which the
 // next write rebases it: half the uint32 stamp range, so a stamp never
 // wraps however long the sketch lives or idles.
@@ -77,37 +44,89 @@ const defaultRebaseAt = 1 << 31
 // Sketch is a count-min sketch of L x M packed cells held on a Redis
 // server (one string per generation and shard), shared by every instance
 // that uses the same Config. Each operation is one function call (FCALL),
-// one round trip, atomic on the server. Safe for concurrent use; it holds no lock
-// and starts no goroutine (the rueidis client it is given has its own,
+// one round trip, atomic on the server. Safe for concurrent use; it holds
+// no lock and starts no goroutine (the client it is given has its own,
 // and the caller closes it).
 type Sketch struct {
-	client   rueidis.Client
+	conn     conn
 	cfg      normalized
 	hasher   sketch.Hasher
-	bases    []string // per shard: "{Name}" or "{Name:i}"
-	rebaseAt int64    // defaultRebaseAt; tests lower it
+	keys     [][]string // per shard: the generation keys every call declares
+	rebaseAt int64      // defaultRebaseAt; tests lower it
 }
 
-// New returns a Sketch for cfg over client, or an error matching
-// ErrInvalidConfig. It does not contact the server: the generation strings
-// are created by the first write.
+// New returns a Sketch for cfg over a rueidis client (standalone or
+// cluster), or an error matching ErrInvalidConfig. It does not contact
+// the server: the generation strings are created by the first write, and
+// Check verifies the server.
 func New(client rueidis.Client, cfg Config) (*Sketch, error) {
 	if client == nil {
 		return nil, fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
 	}
+	return newSketch(rueidisConn{client}, cfg)
+}
+
+// NewGoRedis is New over a go-redis v9 client: a *redis.Client, a
+// *redis.ClusterClient, a *redis.Ring or any other redis.UniversalClient.
+// Its options must set ContextTimeoutEnabled: true (an error matching
+// ErrInvalidConfig otherwise, for the client types whose options it can
+// read; build an AutoPipeliner from such a client too): without it
+// go-redis ignores context deadlines, and Config.Timeout would bound
+// nothing. Passing client.AutoPipeline() batches concurrent calls (go-redis
+// marks it experimental; docs/distributed.md measures it).
+// go-redis retries a command after a network error unless its options
+// say MaxRetries: -1 (ClusterOptions: MaxRedirects): such a retry may
+// apply one update twice, which over-counts (docs/distributed.md, "Timed
+// out, yet executed").
+func NewGoRedis(client goredis.UniversalClient, cfg Config) (*Sketch, error) {
+	c, err := newGoredisConn(client)
+	if err != nil {
+		return nil, err
+	}
+	return newSketch(c, cfg)
+}
+
+func newSketch(c conn, cfg Config) (*Sketch, error) {
 	n, err := cfg.normalize()
 	if err != nil {
 		return nil, err
 	}
-	s := &Sketch{client: client, cfg: n, hasher: n.Hasher(n.Seed), rebaseAt: defaultRebaseAt}
-	if n.Shards == 1 {
-		s.bases = []string{"{" + n.Name + "}"}
-	} else {
-		for i := range n.Shards {
-			s.bases = append(s.bases, "{"+n.Name+":"+strconv.FormatUint(uint64(i), 10)+"}")
-		}
+	s := &Sketch{conn: c, cfg: n, hasher: n.Hasher(n.Seed), rebaseAt: defaultRebaseAt}
+	for i := range n.Shards {
+		s.keys = append(s.keys, generationKeys(n.Config, i))
 	}
 	return s, nil
+}
+
+// generationKeys are the keys of shard i: "{Name}:g" without rotation,
+// else the ring "{Name}:g:0" .. "{Name}:g:<G-1>" (generation j lives in
+// slot j mod G); "{Name:i}" instead of "{Name}" when Shards > 1. They
+// share one hash tag, so one Redis Cluster slot, and every call declares
+// all of them: they are exactly the keys the function touches.
+func generationKeys(c Config, i uint32) []string {
+	base := "{" + c.Name + "}"
+	if c.Shards > 1 {
+		base = "{" + c.Name + ":" + strconv.FormatUint(uint64(i), 10) + "}"
+	}
+	if c.Period == 0 {
+		return []string{base + ":g"}
+	}
+	keys := make([]string, c.Generations)
+	for g := range keys {
+		keys[g] = base + ":g:" + strconv.Itoa(g)
+	}
+	return keys
+}
+
+// Keys returns the server keys of the sketch, every shard's generation
+// strings: what to grant in an ACL (~{Name}* covers them), to watch, or
+// to delete when the sketch is retired.
+func (s *Sketch) Keys() []string {
+	var all []string
+	for _, k := range s.keys {
+		all = append(all, k...)
+	}
+	return all
 }
 
 // Config returns the normalized configuration.
@@ -135,14 +154,14 @@ type reply struct {
 	resetMs  int64 // -1: not a Linear law
 }
 
-// shard returns which base holds the key with hash h: a multiply-shift
+// shard returns which shard holds the key with hash h: a multiply-shift
 // of h remixed (Index uses the raw halves of h for the cells).
 func (s *Sketch) shard(h uint64) int {
-	if len(s.bases) == 1 {
+	if len(s.keys) == 1 {
 		return 0
 	}
 	x := bits.RotateLeft64(h, 29) * 0x9E3779B97F4A7C15
-	hi, _ := bits.Mul64(x, uint64(len(s.bases)))
+	hi, _ := bits.Mul64(x, uint64(len(s.keys)))
 	return int(hi)
 }
 
@@ -156,16 +175,16 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 		}
 	}
 	args := scriptArgs(s.cfg, op, h, delta, limit, s.rebaseAt)
-	arr, err := fcall(ctx, s.client, s.bases[s.shard(h)], args)
+	r, err := s.fcall(ctx, s.keys[s.shard(h)], args)
 	if err != nil {
 		return reply{}, fmt.Errorf("redis: %s: %w", opName(op), err)
 	}
-	return parseReply(op, arr)
+	return decodeReply(op, r)
 }
 
 // scriptArgs is sketch.lua's ARGV for op on the key hash h: op, the
-// static cfg, kind, agg, hs and he, then nums (binary delta, limit, rebaseAt), now
-// ("" for the server clock, or Config.Clock's ms) and each level's cell byte range,
+// static cfg, then nums (binary delta, limit, rebaseAt), now ("" for the
+// server clock, or Config.Clock's ms) and each level's cell byte range,
 // pos and pos+7, in decimal. The per-call strings alias one buffer, never
 // written again: one allocation instead of 2L+1.
 func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseAt int64) []string {
@@ -186,8 +205,8 @@ func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseA
 	if c.Clock != nil {
 		ns = strconv.FormatInt(c.Clock.NowMillis(), 10)
 	}
-	args := make([]string, 0, 8+2*c.Levels)
-	args = append(args, op, c.cfg, c.kindName, c.agg, c.hs, c.he, str[:24], ns)
+	args := make([]string, 0, 4+2*c.Levels)
+	args = append(args, op, c.cfg, str[:24], ns)
 	start := 24
 	for _, e := range ends[:2*c.Levels] {
 		args = append(args, str[start:e])
@@ -196,38 +215,35 @@ func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseA
 	return args
 }
 
-func parseReply(op string, arr []rueidis.RedisMessage) (reply, error) {
-	if len(arr) != 4 {
-		return reply{}, fmt.Errorf("redis: %s: script reply has %d elements, want 4", opName(op), len(arr))
-	}
-	ok, err1 := arr[0].AsInt64()
-	eb, err2 := arr[1].ToString()
-	retry, err3 := arr[2].AsInt64()
-	reset, err4 := arr[3].AsInt64()
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return reply{}, fmt.Errorf("redis: %s: malformed script reply: %w", opName(op), err)
-	}
-	return decodeReply(op, ok, eb, retry, reset)
-}
+// replyBytes is the size of the function's reply, struct '<Bddd'.
+const replyBytes = 25
 
-// decodeReply checks and decodes the script reply's fields: allowed 0 or
-// 1, the estimate as 8 bytes of little-endian float64, finite, and retry
-// and reset >= -1.
-func decodeReply(op string, ok int64, eb string, retry, reset int64) (reply, error) {
-	if ok != 0 && ok != 1 {
+// decodeReply checks and decodes the function's reply: 25 bytes, allowed
+// 0 or 1, then the estimate (finite), retry and reset (whole numbers >= -1
+// and below 2^53) as little-endian float64.
+func decodeReply(op, b string) (reply, error) {
+	if len(b) != replyBytes {
+		return reply{}, fmt.Errorf("redis: %s: malformed script reply: %d bytes, want %d", opName(op), len(b), replyBytes)
+	}
+	f := func(i int) float64 {
+		var u uint64
+		for j := 8; j > 0; j-- {
+			u = u<<8 | uint64(b[8*i+j])
+		}
+		return math.Float64frombits(u)
+	}
+	ok, e, retry, reset := b[0], f(0), f(1), f(2)
+	if ok > 1 {
 		return reply{}, fmt.Errorf("redis: %s: malformed script reply: allowed = %d", opName(op), ok)
 	}
-	if len(eb) != 8 {
-		return reply{}, fmt.Errorf("redis: %s: malformed estimate %q in script reply (want 8 bytes)", opName(op), eb)
-	}
-	e := math.Float64frombits(binary.LittleEndian.Uint64([]byte(eb)))
 	if math.IsNaN(e) || math.IsInf(e, 0) {
 		return reply{}, fmt.Errorf("redis: %s: malformed estimate %v in script reply", opName(op), e)
 	}
-	if retry < -1 || reset < -1 {
-		return reply{}, fmt.Errorf("redis: %s: malformed script reply: retry %d, reset %d", opName(op), retry, reset)
+	whole := func(v float64) bool { return v >= -1 && v < 1<<53 && v == math.Trunc(v) }
+	if !whole(retry) || !whole(reset) {
+		return reply{}, fmt.Errorf("redis: %s: malformed script reply: retry %v, reset %v", opName(op), retry, reset)
 	}
-	return reply{ok: ok == 1, estimate: e, retryMs: retry, resetMs: reset}, nil
+	return reply{ok: ok == 1, estimate: e, retryMs: int64(retry), resetMs: int64(reset)}, nil
 }
 
 func opName(op string) string {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -17,17 +18,7 @@ import (
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
-	"github.com/redis/rueidis"
 )
-
-func mustNew(t testing.TB, c rueidis.Client, cfg Config) *Sketch {
-	t.Helper()
-	s, err := New(c, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
-}
 
 func TestConfigErrors(t *testing.T) {
 	tests := []struct {
@@ -64,42 +55,43 @@ func (customLaw) Apply(s float64, _ int64) float64 { return s }
 // each, racing TryUpdate(k, 1, limit) admit exactly limit, for one key and
 // for many keys sharing every cell (M=1).
 func TestTryUpdateExactGlobally(t *testing.T) {
-	srv := startServer(t)
-	const clients, perClient, limit = 4, 16, 1000
-	for _, tc := range []struct {
-		name string
-		m    uint32
-		keys int
-	}{{"one key", 1000, 1}, {"all keys collide", 1, 64}} {
-		t.Run(tc.name, func(t *testing.T) {
-			var admitted atomic.Int64
-			var wg sync.WaitGroup
-			for c := range clients {
-				s := mustNew(t, srv.client(t), Config{Name: "exact:" + tc.name, CellsPerLevel: tc.m, Hi: 1e6})
-				for g := range perClient {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for i := 0; i < 2*limit/(clients*perClient)+10; i++ {
-							k := []byte(fmt.Sprint("k", (c*perClient+g+i)%tc.keys))
-							ok, err := s.TryUpdate(context.Background(), string(k), 1, limit)
-							if err != nil {
-								t.Error(err)
-								return
+	forEachBackend(t, func(t *testing.T, e *env) {
+		const clients, perClient, limit = 4, 16, 1000
+		for _, tc := range []struct {
+			name string
+			m    uint32
+			keys int
+		}{{"one key", 1000, 1}, {"all keys collide", 1, 64}} {
+			t.Run(tc.name, func(t *testing.T) {
+				var admitted atomic.Int64
+				var wg sync.WaitGroup
+				for c := range clients {
+					s := e.sketch(t, Config{Name: e.ns("exact:" + tc.name), CellsPerLevel: tc.m, Hi: 1e6})
+					for g := range perClient {
+						wg.Add(1)
+						go func() {
+							defer wg.Done()
+							for i := 0; i < 2*limit/(clients*perClient)+10; i++ {
+								k := []byte(fmt.Sprint("k", (c*perClient+g+i)%tc.keys))
+								ok, err := s.TryUpdate(context.Background(), string(k), 1, limit)
+								if err != nil {
+									t.Error(err)
+									return
+								}
+								if ok {
+									admitted.Add(1)
+								}
 							}
-							if ok {
-								admitted.Add(1)
-							}
-						}
-					}()
+						}()
+					}
 				}
-			}
-			wg.Wait()
-			if got := admitted.Load(); got != limit {
-				t.Fatalf("admitted %d; want exactly %d", got, limit)
-			}
-		})
-	}
+				wg.Wait()
+				if got := admitted.Load(); got != limit {
+					t.Fatalf("admitted %d; want exactly %d", got, limit)
+				}
+			})
+		}
+	})
 }
 
 // TestDifferential runs the same random operations, at the same fake
@@ -108,8 +100,10 @@ func TestTryUpdateExactGlobally(t *testing.T) {
 // decisions agree wherever the estimate is not within that bound of the
 // limit.
 func TestDifferential(t *testing.T) {
-	srv := startServer(t)
-	c := srv.client(t)
+	forEachBackend(t, func(t *testing.T, e *env) { testDifferential(t, e) })
+}
+
+func testDifferential(t *testing.T, e *env) {
 	laws := []struct {
 		name string
 		d    decay.Decay
@@ -121,7 +115,7 @@ func TestDifferential(t *testing.T) {
 				clk := sketchtest.NewFakeClock()
 				clk.Set(1_000_000)
 				const hi, lo = 200.0, -50.0
-				rs := mustNew(t, c, Config{Name: "diff:" + law.name + agg.String(), Levels: 3, CellsPerLevel: 16,
+				rs := e.sketch(t, Config{Name: e.ns("diff:" + law.name + agg.String()), Levels: 3, CellsPerLevel: 16,
 					Decay: law.d, Lo: lo, Hi: hi, Aggregator: agg, Seed: 7, Clock: clk})
 				ls, err := sketch.New(sketch.Config{Levels: 3, CellsPerLevel: 16, Decay: law.d, Lo: lo, Hi: hi,
 					Aggregator: agg, Seed: 7, Clock: clk})
@@ -177,6 +171,84 @@ func TestDifferential(t *testing.T) {
 	}
 }
 
+// TestBackwardsClock: the server's clock steps back now and then
+// (non-negative deltas, Lo 0, Min). The server counts a step back as no
+// elapsed time per cell, as grudge does: a cell stamped after the new
+// reading is not decayed and keeps its stamp, and time runs on from the
+// new reading for the others. So between two touches of a cell it never
+// decays more than the real time that passed. The reference is the local
+// sketch with the same hashing, fed exactly the server's admitted
+// updates, on a clock that never steps back (the real time): the server's
+// estimate is never below it (beyond the float32 bound), so never below
+// the truth.
+func TestBackwardsClock(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		for _, tc := range []struct {
+			law      decay.Decay
+			rebaseAt int64
+		}{{decay.Exponential(0.7), defaultRebaseAt}, {decay.Linear(3), defaultRebaseAt}, {decay.Linear(3), 1500}} {
+			law := tc.law
+			k, _ := decaylaw.Params(law)
+			t.Run(fmt.Sprint(k, "/rebase=", tc.rebaseAt), func(t *testing.T) {
+				clk, real := sketchtest.NewFakeClock(), sketchtest.NewFakeClock()
+				clk.Set(1_000_000)
+				real.Set(1_000_000)
+				rs := e.sketch(t, Config{Name: e.ns(fmt.Sprint("back:", k, tc.rebaseAt)), Levels: 3, CellsPerLevel: 16, Decay: law, Hi: 200, Clock: clk})
+				rs.setRebaseAt(tc.rebaseAt) // every few writes a rebase, with cells stamped after it
+				ls, err := sketch.New(sketch.Config{Levels: 3, CellsPerLevel: 16, Decay: law, Hi: 200, Clock: real})
+				if err != nil {
+					t.Fatal(err)
+				}
+				rng := rand.New(rand.NewPCG(5, 6))
+				ctx := context.Background()
+				steps := 0
+				for i := range 300 {
+					if rng.IntN(6) == 0 {
+						clk.Set(clk.NowMillis() - int64(rng.IntN(2000))) // no real time passes
+						steps++
+					} else {
+						d := time.Duration(rng.IntN(400)) * time.Millisecond
+						clk.Advance(d)
+						real.Advance(d)
+					}
+					key := []byte(fmt.Sprint("key", rng.IntN(40)))
+					delta := float64(rng.IntN(20))
+					var got float64
+					switch rng.IntN(3) {
+					case 0:
+						if got, err = rs.UpdateAndQuery(ctx, string(key), delta); err != nil {
+							t.Fatal(err)
+						}
+						ls.Update(key, delta)
+					case 1:
+						limit := float64(rng.IntN(150))
+						ok, err := rs.TryUpdate(ctx, string(key), delta, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if ok {
+							ls.Update(key, delta)
+						}
+						if got, err = rs.Query(ctx, string(key)); err != nil {
+							t.Fatal(err)
+						}
+					default:
+						if got, err = rs.Query(ctx, string(key)); err != nil {
+							t.Fatal(err)
+						}
+					}
+					if want := ls.Query(key); got < want-f32Bound(want) {
+						t.Fatalf("op %d: the server's estimate %v is below the real-time reference %v", i, got, want)
+					}
+				}
+				if steps == 0 {
+					t.Fatal("the clock never stepped back")
+				}
+			})
+		}
+	})
+}
+
 // f32Bound is the float32 tolerance of a value near v after a few
 // rounded-up operations.
 func f32Bound(v float64) float64 { return 8 * (math.Abs(v)*0x1p-23 + 1e-30) }
@@ -191,76 +263,80 @@ func checkClose(t *testing.T, i int, op string, got, want float64) {
 // TestCollisionsSafeSide: with every key in one cell per level (M=1) and
 // non-negative deltas, Min never under-estimates any key.
 func TestCollisionsSafeSide(t *testing.T) {
-	srv := startServer(t)
-	s := mustNew(t, srv.client(t), Config{Name: "collide", Levels: 2, CellsPerLevel: 1, Hi: 1e9})
-	ctx := context.Background()
-	truth := map[string]float64{}
-	rng := rand.New(rand.NewPCG(3, 4))
-	for range 200 {
-		k := fmt.Sprint("k", rng.IntN(20))
-		d := float64(rng.IntN(10))
-		truth[k] += d
-		if err := s.Update(ctx, k, d); err != nil {
-			t.Fatal(err)
+	forEachBackend(t, func(t *testing.T, e *env) {
+		s := e.sketch(t, Config{Name: e.ns("collide"), Levels: 2, CellsPerLevel: 1, Hi: 1e9})
+		ctx := context.Background()
+		truth := map[string]float64{}
+		rng := rand.New(rand.NewPCG(3, 4))
+		for range 200 {
+			k := fmt.Sprint("k", rng.IntN(20))
+			d := float64(rng.IntN(10))
+			truth[k] += d
+			if err := s.Update(ctx, k, d); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for k, want := range truth {
-		got, err := s.Query(ctx, k)
-		if err != nil {
-			t.Fatal(err)
+		for k, want := range truth {
+			got, err := s.Query(ctx, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got < want {
+				t.Fatalf("Query(%s) = %v < true score %v", k, got, want)
+			}
 		}
-		if got < want {
-			t.Fatalf("Query(%s) = %v < true score %v", k, got, want)
-		}
-	}
+	})
 }
 
 // TestForeignData: whatever sits under the sketch's key, a call returns
 // an error naming the problem; none panics and none overwrites the data.
 func TestForeignData(t *testing.T) {
-	srv := startServer(t)
-	c := srv.client(t)
-	cfg := Config{Name: "foreign", Levels: 2, CellsPerLevel: 4, Hi: 100}
-	good := mustNew(t, c, cfg)
+	forEachBackend(t, func(t *testing.T, e *env) { testForeignData(t, e) })
+}
+
+func testForeignData(t *testing.T, e *env) {
+	name := e.ns("foreign")
+	cfg := Config{Name: name, Levels: 2, CellsPerLevel: 4, Hi: 100}
+	good := e.sketch(t, cfg)
 	ctx := context.Background()
-	const key = "{foreign}:g"
+	key := "{" + name + "}:g"
 	size := headerBytes + 2*4*8
 	tests := []struct {
 		name  string
 		setup func()
 		want  string
 	}{
-		{"string", func() { do(t, c, "SET", key, "hello") }, "holds 5 bytes"},
-		{"list", func() { do(t, c, "RPUSH", key, "x") }, "holds a list"},
+		{"string", func() { e.do(t, "SET", key, "hello") }, "holds 5 bytes"},
+		{"list", func() { e.do(t, "RPUSH", key, "x") }, "holds a list"},
 		{"longer", func() {
 			good.Update(ctx, "a", 1)
-			do(t, c, "APPEND", key, "x")
+			e.do(t, "APPEND", key, "x")
 		}, fmt.Sprintf("holds %d bytes", size+1)},
 		{"shorter", func() {
 			good.Update(ctx, "a", 1)
-			s, _ := do(t, c, "GET", key).ToString()
-			do(t, c, "SET", key, s[:size-1])
+			s, _ := e.do(t, "GET", key).ToString()
+			e.do(t, "SET", key, s[:size-1])
 		}, fmt.Sprintf("holds %d bytes", size-1)},
-		{"bad magic", func() { do(t, c, "SET", key, strings.Repeat("z", size)) }, "bad magic"},
+		{"bad magic", func() { e.do(t, "SET", key, strings.Repeat("z", size)) }, "bad magic"},
 		{"other shape", func() {
-			other := mustNew(t, c, Config{Name: "foreign", Levels: 1, CellsPerLevel: 8, Hi: 100})
+			other := e.sketch(t, Config{Name: name, Levels: 1, CellsPerLevel: 8, Hi: 100})
 			other.Update(ctx, "a", 1)
 		}, "not L=2 M=4"},
 		{"other config", func() {
-			other := mustNew(t, c, Config{Name: "foreign", Levels: 2, CellsPerLevel: 4, Hi: 50})
+			other := e.sketch(t, Config{Name: name, Levels: 2, CellsPerLevel: 4, Hi: 50})
 			other.Update(ctx, "a", 1)
 		}, "another configuration"},
 		{"NaN cell", func() {
 			good.Update(ctx, "a", 1)
 			nan := strings.Repeat("\x00\x00\x00\x00\x00\x00\xc0\x7f", 8) // stamp 0, score NaN
-			do(t, c, "SETRANGE", key, fmt.Sprint(headerBytes), nan)
+			e.do(t, "SETRANGE", key, fmt.Sprint(headerBytes), nan)
 		}, "corrupt cell"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			do(t, c, "DEL", key)
+			e.do(t, "DEL", key)
 			tt.setup()
-			before, _ := do(t, c, "DUMP", key).ToString()
+			before, _ := e.do(t, "DUMP", key).ToString()
 			for _, op := range []func() error{
 				func() error { return good.Update(ctx, "a", 1) },
 				func() error { _, err := good.Query(ctx, "a"); return err },
@@ -271,49 +347,164 @@ func TestForeignData(t *testing.T) {
 					t.Fatalf("err = %v; want an error containing %q", err, tt.want)
 				}
 			}
-			if after, _ := do(t, c, "DUMP", key).ToString(); after != before {
+			if after, _ := e.do(t, "DUMP", key).ToString(); after != before {
 				t.Fatal("a failed call modified the data under the key")
 			}
 		})
 	}
 }
 
-// TestRotation: with Period and Generations the server holds one string
-// per live generation, L*M*8+40 bytes each, with an expiry; the oldest
-// answers, so a score is gone Generations periods after its last update.
+// TestRotation: with Period and Generations the server holds the ring of
+// Generations strings, L*M*8+40 bytes each, with no TTL (eviction-safe
+// under volatile-*), and every call declares exactly them; the oldest live
+// generation answers, so a score is gone Generations periods after its
+// last update, and a slot whose generation's life is over is reset by the
+// next write.
 func TestRotation(t *testing.T) {
-	srv := startServer(t)
-	c := srv.client(t)
-	clk := sketchtest.NewFakeClock()
-	clk.Set(10_000)
-	s := mustNew(t, c, Config{Name: "rot", Levels: 2, CellsPerLevel: 8, Hi: 1e6, Period: time.Second, Generations: 2, Clock: clk})
-	ctx := context.Background()
-	if err := s.Update(ctx, "a", 5); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"{rot}:g:9", "{rot}:g:10"} {
-		n, err := do(t, c, "STRLEN", k).ToInt64()
-		if err != nil || n != headerBytes+2*8*8 {
-			t.Fatalf("STRLEN %s = %d, %v; want %d", k, n, err, headerBytes+2*8*8)
+	forEachBackend(t, func(t *testing.T, e *env) {
+		clk := sketchtest.NewFakeClock()
+		clk.Set(10_000)
+		name := e.ns("rot")
+		s := e.sketch(t, Config{Name: name, Levels: 2, CellsPerLevel: 8, Hi: 1e6, Period: time.Second, Generations: 2, Clock: clk})
+		want := []string{"{" + name + "}:g:0", "{" + name + "}:g:1"}
+		if got := s.Keys(); !slices.Equal(got, want) {
+			t.Fatalf("Keys() = %q; want %q", got, want)
 		}
-		if ttl, _ := do(t, c, "PTTL", k).ToInt64(); ttl <= 0 || ttl > 2000 {
-			t.Fatalf("PTTL %s = %d; want in (0, 2000]", k, ttl)
+		ctx := context.Background()
+		if err := s.Update(ctx, "a", 5); err != nil {
+			t.Fatal(err)
 		}
-	}
-	steps := []struct {
-		advance time.Duration
-		want    float64
-	}{{0, 5}, {999 * time.Millisecond, 5}, {time.Millisecond, 5}, {time.Second, 0}}
-	for i, st := range steps {
-		clk.Advance(st.advance)
-		got, err := s.Query(ctx, "a")
-		if err != nil || got != st.want {
-			t.Fatalf("step %d (t=%d): Query = %v, %v; want %v", i, clk.NowMillis(), got, err, st.want)
+		for _, k := range want {
+			n, err := e.do(t, "STRLEN", k).ToInt64()
+			if err != nil || n != headerBytes+2*8*8 {
+				t.Fatalf("STRLEN %s = %d, %v; want %d", k, n, err, headerBytes+2*8*8)
+			}
+			if ttl, _ := e.do(t, "PTTL", k).ToInt64(); ttl != -1 {
+				t.Fatalf("PTTL %s = %d; want -1 (no TTL)", k, ttl)
+			}
 		}
-	}
-	if got := s.MemoryBytes(); got != 2*(headerBytes+2*8*8) {
-		t.Fatalf("MemoryBytes = %d", got)
-	}
+		steps := []struct {
+			advance time.Duration
+			want    float64
+		}{{0, 5}, {999 * time.Millisecond, 5}, {time.Millisecond, 5}, {time.Second, 0}, {10 * time.Second, 0}}
+		for i, st := range steps {
+			clk.Advance(st.advance)
+			got, err := s.Query(ctx, "a")
+			if err != nil || got != st.want {
+				t.Fatalf("step %d (t=%d): Query = %v, %v; want %v", i, clk.NowMillis(), got, err, st.want)
+			}
+		}
+		// Years later the ring is reused: stale slots are reset by the
+		// first write, which sees only itself.
+		clk.Advance(1 << 40 * time.Millisecond)
+		if got, err := s.UpdateAndQuery(ctx, "a", 2); err != nil || got != 2 {
+			t.Fatalf("UpdateAndQuery after 2^40 ms = %v, %v; want 2", got, err)
+		}
+		if got := s.MemoryBytes(); got != 2*(headerBytes+2*8*8) {
+			t.Fatalf("MemoryBytes = %d", got)
+		}
+	})
+}
+
+// TestRotationModel: random updates, try-updates and queries at random
+// fake times (advancing 0 to 3 periods, one time in ten stepping back) on
+// a rotating server sketch with no decay and no collisions, against a
+// model of the rotation:
+//
+//   - an operation runs at t = max(clock, the server's high-water mark),
+//     which a write operation that creates a generation raises to t;
+//   - a write operation (a denied TryUpdate included) creates every live
+//     generation, floor(t/P)-G+1 .. floor(t/P), that no earlier write
+//     operation created;
+//   - an estimate at t is the sum of the key's committed deltas at times
+//     >= (floor(t/P)-G+1)*P.
+func TestRotationModel(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		for _, gens := range []int64{2, 3} {
+			t.Run(fmt.Sprint("G=", gens), func(t *testing.T) {
+				const period = 1000
+				clk := sketchtest.NewFakeClock()
+				clk.Set(123_456)
+				s := e.sketch(t, Config{Name: e.ns(fmt.Sprint("rotmodel:", gens)), Levels: 3, CellsPerLevel: 4096, Hi: 1e9,
+					Period: period * time.Millisecond, Generations: uint32(gens), Clock: clk})
+				type write struct {
+					at    int64
+					key   string
+					delta float64
+				}
+				var log []write
+				var srvT int64
+				created := map[int64]bool{}
+				estimate := func(at int64, key string) float64 {
+					from := (at/period - gens + 1) * period
+					var sum float64
+					for _, w := range log {
+						if w.key == key && w.at >= from {
+							sum += w.delta
+						}
+					}
+					return sum
+				}
+				writeOp := func(at int64) {
+					for i := at/period - gens + 1; i <= at/period; i++ {
+						if !created[i] {
+							created[i], srvT = true, at
+						}
+					}
+				}
+				rng := rand.New(rand.NewPCG(uint64(gens), 9))
+				ctx := context.Background()
+				n := 300
+				if testing.Short() {
+					n = 100
+				}
+				for i := range n {
+					if rng.IntN(10) == 0 {
+						clk.Set(clk.NowMillis() - int64(rng.IntN(2*period))) // the clock steps back
+					} else {
+						clk.Advance(time.Duration(rng.IntN(3*period)) * time.Millisecond)
+					}
+					at := max(clk.NowMillis(), srvT)
+					key := fmt.Sprint("k", rng.IntN(8))
+					delta := float64(1 + rng.IntN(5))
+					switch rng.IntN(3) {
+					case 0:
+						got, err := s.UpdateAndQuery(ctx, key, delta)
+						if err != nil {
+							t.Fatal(err)
+						}
+						writeOp(at)
+						log = append(log, write{at, key, delta})
+						if want := estimate(at, key); got != want {
+							t.Fatalf("op %d (t=%d): UpdateAndQuery(%s, %v) = %v; model %v", i, at, key, delta, got, want)
+						}
+					case 1:
+						limit := float64(rng.IntN(30))
+						est := estimate(at, key)
+						got, err := s.TryUpdate(ctx, key, delta, limit)
+						if err != nil {
+							t.Fatal(err)
+						}
+						writeOp(at)
+						if want := est+delta <= limit; got != want {
+							t.Fatalf("op %d (t=%d): TryUpdate(%s, %v, %v) = %v; model %v (estimate %v)", i, at, key, delta, limit, got, want, est)
+						}
+						if got {
+							log = append(log, write{at, key, delta})
+						}
+					default:
+						got, err := s.Query(ctx, key)
+						if err != nil {
+							t.Fatal(err)
+						}
+						if want := estimate(at, key); got != want {
+							t.Fatalf("op %d (t=%d): Query(%s) = %v; model %v", i, at, key, got, want)
+						}
+					}
+				}
+			})
+		}
+	})
 }
 
 // TestRebase: a write to a generation whose epoch is rebaseAt old moves
@@ -322,13 +513,15 @@ func TestRotation(t *testing.T) {
 // sketch/reference (int64 ms ages), since the local lock-free sketch stops
 // decaying past 2^31 ms of idle (sketch/doc.go) and the server does not.
 func TestRebase(t *testing.T) {
-	srv := startServer(t)
-	c := srv.client(t)
+	forEachBackend(t, func(t *testing.T, e *env) { testRebase(t, e) })
+}
+
+func testRebase(t *testing.T, e *env) {
 	for _, law := range []decay.Decay{decay.None(), decay.Exponential(1e-9), decay.Linear(1e-6)} {
 		t.Run(fmt.Sprint(decaylaw.Params(law)), func(t *testing.T) {
 			clk := sketchtest.NewFakeClock()
 			k, _ := decaylaw.Params(law)
-			s := mustNew(t, c, Config{Name: "rebase:" + k.String(), Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
+			s := e.sketch(t, Config{Name: e.ns("rebase:" + k.String()), Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
 			s.setRebaseAt(1000)
 			ls, _ := reference.New(sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
 			ctx := context.Background()
@@ -356,25 +549,26 @@ func TestRebase(t *testing.T) {
 // TestShards: with Shards > 1 the keys spread over hash-tagged bases and
 // each answers as a single sketch would.
 func TestShards(t *testing.T) {
-	srv := startServer(t)
-	c := srv.client(t)
-	s := mustNew(t, c, Config{Name: "sh", Shards: 4, CellsPerLevel: 1000, Hi: 1e9})
-	ctx := context.Background()
-	for i := range 100 {
-		if err := s.Update(ctx, fmt.Sprint(i), float64(i)); err != nil {
-			t.Fatal(err)
+	forEachBackend(t, func(t *testing.T, e *env) {
+		name := e.ns("sh")
+		s := e.sketch(t, Config{Name: name, Shards: 4, CellsPerLevel: 1000, Hi: 1e9})
+		ctx := context.Background()
+		for i := range 100 {
+			if err := s.Update(ctx, fmt.Sprint(i), float64(i)); err != nil {
+				t.Fatal(err)
+			}
 		}
-	}
-	for i := range 100 {
-		if got, err := s.Query(ctx, fmt.Sprint(i)); err != nil || got < float64(i) {
-			t.Fatalf("Query(%d) = %v, %v", i, got, err)
+		for i := range 100 {
+			if got, err := s.Query(ctx, fmt.Sprint(i)); err != nil || got < float64(i) {
+				t.Fatalf("Query(%d) = %v, %v", i, got, err)
+			}
 		}
-	}
-	for i := range 4 {
-		if n, _ := do(t, c, "EXISTS", fmt.Sprintf("{sh:%d}:g", i)).ToInt64(); n != 1 {
-			t.Fatalf("shard %d missing", i)
+		for i := range 4 {
+			if n, _ := e.do(t, "EXISTS", fmt.Sprintf("{%s:%d}:g", name, i)).ToInt64(); n != 1 {
+				t.Fatalf("shard %d missing", i)
+			}
 		}
-	}
+	})
 }
 
 func TestPanicsOnNaN(t *testing.T) {
@@ -396,24 +590,43 @@ func TestPanicsOnNaN(t *testing.T) {
 }
 
 // TestLibraryReloaded: a server whose function set is empty (FUNCTION
-// FLUSH, as after a restart without persistence) gets the library again
-// from the next call, which then runs once: the write is applied exactly
-// once.
+// FLUSH on every node, as after a restart without persistence) gets the
+// library again from the next call, which then runs once: the write is
+// applied exactly once.
 func TestLibraryReloaded(t *testing.T) {
-	srv := startServer(t)
-	c := srv.client(t)
-	s := mustNew(t, c, Config{Name: "reload", Levels: 2, CellsPerLevel: 16, Hi: 100})
-	ctx := context.Background()
-	for i := range 3 {
-		if err := do(t, c, "FUNCTION", "FLUSH").Error(); err != nil {
-			t.Fatal(err)
+	forEachBackend(t, func(t *testing.T, e *env) {
+		name := e.ns("reload")
+		s := e.sketch(t, Config{Name: name, Levels: 2, CellsPerLevel: 16, Hi: 100})
+		ctx := context.Background()
+		for i := range 3 {
+			e.doAll(t, "FUNCTION", "FLUSH")
+			got, err := s.UpdateAndQuery(ctx, "k", 1)
+			if err != nil || got != float64(i+1) {
+				t.Fatalf("call %d after FUNCTION FLUSH: %v, %v; want %d", i, got, err, i+1)
+			}
 		}
-		got, err := s.UpdateAndQuery(ctx, "k", 1)
-		if err != nil || got != float64(i+1) {
-			t.Fatalf("call %d after FUNCTION FLUSH: %v, %v; want %d", i, got, err, i+1)
+		for _, n := range e.nodes() {
+			if l, err := rawDo(n.addr(), "FUNCTION", "LIST"); err != nil || len(l.([]any)) != 1 {
+				t.Fatalf("FUNCTION LIST on %s = %v, %v; want 1 library", n.addr(), l, err)
+			}
+		}
+	})
+}
+
+// TestWrongKeyCount: a call that declares other keys than the sketch's
+// (a foreign or broken caller) is refused before any key is touched.
+func TestWrongKeyCount(t *testing.T) {
+	e := newEnv(t, "rueidis", "standalone")
+	s := e.sketch(t, Config{Name: "wk", Hi: 10, Period: time.Second, Generations: 2})
+	ctx := context.Background()
+	args := scriptArgs(s.cfg, "U", 1, 1, 0, s.rebaseAt)
+	for _, keys := range [][]string{s.keys[0][:1], append(slices.Clone(s.keys[0]), "{wk}:g:2")} {
+		_, err := s.fcall(ctx, keys, args)
+		if err == nil || !strings.Contains(err.Error(), "the sketch has 2") {
+			t.Fatalf("FCALL with %d keys: %v; want a grudge: error naming the count", len(keys), err)
 		}
 	}
-	if n, _ := do(t, c, "FUNCTION", "LIST").ToArray(); len(n) != 1 {
-		t.Fatalf("FUNCTION LIST has %d libraries; want 1", len(n))
+	if n, _ := e.do(t, "EXISTS", "{wk}:g:0").ToInt64(); n != 0 {
+		t.Fatal("a refused call created a key")
 	}
 }

@@ -87,9 +87,17 @@ func (s *Sketch) fresh(ms *int64) bool {
 	if *ms >= s.low.Load() {
 		return true
 	}
+	s.refresh(ms)
+	return false
+}
+
+// refresh is fresh's slow path: *ms becomes the clock's reading, after
+// the horizon work that reading needs.
+//
+//go:noinline
+func (s *Sketch) refresh(ms *int64) {
 	*ms = s.nowMillis()
 	s.maintain(*ms)
-	return false
 }
 
 // maintain keeps the horizon invariant for an operation at time ms. It is

@@ -175,7 +175,16 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	// Load every cell before the first CAS: the loads are independent, so
 	// their cache misses overlap instead of queueing behind each locked
 	// CAS.
-	now := s.loadWords(&off, &w, &ms)
+	if s.hooks != nil {
+		s.hooks.call(s.hooks.load, 0)
+	}
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
 	// Compute every new word before the first CAS too: a locked
 	// instruction keeps later loads (the decay tables) from passing it,
 	// so interleaving compute and CAS would serialise L table lookups.
@@ -190,41 +199,48 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 		// CAS-loop on a fresh word. The words computed for the remaining
 		// cells are likely stale too, and a failed CAS costs a cache-line
 		// transfer, so they go straight to the CAS loop on fresh words.
-		for j := l; j < s.levels; j++ {
-			s.addLoop(&s.cells[off[j]], &ms, delta)
+		s.addLoop(&s.cells[off[l]], &ms, delta, true)
+		for j := l + 1; j < s.levels; j++ {
+			s.addLoop(&s.cells[off[j]], &ms, delta, false)
 		}
 		return
 	}
 }
 
-// loadWords loads the words of the cells at off[:L] into w for an
-// operation at *ms and returns the stamp of *ms. If the horizon moved
-// past *ms meanwhile (see fresh), *ms becomes the clock's reading and the
-// words are loaded again.
-func (s *Sketch) loadWords(off *[MaxLevels]int, w *[MaxLevels]atom.Word, ms *int64) uint32 {
-	if s.hooks != nil {
-		s.hooks.call(s.hooks.load, 0)
-	}
-	for {
+// The operations load their L words inline (a call here would cost more
+// than the check), then check the time against the horizon:
+//
+//	for l := range s.levels { w[l] = s.cells[off[l]].Load() }
+//	if ms < s.low.Load() { s.reloadWords(&off, &w, &ms) }
+//
+// See fresh (horizon.go) for why a stale time must not be used.
+
+// reloadWords is the stale path of an operation's loads: a fresh time,
+// then the loads again, until the time is fresh after them.
+//
+//go:noinline
+func (s *Sketch) reloadWords(off *[MaxLevels]int, w *[MaxLevels]atom.Word, ms *int64) {
+	for !s.fresh(ms) {
 		for l := range s.levels {
 			w[l] = s.cells[off[l]].Load()
-		}
-		if s.fresh(ms) {
-			return s.stamp(*ms)
 		}
 	}
 }
 
-// addLoop adds delta to c by a CAS loop for an operation at *ms that has
-// just lost a CAS race on c: it backs off one round first (the winner
-// keeps the line a while), then loads, computes and CASes until it wins.
-// Every word it loads is checked against the horizon (fresh), so a stale
-// *ms is moved to the clock's reading rather than used on a re-stamped
-// word. It returns the word it replaced and the word it stored.
-func (s *Sketch) addLoop(c *atom.Cell, ms *int64, delta float64) (old, nw atom.Word) {
+// addLoop adds delta to c by a CAS loop for an operation at *ms: load,
+// compute, CAS until it wins. With lost set (the caller has just lost a
+// CAS race on c) it backs off one round first, so the winner keeps the
+// line a while; after each lost round it backs off again. Every word it
+// loads is checked against the horizon (fresh), so a stale *ms is moved
+// to the clock's reading rather than used on a re-stamped word. It
+// returns the word it replaced and the word it stored.
+func (s *Sketch) addLoop(c *atom.Cell, ms *int64, delta float64, lost bool) (old, nw atom.Word) {
 	bo := atom.ContentionBackoff()
 	for {
-		atom.Backoff(&bo)
+		if lost {
+			atom.Backoff(&bo)
+		}
+		lost = true
 		old = c.Load()
 		s.fresh(ms)
 		nw = s.rules.Next(old, s.stamp(*ms), delta)
@@ -255,12 +271,21 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
-	now := s.loadWords(&off, &w, &ms)
+	if s.hooks != nil {
+		s.hooks.call(s.hooks.load, 0)
+	}
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
 	for l := range s.levels {
 		c := &s.cells[off[l]]
 		nw := s.rules.Next(w[l], now, delta)
 		if !c.CompareAndSwap(w[l], nw) {
-			_, nw = s.addLoop(c, &ms, delta)
+			_, nw = s.addLoop(c, &ms, delta, true)
 			now = s.stamp(ms)
 		}
 		v[l] = float64(nw.Score())
@@ -284,7 +309,16 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
 	s.offsets(h, &off)
-	now := s.loadWords(&off, &w, &ms)
+	if s.hooks != nil {
+		s.hooks.call(s.hooks.load, 0)
+	}
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
 	s.rules.ValueN(&w, s.levels, now, &v) // one decay dispatch per key, as update does
 	return s.aggregate(v[:s.levels])
 }

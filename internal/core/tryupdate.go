@@ -33,8 +33,10 @@ func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
 	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.nowMillis())
 }
 
-// checkTry panics on a non-finite delta or limit: one compare chain on
-// the hot path, the message from the slow path.
+// CheckTry panics, with a message that starts "sketch:", if delta or
+// limit is NaN or ±Inf: one compare chain on the hot path, the message
+// from the slow path. Any finite limit is valid (above Hi too: the
+// decision is aggregate + delta <= limit).
 func CheckTry(delta, limit float64) {
 	if delta-delta != 0 || limit-limit != 0 {
 		CheckFinite("TryUpdate", "delta", delta)
@@ -184,13 +186,11 @@ type snapshot struct {
 // Query does). If the horizon moved past *ms meanwhile (a stale
 // operation), it moves *ms to the clock's reading first (see fresh).
 func (s *Sketch) loadAll(sn *snapshot, ms *int64) uint32 {
-	for {
-		for l := range s.levels {
-			sn.w[l] = s.cells[sn.off[l]].Load()
-		}
-		if s.fresh(ms) {
-			break
-		}
+	for l := range s.levels {
+		sn.w[l] = s.cells[sn.off[l]].Load()
+	}
+	if *ms < s.low.Load() {
+		s.reloadWords(&sn.off, &sn.w, ms)
 	}
 	now := s.stamp(*ms)
 	s.rules.ValueN(&sn.w, s.levels, now, &sn.v)
@@ -278,11 +278,63 @@ func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, ms int64, now uint32
 // Precondition: the caller holds the stripe.
 func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
 	var nw [MaxLevels]atom.Word
+	L := s.levels
+	i := uint32(0)
+	for ; i < L; i++ {
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.beforeCAS, i)
+		}
+		// sn.v[i] is sn.w[i] decayed to now, so this is
+		// Next(sn.w[i], now, delta) without a second decay.
+		nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, delta)
+		if !s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
+			break
+		}
+	}
+	if i < L {
+		return s.commitConflict(sn, &nw, i, ms, delta, limit, rc)
+	}
+	if rc != nil {
+		for l := range L {
+			rc.stored[l], rc.restore[l] = nw[l], s.undoWord(sn.v[l], nw[l])
+		}
+	}
+	return true
+}
+
+// commitConflict is commit after its CAS on level i failed (nw[:i] are
+// committed): roll back, decide again on a fresh snapshot, commit again,
+// until a commit completes or a decision denies. Kept out of commit so
+// the conflict-free path stays a tight loop.
+//
+//go:noinline
+func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32, ms int64, delta, limit float64, rc *Receipt) bool {
 	var held uint32 // bit l: level l holds this call's increment from an earlier attempt
 	L := s.levels
 	for {
-		i := uint32(0)
-		for ; i < L; i++ {
+		// Conflict on cell i: roll back cells [0, i), then decide again
+		// on a fresh snapshot. Combining cells read at different times
+		// (the committed ones with our share taken out, and fresh ones)
+		// could mix a stale cell with a fresh one and over-admit.
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.conflict, i)
+		}
+		held |= s.undo(sn, nw, i, held)
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.reread, i)
+		}
+		now := s.loadAll(sn, &ms)
+		if !(s.aggregate(sn.v[:L])+delta <= limit) {
+			if s.hooks != nil {
+				for l := range L {
+					if held&(1<<l) != 0 {
+						s.hooks.call(s.hooks.held, l)
+					}
+				}
+			}
+			return false
+		}
+		for i = 0; i < L; i++ {
 			if s.hooks != nil {
 				s.hooks.call(s.hooks.beforeCAS, i)
 			}
@@ -290,8 +342,6 @@ func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64
 			if held&(1<<i) != 0 {
 				d = 0
 			}
-			// sn.v[i] is sn.w[i] decayed to now, so this is
-			// Next(sn.w[i], now, d) without a second decay.
 			nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, d)
 			if !s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
 				break
@@ -307,28 +357,6 @@ func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64
 				}
 			}
 			return true
-		}
-		// Conflict on cell i: roll back cells [0, i), then decide again
-		// on a fresh snapshot. Combining cells read at different times
-		// (the committed ones with our share taken out, and fresh ones)
-		// could mix a stale cell with a fresh one and over-admit.
-		if s.hooks != nil {
-			s.hooks.call(s.hooks.conflict, i)
-		}
-		held |= s.undo(sn, &nw, i, held)
-		if s.hooks != nil {
-			s.hooks.call(s.hooks.reread, i)
-		}
-		now = s.loadAll(sn, &ms)
-		if !(s.aggregate(sn.v[:L])+delta <= limit) {
-			if s.hooks != nil {
-				for l := range L {
-					if held&(1<<l) != 0 {
-						s.hooks.call(s.hooks.held, l)
-					}
-				}
-			}
-			return false
 		}
 	}
 }
@@ -379,13 +407,19 @@ func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	s.markNegative(delta)
 	rc := Receipt{h: h, levels: s.levels, resets: s.resets.Load()}
 	// As update: every load, then one batch of decay, before the first CAS.
-	now := s.loadWords(&off, &w, &ms)
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
 	s.rules.ValueN(&w, s.levels, now, &v)
 	for l := range s.levels {
 		c := &s.cells[off[l]]
 		nw := s.rules.Apply(w[l], v[l], now, delta)
 		if !c.CompareAndSwap(w[l], nw) {
-			w[l], nw = s.addLoop(c, &ms, delta)
+			w[l], nw = s.addLoop(c, &ms, delta, true)
 			now = s.stamp(ms)
 			v[l] = s.rules.Value(w[l], now)
 		}

@@ -1,0 +1,263 @@
+package redis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// ErrNoFunctions is matched (errors.Is) by the error of a call, Check or
+// NewLimiter when the server has no Redis Functions: FUNCTION or FCALL is
+// an unknown command, as on Redis before 7.0 or where they are renamed
+// or disabled. The sketch needs Redis 7.0 or later.
+var ErrNoFunctions = errors.New("redis: the server has no Redis Functions (FUNCTION LOAD and FCALL, Redis 7.0 or later)")
+
+// ErrPermission is matched (errors.Is) by the error of a call, Check or
+// NewLimiter when the server's ACL denies the connection's user a command
+// or key the sketch needs; the message names what was denied. The full
+// list is RequiredACL.
+var ErrPermission = errors.New("redis: the server's ACL denies a command the sketch needs")
+
+// ErrEvictionPolicy is matched (errors.Is) by the error of Check or
+// NewLimiter when a server's maxmemory-policy is allkeys-lru, allkeys-lfu
+// or allkeys-random: such a server may evict the sketch's strings, which
+// forgets every debt they hold and admits again keys that are over their
+// limit. noeviction and the volatile-* policies are safe (the sketch's
+// keys carry no TTL, so volatile-* never evicts them).
+var ErrEvictionPolicy = errors.New("redis: the server's maxmemory-policy can evict the sketch")
+
+// RequiredACL lists what the connection's user needs, in ACL SETUSER
+// syntax (Name stands for Config.Name): the commands the sketch sends and
+// those its server function runs, on the sketch's keys. FUNCTION|LOAD is
+// needed on every primary unless an administrator loads the library
+// (Library) and keeps it loaded across restarts; CONFIG|GET (or INFO) only
+// for the start-up check of maxmemory-policy. The client libraries send
+// their own connection commands too (HELLO, AUTH, PING, CLIENT|SETINFO,
+// and in a cluster CLUSTER|SLOTS or CLUSTER|SHARDS): +@connection and
+// +cluster|slots +cluster|shards cover them.
+const RequiredACL = "+fcall +function|load +time +exists +strlen +type +getrange +setrange +del +config|get ~{Name}*"
+
+// Library returns the name and the code of the Redis Function library the
+// sketch calls, for an administrator who loads it (FUNCTION LOAD code) on
+// servers where the sketch's user may not.
+func Library() (name, code string) { return libName, libCode }
+
+// maxTryAgain bounds the TRYAGAIN retries of a call whose context has no
+// deadline (about 4.8 s with the backoff of tryAgainWait).
+const maxTryAgain = 100
+
+func tryAgainWait(attempt int) time.Duration {
+	return min(time.Millisecond<<min(attempt, 6), 50*time.Millisecond)
+}
+
+// fcall runs the library's function once, and again only after a reply
+// that says no code ran:
+//
+//   - "Function not found": the server does not have the library (a fresh
+//     or restarted server, whose function set is empty without
+//     persistence, or a cluster node the sketch's slot just moved to). It
+//     loads the library on every node the client knows and calls again,
+//     once.
+//   - TRYAGAIN: in a Redis Cluster, the sketch's slot is migrating and
+//     its generation keys are split between the two nodes for the moment
+//     (some moved, some not). It waits (1, 2, 4 .. 50 ms) and calls again
+//     until the context ends (at most maxTryAgain times without a
+//     deadline).
+//
+// Any other failure, a network error or a timeout included, is never
+// retried by the sketch: a write is applied at most once by the sketch
+// itself (go-redis may retry after a network error on its own; see
+// NewGoRedis).
+func (s *Sketch) fcall(ctx context.Context, keys, args []string) (string, error) {
+	var r string
+	err := s.retrying(ctx, keys, func() (err error) {
+		r, err = s.conn.fcall(ctx, libName, keys, args)
+		return err
+	})
+	return r, err
+}
+
+// retrying runs call, and again after the replies fcall describes.
+func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error) error {
+	loaded := false
+	for attempt := 0; ; attempt++ {
+		err := call()
+		if err == nil {
+			return nil
+		}
+		msg, isServer := s.conn.serverError(err)
+		switch {
+		case !isServer:
+			return err
+		case !loaded && strings.HasSuffix(msg, "Function not found"):
+			if err := s.loadLibrary(ctx); err != nil {
+				return err
+			}
+			loaded = true
+		case strings.HasPrefix(msg, "TRYAGAIN"):
+			_, deadline := ctx.Deadline()
+			if !deadline && attempt >= maxTryAgain {
+				return err
+			}
+			t := time.NewTimer(tryAgainWait(attempt))
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return fmt.Errorf("%w (the slot was still migrating: %w)", ctx.Err(), err)
+			case <-t.C:
+			}
+		default:
+			return s.classify(ctx, msg, err, keys)
+		}
+	}
+}
+
+// loadLibrary sends FUNCTION LOAD to every node; a library that is
+// already there (another instance loaded it first) is no error, nor is a
+// replica's READONLY (replicas get the library from their primary).
+func (s *Sketch) loadLibrary(ctx context.Context) error {
+	nodes, err := s.conn.nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("FUNCTION LOAD: listing the nodes: %w", err)
+	}
+	for _, n := range nodes {
+		err := n.functionLoad(ctx, libCode)
+		if err == nil {
+			continue
+		}
+		msg, isServer := s.conn.serverError(err)
+		if isServer && (strings.Contains(msg, "already exists") || strings.HasPrefix(msg, "READONLY")) {
+			continue
+		}
+		if isServer {
+			err = s.classify(ctx, msg, err, nil)
+		}
+		return fmt.Errorf("FUNCTION LOAD on %s: %w", n.addr(), err)
+	}
+	return nil
+}
+
+// classify wraps a server's error reply in the sentinel that names its
+// cause, where it knows one: ErrNoFunctions for an unknown FUNCTION or
+// FCALL, ErrPermission for an ACL denial (naming what the user lacks, by
+// asking the function itself when the denial came from inside it).
+func (s *Sketch) classify(ctx context.Context, msg string, err error, keys []string) error {
+	low := strings.ToLower(msg)
+	switch {
+	case strings.Contains(low, "unknown command") && (strings.Contains(low, "fcall") || strings.Contains(low, "function")):
+		return fmt.Errorf("%w: the server answered %q (Redis older than 7.0, or FUNCTION/FCALL renamed or disabled)", ErrNoFunctions, msg)
+	case strings.HasPrefix(msg, "NOPERM"):
+		return fmt.Errorf("%w: %s (the sketch needs %s); got %w", ErrPermission, aclCause(msg, keys), RequiredACL, err)
+	case strings.Contains(msg, "can't run this command"):
+		// Denied inside the function: ask it which commands.
+		denied := "a command the function runs"
+		if keys != nil {
+			if d, cerr := s.deniedInside(ctx, keys); cerr == nil && len(d) > 0 {
+				denied = strings.Join(d, ", ")
+			}
+		}
+		return fmt.Errorf("%w: the function may not run %s (the sketch needs %s); got %w", ErrPermission, denied, RequiredACL, err)
+	}
+	return err
+}
+
+// aclCause extracts what a NOPERM reply denies.
+func aclCause(msg string, keys []string) string {
+	if i := strings.Index(msg, "to run the '"); i >= 0 {
+		rest := msg[i+len("to run the '"):]
+		if j := strings.IndexByte(rest, '\''); j >= 0 {
+			return "the user may not run " + strings.ToUpper(rest[:j])
+		}
+	}
+	if strings.Contains(msg, "key") {
+		return "the user may not read and write the sketch's keys " + strings.Join(keys, " ")
+	}
+	return strings.TrimPrefix(msg, "NOPERM ")
+}
+
+// deniedInside runs the function's check operation on keys: the commands
+// (with their keys) that the ACL denies the function, as
+// redis.acl_check_cmd reports them.
+func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, error) {
+	return s.conn.fcallStrings(ctx, libName, keys, []string{"C"})
+}
+
+// Check verifies that the servers can hold the sketch safely, on every
+// node the client knows: that they run Redis Functions (it loads the
+// library where it is missing; ErrNoFunctions), that the ACL lets the
+// connection's user run every command the sketch needs on its keys
+// (ErrPermission, naming what is denied), and that no maxmemory-policy can
+// evict the sketch (ErrEvictionPolicy). It writes nothing but the library.
+// Several problems are joined (errors.Join). NewLimiter calls it (see
+// LimiterConfig.ServerCheck).
+//
+// maxmemory-policy is read with CONFIG GET, else from INFO memory; a
+// server that allows neither is reported (ErrPermission). Both can change
+// at run time (CONFIG SET): Check sees the moment it runs.
+func (s *Sketch) Check(ctx context.Context) error {
+	var errs []error
+	for _, keys := range s.keys {
+		denied, err := s.checkOp(ctx, keys)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("redis: Check: %w", err))
+			break
+		}
+		if len(denied) > 0 {
+			errs = append(errs, fmt.Errorf("redis: Check: %w: the function may not run %s (the sketch needs %s)",
+				ErrPermission, strings.Join(denied, ", "), RequiredACL))
+			break
+		}
+	}
+	nodes, err := s.conn.nodes(ctx)
+	if err != nil {
+		return errors.Join(append(errs, fmt.Errorf("redis: Check: listing the nodes: %w", err))...)
+	}
+	for _, n := range nodes {
+		if err := s.checkEviction(ctx, n); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// checkOp runs the function's check operation (loading the library if
+// the server lacks it), the same way a call does.
+func (s *Sketch) checkOp(ctx context.Context, keys []string) ([]string, error) {
+	var d []string
+	err := s.retrying(ctx, keys, func() (err error) {
+		d, err = s.conn.fcallStrings(ctx, libName, keys, []string{"C"})
+		return err
+	})
+	return d, err
+}
+
+// checkEviction reads n's maxmemory-policy.
+func (s *Sketch) checkEviction(ctx context.Context, n node) error {
+	policy, err1 := n.configGet(ctx, "maxmemory-policy")
+	if err1 != nil {
+		info, err2 := n.info(ctx, "memory")
+		var ok bool
+		if err2 == nil {
+			if policy, ok = infoField(info, "maxmemory_policy"); !ok {
+				err2 = errors.New("no maxmemory_policy field")
+			}
+		}
+		if err2 != nil {
+			var sentinel error = errors.New("redis: Check")
+			if m1, ok1 := s.conn.serverError(err1); ok1 && strings.HasPrefix(m1, "NOPERM") {
+				if m2, ok2 := s.conn.serverError(err2); ok2 && strings.HasPrefix(m2, "NOPERM") {
+					sentinel = ErrPermission
+				}
+			}
+			return fmt.Errorf("%w: cannot read maxmemory-policy on %s (grant +config|get or +info, or skip the check): CONFIG GET: %v; INFO memory: %v",
+				sentinel, n.addr(), err1, err2)
+		}
+	}
+	if strings.HasPrefix(policy, "allkeys-") {
+		return fmt.Errorf("%w: %s has maxmemory-policy %s; use noeviction or a volatile-* policy (the sketch's keys have no TTL); got %s",
+			ErrEvictionPolicy, n.addr(), policy, policy)
+	}
+	return nil
+}
