@@ -1,123 +1,108 @@
 # Two commands do everything: `make bench` and `make test` (see README.md).
+#
+# The repository holds four modules: the library (.), its tests that need
+# test-only modules (tests/: rapid, porcupine, goleak), the measurements
+# (bench/: the contention matrix, plots, the benchmarks against
+# x/time/rate and hrtime) and the Redis module (redis/). go.work lists
+# them for development; every step below runs in each module that has
+# it, and the tidy check runs with GOWORK=off, as a user's build does.
 GO        ?= go
-PKGS      := ./...
-BENCHTIME ?= 300ms
 QEMU      ?= qemu-aarch64-static
 ARM64_BIN := bin/arm64
+# The Go modules of the repository that replace the library by this
+# checkout, as directories (redis/ requires the library at its planned
+# tag and has its own steps: test-redis).
+MODULES   := . tests bench
+# The modules whose packages are the library's and its tests: raced,
+# run under purego and on arm64.
+CORE_MODULES := . tests
 
-.PHONY: all lint tidy-check test test-race test-purego test-nobackoff test-arm64 vet fmt fmt-check cover bench bench-go clean
+STATICCHECK_VERSION ?= v0.8.2
+STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
+
+.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-redis test-bench vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
 
 all: test
 
-## test: the whole suite: format, vet (amd64 + arm64 + purego),
-## staticcheck, go mod tidy, race tests, purego tests, the no-backoff
-## build, the arm64 suite under qemu, and the redis/ module against a real
-## redis-server.
-test: fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-redis
+## test: the whole suite, after installing what it needs (deps): format,
+## vet (amd64 + arm64 + purego), staticcheck, go mod tidy, race tests of
+## the library and of tests/ (the consumer check included), purego tests,
+## the no-backoff build, the arm64 suite under qemu, the bench module's
+## tests, and the redis/ module (vet, staticcheck, its tidy check, race
+## tests against real redis-servers and a Redis Cluster).
+test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-bench test-redis
 	@echo "make test: all checks passed"
 
-## lint: staticcheck (installed by .ci/run; go install
-## honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)).
-STATICCHECK_VERSION ?= v0.8.2
-STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
-lint:
-	@if [ ! -x "$(STATICCHECK)" ]; then \
-		echo "lint: staticcheck not found; install it with: go install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION)"; exit 1; \
+## deps: install what the tests need when it is missing: qemu-user-static
+## (the arm64 suite) and redis-server with redis-cli (redis/: standalone
+## servers and a 3-master cluster; Debian's redis-server pulls in
+## redis-tools) with apt-get when run as root, otherwise print the exact
+## command and fail; staticcheck with go install.
+deps:
+	@missing=""; \
+	command -v $(QEMU) >/dev/null 2>&1 || missing="$$missing qemu-user-static"; \
+	{ command -v redis-server && command -v redis-cli; } >/dev/null 2>&1 || missing="$$missing redis-server"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "make test: installing$$missing"; \
+			export DEBIAN_FRONTEND=noninteractive; \
+			apt-get update -qq && apt-get install -y -qq$$missing >/dev/null || exit 1; \
+		else \
+			echo "make test: missing$$missing; install it with: sudo apt-get install -y$$missing"; exit 1; \
+		fi; \
 	fi
-	$(STATICCHECK) ./...
+	@if [ ! -x "$(STATICCHECK)" ]; then \
+		echo "make test: installing staticcheck $(STATICCHECK_VERSION)"; \
+		$(GO) install honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) || exit 1; \
+	fi
 
-## tidy-check: go mod tidy must leave go.mod and go.sum unchanged.
+## lint: staticcheck in every module.
+lint:
+	@for m in $(MODULES); do echo "staticcheck: $$m"; (cd $$m && $(STATICCHECK) ./...) || exit 1; done
+
+## tidy-check: go mod tidy must leave every module's go.mod and go.sum
+## unchanged (GOWORK=off: each module stands alone).
 tidy-check:
-	@cp go.mod bin-go.mod.bak && cp go.sum bin-go.sum.bak; \
-	$(GO) mod tidy; \
-	if ! cmp -s go.mod bin-go.mod.bak || ! cmp -s go.sum bin-go.sum.bak; then \
-		echo "tidy-check: go mod tidy changed go.mod/go.sum; run go mod tidy and commit"; \
-		mv bin-go.mod.bak go.mod; mv bin-go.sum.bak go.sum; exit 1; \
-	fi; rm -f bin-go.mod.bak bin-go.sum.bak
+	@for m in $(MODULES); do \
+		(cd $$m && cp go.mod go.mod.tidy-bak && cp go.sum go.sum.tidy-bak && GOWORK=off $(GO) mod tidy; \
+		if ! cmp -s go.mod go.mod.tidy-bak || ! cmp -s go.sum go.sum.tidy-bak; then \
+			echo "tidy-check: go mod tidy changed $$m/go.mod or go.sum; run go mod tidy there and commit"; \
+			mv go.mod.tidy-bak go.mod; mv go.sum.tidy-bak go.sum; exit 1; \
+		fi; rm -f go.mod.tidy-bak go.sum.tidy-bak) || exit 1; \
+	done
 
 test-race:
-	$(GO) test -race -count=1 -timeout 20m $(PKGS)
+	@for m in $(CORE_MODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...) || exit 1; done
 
 test-purego:
-	$(GO) test -tags purego -count=1 -short -timeout 10m $(PKGS)
+	@for m in $(CORE_MODULES); do (cd $$m && $(GO) test -tags purego -count=1 -short -timeout 10m ./...) || exit 1; done
 
 ## test-nobackoff: the cell and sketch tests with the contention backoff
 ## compiled out (-tags grudge_nobackoff, the build bench/run16.sh compares
 ## against), so that build stays correct.
 test-nobackoff:
-	$(GO) test -tags grudge_nobackoff -count=1 -short -timeout 10m ./atomiccell/ ./sketch/
+	$(GO) test -tags grudge_nobackoff -count=1 -short -timeout 10m ./internal/atom/ ./internal/core/ ./sketch/
+	cd tests && $(GO) test -tags grudge_nobackoff -count=1 -short -timeout 10m ./internal/atom/ ./sketch/
 
-## test-arm64: cross-compile every package's tests for arm64 and run them
-## under qemu user emulation (-short: emulation is slow).
+## test-arm64: cross-compile the tests of the library and of tests/ for
+## arm64 and run them under qemu user emulation (-short: emulation is
+## slow).
 test-arm64:
-	@if ! command -v $(QEMU) >/dev/null 2>&1; then \
-		echo "test-arm64: $(QEMU) not found; install it with: apt-get install -y qemu-user-static (.ci/run does)"; exit 1; \
-	fi; \
-	set -e; mkdir -p $(ARM64_BIN); \
-	for p in $$($(GO) list -f '{{if .TestGoFiles}}{{.ImportPath}}{{else if .XTestGoFiles}}{{.ImportPath}}{{end}}' $(PKGS)); do \
-		n=$$(echo $$p | tr / _); \
-		GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(ARM64_BIN)/$$n.test $$p; \
-		d=$$($(GO) list -f '{{.Dir}}' $$p); \
-		echo "arm64 (qemu): $$p"; \
-		(cd $$d && GRUDGE_TEST_EMULATOR=$(QEMU) $(QEMU) $(CURDIR)/$(ARM64_BIN)/$$n.test -test.short -test.timeout 10m) ; \
+	@set -e; mkdir -p $(ARM64_BIN); \
+	for m in $(CORE_MODULES); do \
+		for p in $$(cd $$m && $(GO) list -f '{{if .TestGoFiles}}{{.ImportPath}}{{else if .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
+			n=$$(echo $$p | tr / _); \
+			(cd $$m && GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/$(ARM64_BIN)/$$n.test $$p); \
+			d=$$(cd $$m && $(GO) list -f '{{.Dir}}' $$p); \
+			echo "arm64 (qemu): $$p"; \
+			(cd $$d && GRUDGE_TEST_EMULATOR=$(QEMU) $(QEMU) $(CURDIR)/$(ARM64_BIN)/$$n.test -test.short -test.timeout 10m); \
+		done; \
 	done
 
-vet:
-	$(GO) vet $(PKGS)
-	GOARCH=arm64 $(GO) vet $(PKGS)
-	$(GO) vet -tags purego $(PKGS)
-
-fmt:
-	gofmt -w .
-
-fmt-check:
-	@f=$$(gofmt -l .); if [ -n "$$f" ]; then echo "gofmt would change:"; echo "$$f"; exit 1; fi
-
-cover:
-	$(GO) test -count=1 -coverprofile=bin/cover.out $(PKGS)
-	$(GO) tool cover -func=bin/cover.out | tail -1
-
-## bench: the contention matrix (bench/cmd/matrix): lockfree, reference
-## and atomicadd on every workload and dist, both clocks, P=1..NumCPU,
-## 3 interleaved repeats of 250ms per cell (-count, -duration; -impls all
-## adds the rotators and ratemap). Measured: `time make bench` 4 min 48 s
-## (288 s, compile included; 286 s in the run) on the 2-core VM, shared
-## with other jobs (load ~6). Markdown on stdout (median (min–max) per
-## cell, ⚠ on a spread above -spread 0.25), a progress line per cell per
-## round on stderr, and results.csv, results.json, results.md and PNG plots
-## (throughput, ratio, latency per clock) in bench-results/.
-## MATRIX_FLAGS passes flags, e.g. MATRIX_FLAGS='-impls lockfree,reference
-## -duration 1s' (go run ./bench/cmd/matrix -h lists them). bench-go runs
-## the go test benchmarks; docs/benchmarks.md has the numbers.
-MATRIX_FLAGS ?=
-bench:
-	$(GO) run ./bench/cmd/matrix $(MATRIX_FLAGS)
-
-## bench-arm64: cross-compile the matrix and its tests for arm64 and run
-## both under qemu user emulation, with tiny cells (emulated timings are
-## meaningless; this checks that it builds and runs).
-bench-arm64:
-	@if ! command -v $(QEMU) >/dev/null 2>&1; then \
-		echo "bench-arm64: $(QEMU) not found; install it with: apt-get install -y qemu-user-static"; exit 1; \
-	fi
-	mkdir -p $(ARM64_BIN)
-	GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o $(ARM64_BIN)/matrix ./bench/cmd/matrix
-	GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(ARM64_BIN)/bench_matrix.test ./bench/matrix
-	cd bench/matrix && $(QEMU) $(CURDIR)/$(ARM64_BIN)/bench_matrix.test -test.short -test.timeout 5m
-	$(QEMU) $(ARM64_BIN)/matrix -impls lockfree,reference -workloads update,tryupdate-denied \
-		-dists uniform,hot8 -procs 1,2 -duration 20ms -count 2 -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
-
-## bench-matrix: build the matrix (also without the contention backoff)
-## and the sketch benchmarks as static binaries (bin/matrix,
-## bin/matrix-nobackoff, bin/sketch.test) for bench/run16.sh on another
-## machine.
-bench-matrix:
-	mkdir -p bin
-	CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)" -o bin/matrix ./bench/cmd/matrix
-	CGO_ENABLED=0 $(GO) build -tags grudge_nobackoff -ldflags "-X main.commit=$$(git rev-parse --short HEAD 2>/dev/null || echo unknown)-nobackoff" -o bin/matrix-nobackoff ./bench/cmd/matrix
-	CGO_ENABLED=0 $(GO) test -c -o bin/sketch.test ./sketch/
-
-.PHONY: bench-arm64 bench-matrix
+## test-bench: the bench module's own tests (the matrix's report, plots,
+## options), raced.
+test-bench:
+	cd bench && $(GO) test -race -count=1 -timeout 10m ./...
 
 ## test-redis: the nested module redis/ (its own go.mod; the core module
 ## has no Redis dependency), built through the go.work workspace at the
@@ -159,10 +144,63 @@ tidy-redis:
 	(cd redis && GOWORK=off $(GO) mod tidy -modfile="$$t/go.mod"); \
 	grep -v '^replace github.com/lfgrudge/grudge ' "$$t/go.mod" > redis/go.mod; cp "$$t/go.sum" redis/go.sum
 
-.PHONY: test-redis tidy-check-redis tidy-redis
+vet:
+	@for m in $(MODULES); do \
+		(cd $$m && $(GO) vet ./... && GOARCH=arm64 $(GO) vet ./... && $(GO) vet -tags purego ./...) || exit 1; \
+	done
 
+fmt:
+	gofmt -w .
+
+fmt-check:
+	@f=$$(gofmt -l .); if [ -n "$$f" ]; then echo "gofmt would change:"; echo "$$f"; exit 1; fi
+
+cover:
+	mkdir -p bin
+	$(GO) test -count=1 -coverprofile=bin/cover.out -coverpkg=github.com/lfgrudge/grudge/... ./... ./tests/...
+	$(GO) tool cover -func=bin/cover.out | tail -1
+
+## bench: the contention matrix (bench/cmd/matrix): lockfree, reference
+## and atomicadd on every workload and dist, both clocks, P=1..NumCPU,
+## 3 interleaved repeats of 250ms per cell (-count, -duration; -impls all
+## adds the rotators and ratemap). About 5 minutes on 2 cores. Markdown
+## on stdout (median (min–max) per cell, ⚠ on a spread above -spread
+## 0.25), a progress line per cell per round on stderr, and results.csv,
+## results.json, results.md and PNG plots (throughput, ratio, latency per
+## clock) in bench-results/. MATRIX_FLAGS passes flags, e.g.
+## MATRIX_FLAGS='-impls lockfree,reference -duration 1s' (go run
+## ./cmd/matrix -h in bench/ lists them). bench-go runs the go test
+## benchmarks; docs/benchmarks.md has the numbers.
+MATRIX_FLAGS ?=
+bench:
+	cd bench && $(GO) run ./cmd/matrix -out $(CURDIR)/bench-results $(MATRIX_FLAGS)
+
+BENCHTIME ?= 300ms
 bench-go:
-	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) $(PKGS)
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+	cd bench && $(GO) test -run '^$$' -bench . -benchmem -benchtime $(BENCHTIME) ./...
+
+## bench-arm64: cross-compile the matrix and its tests for arm64 and run
+## both under qemu user emulation, with tiny cells (emulated timings are
+## meaningless; this checks that it builds and runs).
+bench-arm64:
+	mkdir -p $(ARM64_BIN)
+	cd bench && GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(ARM64_BIN)/matrix ./cmd/matrix
+	cd bench && GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/$(ARM64_BIN)/bench_matrix.test ./matrix
+	cd bench/matrix && $(QEMU) $(CURDIR)/$(ARM64_BIN)/bench_matrix.test -test.short -test.timeout 5m
+	$(QEMU) $(ARM64_BIN)/matrix -impls lockfree,reference -workloads update,tryupdate-denied \
+		-dists uniform,hot8 -procs 1,2 -duration 20ms -count 2 -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
+
+## bench-matrix: build the matrix (also without the contention backoff)
+## and the sketch benchmarks as static binaries (bin/matrix,
+## bin/matrix-nobackoff, bin/sketch.test) for bench/run16.sh on another
+## machine.
+COMMIT = $$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+bench-matrix:
+	mkdir -p bin
+	cd bench && CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(CURDIR)/bin/matrix ./cmd/matrix
+	cd bench && CGO_ENABLED=0 $(GO) build -tags grudge_nobackoff -ldflags "-X main.commit=$(COMMIT)-nobackoff" -o $(CURDIR)/bin/matrix-nobackoff ./cmd/matrix
+	cd bench && CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/bin/sketch.test ./sketch/
 
 clean:
 	rm -rf bin

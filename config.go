@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -67,9 +68,9 @@ var (
 	Mean Aggregator = meanScores
 )
 
-func minScores(levelScores []float64) float64  { return sketch.Min.Aggregate(levelScores) }
-func maxScores(levelScores []float64) float64  { return sketch.Max.Aggregate(levelScores) }
-func meanScores(levelScores []float64) float64 { return sketch.Mean.Aggregate(levelScores) }
+func minScores(levelScores []float64) float64  { return core.Min.Aggregate(levelScores) }
+func maxScores(levelScores []float64) float64  { return core.Max.Aggregate(levelScores) }
+func meanScores(levelScores []float64) float64 { return core.Mean.Aggregate(levelScores) }
 
 // builtin maps a built-in Aggregator to the core's enum; ok is false for a
 // custom function.

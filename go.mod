@@ -1,28 +1,12 @@
 module github.com/lfgrudge/grudge
 
-go 1.26.0
+go 1.25.0
 
 require (
-	github.com/anishathalye/porcupine v1.3.1
 	github.com/dchest/siphash v1.2.3
-	github.com/loov/hrtime v1.0.3
 	github.com/spaolacci/murmur3 v1.1.0
 	github.com/zeebo/xxh3 v1.1.0
-	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.50.0
-	golang.org/x/time v0.16.0
-	gonum.org/v1/plot v0.17.0
-	pgregory.net/rapid v1.3.0
+	golang.org/x/sys v0.47.0
 )
 
-require (
-	codeberg.org/go-fonts/liberation v0.5.0 // indirect
-	codeberg.org/go-latex/latex v0.2.0 // indirect
-	codeberg.org/go-pdf/fpdf v0.11.1 // indirect
-	git.sr.ht/~sbinet/gg v0.7.0 // indirect
-	github.com/ajstarks/svgo v0.0.0-20211024235047-1546f124cd8b // indirect
-	github.com/golang/freetype v0.0.0-20170609003504-e2365dfdc4a0 // indirect
-	github.com/klauspost/cpuid/v2 v2.2.10 // indirect
-	golang.org/x/image v0.30.0 // indirect
-	golang.org/x/text v0.28.0 // indirect
-)
+require github.com/klauspost/cpuid/v2 v2.2.10 // indirect

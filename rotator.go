@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/rotator"
 )
 
@@ -46,6 +47,7 @@ const periodWithTicker = time.Hour
 // concurrent use; the hot-path methods do not allocate.
 type Rotator struct {
 	r      *rotator.Rotator
+	e      *core.Rotator // the engine under r: Rotate for the ticks
 	ticker Ticker        // nil: lazy rotation
 	stop   chan struct{} // closed by Close
 	done   chan struct{} // closed when the tick goroutine returns
@@ -60,17 +62,17 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 		Sketch:      cfg.Sketch.native(newSeed()),
 		Generations: cfg.Generations,
 		Period:      cfg.Period,
-		Manual:      cfg.Ticker != nil,
 	}
-	if rc.Manual && rc.Period == 0 {
+	if cfg.Ticker != nil && rc.Period == 0 {
 		rc.Period = periodWithTicker
 	}
 	r, err := rotator.New(rc)
 	if err != nil {
 		return nil, err
 	}
-	rot := &Rotator{r: r, ticker: cfg.Ticker}
+	rot := &Rotator{r: r, e: core.RotatorOf(r), ticker: cfg.Ticker}
 	if cfg.Ticker != nil {
+		rot.e.SetManual() // rotation on ticks only, not on access
 		rot.stop = make(chan struct{})
 		rot.done = make(chan struct{})
 		go rot.run()
@@ -92,7 +94,7 @@ func (rot *Rotator) run() {
 			if !ok {
 				return
 			}
-			rot.r.Rotate()
+			rot.e.Rotate()
 			if h != nil {
 				h.TickHandled()
 			}

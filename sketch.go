@@ -26,7 +26,7 @@ func New(cfg Config) (*Sketch, error) {
 }
 
 // Native returns the lock-free sketch underneath, for its native API
-// (string keys, the At twins taking a time.Time, Sizes).
+// (string keys, the At forms taking a time.Time, Sizes).
 func (s *Sketch) Native() *sketch.Sketch { return s.s }
 
 // Update decays the key's L cells to now and adds delta to each, clamped

@@ -7,21 +7,6 @@ import (
 	"github.com/lfgrudge/grudge/asm"
 )
 
-// A Clock is read on every operation of a hot loop; its readings never go
-// backwards within a goroutine.
-func ExampleClock() {
-	c := asm.NewClock()
-	prev := c.NowMillis()
-	ok := true
-	for range 1000 {
-		now := c.NowMillis()
-		ok = ok && now >= prev
-		prev = now
-	}
-	fmt.Println("monotonic:", ok)
-	// Output: monotonic: true
-}
-
 // Backoff goes in the retry branch of a CAS loop.
 func ExampleBackoff() {
 	var max atomic.Int64

@@ -38,13 +38,13 @@
 // int32(T mod 2^32) ms had passed (under-decay: the safe side, but no
 // forgetting). The owner keeps every stamp inside the window instead:
 // package sketch re-stamps old cells lazily, from its own operations, so
-// no age it computes reaches 2^31 (Rules.Decay takes the true int64 age
-// when it re-stamps). TestHorizon sets stamps next to both edges.
+// no age it computes reaches 2^31 (it decays by the true int64 age when it
+// re-stamps).
 //
 // # Core operation (pseudo-code)
 //
 //	func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
-//		bo := ContentionBackoff() // 32, 64, ... 1024 PAUSEs per round
+//		var bo asm.Backoff        // 32, 64, ... 1024 PAUSEs per round
 //		for {
 //			s := r.Decay(w.Score(), Elapsed(w.Stamp(), now)) // float64
 //			s = clamp(s+delta, r.Lo, r.Hi)
@@ -58,8 +58,9 @@
 //	}
 //
 // The loop is lock-free: a CAS fails only because another update succeeded.
-// The backoff after a lost race is what makes a hot key fast: see
-// [ContentionBackoff].
+// The backoff after a lost race is what makes a hot key fast: the winner
+// keeps the line for a few of its operations instead of both cores paying
+// a line transfer on every one (docs/design.md, "Hot keys and backoff").
 // All operations use sync/atomic, which is sequentially consistent on every
 // architecture Go supports (including arm64), so no extra fences are needed.
 package atomiccell

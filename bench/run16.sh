@@ -5,9 +5,10 @@
 # Build here, from the repository root:
 #
 #	make bench-matrix
-#	# = CGO_ENABLED=0 go build -ldflags "-X main.commit=$(git rev-parse --short HEAD)" -o bin/matrix ./bench/cmd/matrix
-#	#   CGO_ENABLED=0 go build -tags grudge_nobackoff ... -o bin/matrix-nobackoff ./bench/cmd/matrix
-#	#   CGO_ENABLED=0 go test -c -o bin/sketch.test ./sketch/
+#	# = (in bench/, its own module)
+#	#   CGO_ENABLED=0 go build -ldflags "-X main.commit=$(git rev-parse --short HEAD)" -o ../bin/matrix ./cmd/matrix
+#	#   CGO_ENABLED=0 go build -tags grudge_nobackoff ... -o ../bin/matrix-nobackoff ./cmd/matrix
+#	#   CGO_ENABLED=0 go test -c -o ../bin/sketch.test ./sketch/
 #
 # then run it there from the repository root with bin/ beside it
 # (bin/ is git-ignored: carry bin/matrix, bin/matrix-nobackoff and
@@ -23,9 +24,9 @@
 #	results.csv        one row per cell, machine metadata as # lines
 #	results.json       the same as JSON
 #	throughput-default.png, ratio-default.png, latency-default.png
-#	sketch-bench.txt   go test benchmarks of package sketch at -cpu 1,2,4,8,16
+#	sketch-bench.txt   go test benchmarks of the sketch (bench/sketch) at -cpu 1,2,4,8,16
 #	clock-bench.txt    BenchmarkUpdateClock: Update on each clock (default
-#	                   nanotime, asm.Clock, nanotime via Clock, wall)
+#	                   nanotime, the tick clock, nanotime via Clock, wall)
 #	nobackoff.md       lock-free hot-key cells built with -tags
 #	                   grudge_nobackoff (no contention backoff), to set
 #	                   against the same cells in results.md
@@ -82,14 +83,14 @@ echo "clock split exit: $?" >>"$log"
 
 # 3. The go test benchmarks (lockfree vs reference vs atomicadd in one
 #    benchmark) at -cpu 1,2,4,8,16; feed two such files to benchstat.
-(cd sketch && timeout 50 ../bin/sketch.test -test.run '^$' \
+(cd bench/sketch && timeout 50 ../../bin/sketch.test -test.run '^$' \
 	-test.bench '^Benchmark(Update|TryUpdateDenied)$/^keys=(uniform1M|hot1)$/^mode=parallel$' \
 	-test.cpu 1,2,4,8,16 -test.count 1 -test.benchtime 100ms -test.benchmem) >"$OUT/sketch-bench.txt" 2>&1
 echo "sketch.test exit: $?" >>"$log"
 
 # 4. The default-clock question: Update on each clock the sketch could
 #    use, single thread, 3 counts (docs/design.md, "Clock").
-(cd sketch && timeout 20 ../bin/sketch.test -test.run '^$' \
+(cd bench/sketch && timeout 20 ../../bin/sketch.test -test.run '^$' \
 	-test.bench '^BenchmarkUpdateClock$' -test.count 3 -test.benchtime 100ms) >"$OUT/clock-bench.txt" 2>&1
 echo "clock bench exit: $?" >>"$log"
 

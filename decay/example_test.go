@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/sketch"
 )
 
 // Exponential(lambda) has a half-life of ln(2)/lambda seconds: here 10 s.
@@ -38,11 +39,14 @@ func ExampleNone() {
 	// Output: 42
 }
 
-// Validate reports a bad parameter with the package prefix and the value.
-func ExampleValidate() {
-	fmt.Println(decay.Validate(decay.Exponential(0.5)))
-	fmt.Println(decay.Validate(decay.Linear(-1)))
+// An invalid parameter is reported by sketch.New, naming the law and the
+// value.
+func Example_validation() {
+	_, err := sketch.New(sketch.Config{Hi: 1, Decay: decay.Exponential(0.5)})
+	fmt.Println(err)
+	_, err = sketch.New(sketch.Config{Hi: 1, Decay: decay.Linear(-1)})
+	fmt.Println(err)
 	// Output:
 	// <nil>
-	// decay: Linear rate must be finite and > 0; got -1
+	// sketch: Decay is invalid: decay: Linear rate must be finite and > 0; got -1
 }

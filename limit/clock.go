@@ -3,7 +3,7 @@ package limit
 import (
 	"time"
 
-	"github.com/lfgrudge/grudge/asm"
+	"github.com/lfgrudge/grudge/internal/hw"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -30,9 +30,9 @@ type Timer interface {
 
 // timerOf returns how WaitN waits on clock c: on c's timers if it is a
 // Clock, on real timers for the clocks that run at real speed (nil, the
-// default monotonic clock, and *asm.Clock), and nil for any other clock
-// (WaitN then returns ErrNoTimer rather than sleep real time against a
-// clock that may not run).
+// default monotonic clock, and the benchmarks' tick clock), and nil for
+// any other clock (WaitN then returns ErrNoTimer rather than sleep real
+// time against a clock that may not run).
 func timerOf(c sketch.Clock) func(time.Duration) (<-chan time.Time, func() bool) {
 	switch c := c.(type) {
 	case Clock:
@@ -40,7 +40,7 @@ func timerOf(c sketch.Clock) func(time.Duration) (<-chan time.Time, func() bool)
 			t := c.NewTimer(d)
 			return t.C(), t.Stop
 		}
-	case nil, *asm.Clock:
+	case nil, *hw.Clock:
 		return func(d time.Duration) (<-chan time.Time, func() bool) {
 			t := time.NewTimer(d)
 			return t.C, t.Stop

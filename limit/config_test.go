@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
 )
@@ -39,9 +40,9 @@ func TestConfigErrors(t *testing.T) {
 		{1, 1, []limit.Option{limit.WithGenerations(1)}, "Generations"},
 		{1, 1, []limit.Option{limit.WithGenerations(limit.MaxGenerations + 1)}, "Generations"},
 		{1, 1, []limit.Option{limit.WithGenerations(1 << 31)}, "Generations"},
-		{1, 1, []limit.Option{limit.WithSize(8, 1<<26)}, "Size"},                                               // 2 x 4 GiB
-		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2 * sketch.CellBytes(4, 1000))}, ""}, // fits exactly
-		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2*sketch.CellBytes(4, 1000) - 1)}, "Size"},
+		{1, 1, []limit.Option{limit.WithSize(8, 1<<26)}, "Size"},                                             // 2 x 4 GiB
+		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2 * core.CellBytes(4, 1000))}, ""}, // fits exactly
+		{1, 1, []limit.Option{limit.WithSize(4, 1000), limit.WithMaxBytes(2*core.CellBytes(4, 1000) - 1)}, "Size"},
 		{1, 1, []limit.Option{limit.WithMaxBytes(-1)}, "MaxBytes"},
 		{1, 1, []limit.Option{limit.WithSize(9, 0)}, "Levels"},
 		{1, 1, []limit.Option{limit.WithPeriod(time.Millisecond)}, "Period"},
@@ -79,16 +80,14 @@ func TestZeroValues(t *testing.T) {
 	var m limit.Multi
 	ctx := context.Background()
 	for name, f := range map[string]func(){
-		"Allow":       func() { l.Allow([]byte("k")) },
-		"AllowString": func() { l.AllowString("k") },
-		"AllowN":      func() { l.AllowNString(time.Now(), "k", 1) },
-		"Decide":      func() { l.DecideString(time.Now(), "k", 1) },
-		"Peek":        func() { l.PeekString(time.Now(), "k", 1) },
-		"WouldAllow":  func() { l.WouldAllow("k", 1) },
-		"ReserveN":    func() { l.ReserveNString(time.Now(), "k", 1) },
-		"WaitN":       func() { _ = l.WaitNString(ctx, "k", 1) },
-		"Now":         func() { l.Now() },
-		"Multi":       func() { m.AllowN(time.Now(), "k", 1) },
+		"Allow":    func() { l.Allow("k") },
+		"AllowN":   func() { l.AllowN(time.Now(), "k", 1) },
+		"Decide":   func() { l.DecideN(time.Now(), "k", 1) },
+		"Peek":     func() { l.PeekN(time.Now(), "k", 1) },
+		"ReserveN": func() { l.ReserveN(time.Now(), "k", 1) },
+		"WaitN":    func() { _ = l.WaitN(ctx, "k", 1) },
+		"Now":      func() { l.Now() },
+		"Multi":    func() { m.AllowN(time.Now(), "k", 1) },
 	} {
 		func() {
 			defer func() {

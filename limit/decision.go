@@ -38,28 +38,26 @@ type Decision struct {
 	Never bool
 }
 
-// Decide is AllowN returning the full Decision. It panics if n <= 0. On a
-// denial RejectCost (if any) is debited before RetryAfter is computed, so
-// RetryAfter includes the penalty.
-func (l *Limiter) Decide(t time.Time, key []byte, n int) Decision {
-	return l.decide(t, bytesView(key), n, true)
-}
+// Decide is Allow returning the full Decision: DecideN at the clock's
+// reading with n = 1.
+func (l *Limiter) Decide(key string) Decision { return l.decide(l.Now(), key, 1, true) }
 
-// DecideString is Decide for a string key.
-func (l *Limiter) DecideString(t time.Time, key string, n int) Decision {
+// DecideN is AllowN returning the full Decision. It panics if n <= 0. On
+// a denial RejectCost (if any) is debited before RetryAfter is computed,
+// so RetryAfter includes the penalty.
+func (l *Limiter) DecideN(t time.Time, key string, n int) Decision {
 	return l.decide(t, key, n, true)
 }
 
-// Peek is Decide without any write: it says what Decide would answer at
-// t (Remaining and ResetAfter as if the request were admitted, when it
-// would be), and debits nothing, not even RejectCost. Like every rotator
-// access it may perform a rotation that is due; it never writes a cell.
-func (l *Limiter) Peek(t time.Time, key []byte, n int) Decision {
-	return l.decide(t, bytesView(key), n, false)
-}
+// Peek is Decide without any write: PeekN at the clock's reading with
+// n = 1.
+func (l *Limiter) Peek(key string) Decision { return l.decide(l.Now(), key, 1, false) }
 
-// PeekString is Peek for a string key.
-func (l *Limiter) PeekString(t time.Time, key string, n int) Decision {
+// PeekN is DecideN without any write: it says what DecideN would answer
+// at t (Remaining and ResetAfter as if the request were admitted, when
+// it would be), and debits nothing, not even RejectCost. Like every
+// access it may perform a rotation that is due; it never writes a cell.
+func (l *Limiter) PeekN(t time.Time, key string, n int) Decision {
 	return l.decide(t, key, n, false)
 }
 
@@ -186,6 +184,9 @@ func (l *Limiter) ms(ms float64) time.Duration {
 	}
 	return time.Duration(ms) * time.Millisecond
 }
+
+// Tokens is TokensAt at the clock's reading.
+func (l *Limiter) Tokens(key string) float64 { return l.TokensAt(l.Now(), key) }
 
 // TokensAt returns the tokens key has at t, as x/time/rate's TokensAt:
 // burst - debt, fractional, negative while reservations are queued past

@@ -33,8 +33,8 @@
 // For a key alone in its cells, the limiter is the exact token bucket at
 // millisecond resolution: every decision, and every RetryAfter,
 // ResetAfter, NextAfter and Remaining, is that of the rational bucket
-// (TestExactBucket checks it against big.Rat arithmetic over random
-// rates, bursts and schedules), when Exact reports true: the rate is a
+// (checked against big.Rat arithmetic over random rates, bursts and
+// schedules), when Exact reports true: the rate is a
 // short fraction (p/q per second, or Every(d) for d a whole number of
 // milliseconds or a short fraction of one; Every(3*time.Second) is
 // exactly 1/3 per second) and MaxDebt drains within 2^24 units, a unit
@@ -59,12 +59,18 @@
 // derived from the debt the sketch reads, so they are exact for a key
 // alone in its cells and only late, never early, under collisions.
 //
-// # Time
+// # Keys and time
+//
+// Keys are strings, and each operation has a short form at the clock's
+// reading and one full form taking t first, with x/time/rate's names:
+// Allow and AllowN(t, key, n), Reserve and ReserveN, Wait and WaitN,
+// Tokens and TokensAt, and ours, Decide and DecideN, Peek and PeekN (the
+// module's naming rule: package sketch, "Naming").
 //
 // Every time read and every wait goes through the limiter's clock
 // (WithClock): Now, Reservation.Delay, WaitN's timer (a [Clock] can
-// wait, so a fake one makes waiting deterministic). The At-style methods
-// take t as x/time/rate's do, with one deviation: all keys share one
+// wait, so a fake one makes waiting deterministic). The full forms take
+// t as x/time/rate's do, with one deviation: all keys share one
 // time scale, so a t after the clock's reading counts as that reading (a
 // future t must not drain every other key early), and a t before a time
 // already used counts as that time. Durations are measured so that they

@@ -14,23 +14,23 @@ func Example() {
 	l := limit.MustNew(10, 5)
 	admitted := 0
 	for range 8 {
-		if l.AllowString("203.0.113.7") {
+		if l.Allow("203.0.113.7") {
 			admitted++
 		}
 	}
-	fmt.Println(admitted, l.AllowString("198.51.100.1"))
+	fmt.Println(admitted, l.Allow("198.51.100.1"))
 	// Output: 5 true
 }
 
 // A Decision says how long to wait: here exactly one token's drain.
-func ExampleLimiter_DecideString() {
+func ExampleLimiter_DecideN() {
 	clk := sketchtest.NewFakeClock()
 	l := limit.MustNew(limit.Every(200*time.Millisecond), 2, limit.WithClock(clk))
-	l.AllowNString(clk.Now(), "k", 2)
-	d := l.DecideString(clk.Now(), "k", 1)
+	l.AllowN(clk.Now(), "k", 2)
+	d := l.DecideN(clk.Now(), "k", 1)
 	fmt.Println(d.Allowed, d.Remaining, d.RetryAfter, d.ResetAfter)
 	clk.Advance(d.RetryAfter)
-	fmt.Println(l.AllowNString(clk.Now(), "k", 1))
+	fmt.Println(l.AllowN(clk.Now(), "k", 1))
 	// Output:
 	// false 0 200ms 400ms
 	// true
@@ -50,6 +50,6 @@ func ExampleMulti() {
 		}
 		clk.Advance(time.Second)
 	}
-	fmt.Println(n, perSec.PeekString(clk.Now(), "user-42", 1).Remaining)
+	fmt.Println(n, perSec.PeekN(clk.Now(), "user-42", 1).Remaining)
 	// Output: 2 9
 }

@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"math"
 	"time"
-	"unsafe"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/internal/common"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -45,9 +45,9 @@ const PeriodFactor = 16
 // silently. A Limiter is safe for concurrent use by any number of
 // goroutines; it starts no goroutine and never needs purging.
 type Limiter struct {
-	r     *rotator.Rotator // nil when limit is Inf (inf set) or in the zero Limiter
-	tb    *sketch.Timebase // the clock's time scale; nil only in the zero Limiter
-	inf   bool             // limit is Inf: admit everything, keep no state
+	r     *core.Rotator  // nil when limit is Inf (inf set) or in the zero Limiter
+	tb    *core.Timebase // the clock's time scale; nil only in the zero Limiter
+	inf   bool           // limit is Inf: admit everything, keep no state
 	limit Limit
 	burst int
 	// Cells hold a key's debt in units (see units): one token is unit
@@ -72,20 +72,13 @@ type Limiter struct {
 type Option func(*options)
 
 type options struct {
-	clock       sketch.Clock
-	seed        uint64
-	seeded      bool
-	levels      uint32
-	cells       uint32
-	maxBytes    int64
-	hasher      sketch.HasherFactory
+	common.Options
 	strict      bool
 	rejectCost  float64
 	maxDebt     float64
 	generations uint32
 	period      time.Duration
 	name        string
-	noPrefetch  bool
 }
 
 // WithClock sets the clock (default: the sketch's monotonic clock). Every
@@ -93,23 +86,23 @@ type options struct {
 // and every wait (WaitN) goes through it: a clock that implements [Clock]
 // also drives WaitN's timers, so a fake one (limittest.FakeClock) makes
 // waiting deterministic; with a clock that cannot wait, WaitN returns
-// ErrNoTimer (the default clock and asm.NewClock() wait on real timers).
-func WithClock(c sketch.Clock) Option { return func(o *options) { o.clock = c } }
+// ErrNoTimer (the default clock waits on real timers).
+func WithClock(c sketch.Clock) Option { return func(o *options) { o.Clock = c } }
 
 // WithSeed sets the hash seed (default: 8 bytes from crypto/rand, so a
 // client cannot choose keys that collide with a victim's).
-func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seeded = seed, true } }
+func WithSeed(seed uint64) Option { return func(o *options) { o.Seed, o.Seeded = seed, true } }
 
 // WithSize sets the sketch's levels L and cells per level M (0 keeps the
 // sketch default: 4 x 100,000). Memory is about Generations x L x M x 8
 // bytes, whatever the number of keys.
 func WithSize(levels, cells uint32) Option {
-	return func(o *options) { o.levels, o.cells = levels, cells }
+	return func(o *options) { o.Levels, o.Cells = levels, cells }
 }
 
 // WithHasher sets the hash (default sketch.SipHash(), the keyed PRF;
 // sketch.XXH3() is faster where keys are not chosen by an adversary).
-func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.hasher = h } }
+func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.Hasher = h } }
 
 // WithStrict chooses the decision mode: strict (true, the default) decides
 // with the sketch's TryUpdate, exact under contention; optimistic (false)
@@ -135,7 +128,7 @@ func WithGenerations(n uint32) Option { return func(o *options) { o.generations 
 // (default sketch.DefaultMaxBytes, 4 GiB): New refuses a size
 // (Generations x L x M x 8 bytes) above it with a *sketch.ConfigError
 // instead of allocating it.
-func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
+func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }
 
 // MaxGenerations bounds WithGenerations: every admitted request writes
 // every generation, so a request costs about Generations sketch updates
@@ -155,7 +148,7 @@ func WithPeriod(p time.Duration) Option { return func(o *options) { o.period = p
 // on a cached key, and a denial, does a little more work. Turn it off for
 // a limiter over a few hot keys (rotator.Config.Prefetch; the numbers
 // are in docs/readings.md and docs/design.md).
-func WithPrefetch(on bool) Option { return func(o *options) { o.noPrefetch = !on } }
+func WithPrefetch(on bool) Option { return func(o *options) { o.NoPrefetch = !on } }
 
 // WithName names the limiter's policy (default "default"); httplimit uses
 // it in the RateLimit-Policy and RateLimit header fields.
@@ -191,7 +184,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("Name", o.name, "Name must not be empty")
 	}
 	l := &Limiter{limit: limit, burst: burst, burstF: float64(burst), strict: o.strict, name: o.name,
-		tb: sketch.NewTimebase(o.clock), newTimer: timerOf(o.clock)}
+		tb: core.NewTimebase(o.Clock), newTimer: timerOf(o.Clock)}
 	if limit == Inf || math.IsInf(float64(limit), 1) {
 		l.limit, l.inf = Inf, true
 		return l, nil
@@ -219,7 +212,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if o.generations < 2 || o.generations > MaxGenerations {
 		return nil, bad("Generations", o.generations, "Generations must be in 2..%d; got %d", MaxGenerations, o.generations)
 	}
-	if err := checkBytes("limit", o.levels, o.cells, o.generations, &o.maxBytes); err != nil {
+	if err := o.Finish("limit", "Generations", o.generations); err != nil {
 		return nil, err
 	}
 	minPeriod := periodFor(l.maxDebtU, l.drain, o.generations, 1)
@@ -230,28 +223,11 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("Period", period, "Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
 	}
 	l.period = period
-	if !o.seeded {
-		o.seed = sketch.RandomSeed()
-	}
-	if o.hasher == nil {
-		o.hasher = sketch.SipHash()
-	}
-	r, err := rotator.New(rotator.Config{
-		Sketch: sketch.Config{
-			Levels:        o.levels,
-			CellsPerLevel: o.cells,
-			Decay:         decay.Linear(1000 * l.drain),
-			Lo:            0,
-			Hi:            l.maxDebtU,
-			Aggregator:    sketch.Min,
-			Hasher:        o.hasher,
-			Seed:          o.seed,
-			Clock:         l.tb,
-			MaxBytes:      o.maxBytes,
-		},
+	r, err := core.NewRotator(core.RotatorConfig{
+		Sketch:      o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb),
 		Generations: o.generations,
 		Period:      period,
-		Prefetch:    !o.noPrefetch,
+		Prefetch:    !o.NoPrefetch,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("limit: %w", err)
@@ -262,33 +238,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 
 // bad returns the *sketch.ConfigError of an invalid argument or option.
 func bad(field string, value any, format string, args ...any) error {
-	return sketch.NewConfigError("limit", field, value, format, args...)
-}
-
-// checkBytes refuses (a *sketch.ConfigError prefixed by pkg) a size whose
-// gens generations of levels x cells cells (0: the sketch defaults) need
-// more than *maxBytes bytes (0: sketch.DefaultMaxBytes, which it stores).
-// Levels and cells beyond the sketch's own limits are left to sketch.New.
-func checkBytes(pkg string, levels, cells, gens uint32, maxBytes *int64) error {
-	if *maxBytes < 0 {
-		return sketch.NewConfigError(pkg, "MaxBytes", *maxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(sketch.DefaultMaxBytes), *maxBytes)
-	}
-	if *maxBytes == 0 {
-		*maxBytes = sketch.DefaultMaxBytes
-	}
-	if levels == 0 {
-		levels = sketch.DefaultLevels
-	}
-	if cells == 0 {
-		cells = sketch.DefaultCellsPerLevel
-	}
-	if levels > sketch.MaxLevels || cells > sketch.MaxCellsPerLevel {
-		return nil
-	}
-	if n := int64(gens) * sketch.CellBytes(levels, cells); n > *maxBytes {
-		return sketch.NewConfigError(pkg, "Size", n, "Generations x Levels x CellsPerLevel = %d x %d x %d needs %d bytes of cells, above MaxBytes %d; raise WithMaxBytes or shrink the size", gens, levels, cells, n, *maxBytes)
-	}
-	return nil
+	return core.ConfigErr("limit", field, value, format, args...)
 }
 
 // MustNew is New that panics on an error; for package-level limiters.
@@ -332,11 +282,11 @@ func (l *Limiter) Sizes() sketch.Sizes {
 	if l.r == nil {
 		return sketch.Sizes{}
 	}
-	return l.r.Sizes()
+	return sketch.Sizes(l.r.Sizes())
 }
 
 // Now returns the limiter clock's current reading as a time.Time, for the
-// At-style methods. It panics on the zero Limiter.
+// full forms (AllowN, DecideN, ...). It panics on the zero Limiter.
 func (l *Limiter) Now() time.Time {
 	if l.tb == nil {
 		panic(errZero)
@@ -359,10 +309,6 @@ func (l *Limiter) unset() bool {
 	return true
 }
 
-// bytesView returns b's bytes as a string without copying; the sketch
-// only hashes it.
-func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
 // checkN panics on n <= 0: a request of no tokens is a programmer error.
 func checkN(op string, n int) {
 	if n <= 0 {
@@ -371,13 +317,9 @@ func checkN(op string, n int) {
 }
 
 // Allow reports whether one request for key is admitted now, and if so
-// debits it. It does not allocate.
-func (l *Limiter) Allow(key []byte) bool { return l.allow(bytesView(key)) }
-
-// AllowString is Allow for a string key. It does not allocate.
-func (l *Limiter) AllowString(key string) bool { return l.allow(key) }
-
-func (l *Limiter) allow(key string) bool {
+// debits it: AllowN at the clock's reading with n = 1. It does not
+// allocate.
+func (l *Limiter) Allow(key string) bool {
 	if l.r == nil {
 		return l.unset()
 	}
@@ -396,20 +338,10 @@ func (l *Limiter) allow(key string) bool {
 }
 
 // AllowN reports whether n requests for key are admitted at time t, and
-// if so debits them. It panics if n <= 0. t is taken as the rotator's
-// At twins take it: a t before a time already used counts as that time,
-// and a t after the clock's reading counts as that reading (the one
-// deviation from x/time/rate: docs/readings.md, "x/time/rate parity").
-func (l *Limiter) AllowN(t time.Time, key []byte, n int) bool {
-	return l.allowN(t, bytesView(key), n)
-}
-
-// AllowNString is AllowN for a string key. It does not allocate.
-func (l *Limiter) AllowNString(t time.Time, key string, n int) bool {
-	return l.allowN(t, key, n)
-}
-
-func (l *Limiter) allowN(t time.Time, key string, n int) bool {
+// if so debits them. It panics if n <= 0. A t before a time already used
+// counts as that time, and a t after the clock's reading counts as that
+// reading (the one deviation from x/time/rate). It does not allocate.
+func (l *Limiter) AllowN(t time.Time, key string, n int) bool {
 	checkN("AllowN", n)
 	if l.r == nil {
 		return l.unset()
@@ -430,14 +362,4 @@ func (l *Limiter) allowN(t time.Time, key string, n int) bool {
 		l.r.UpdateStringAt(t, key, l.rejectU)
 	}
 	return false
-}
-
-// WouldAllow reports whether n requests for key would be admitted now,
-// without debiting anything or charging RejectCost: it only reads.
-func (l *Limiter) WouldAllow(key string, n int) bool {
-	checkN("WouldAllow", n)
-	if l.r == nil {
-		return l.unset()
-	}
-	return n <= l.burst && l.r.QueryString(key)+float64(n)*l.unit <= l.burstU
 }

@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Multi checks several limiters (windows) in one all-or-nothing call: 10/s
@@ -52,6 +52,14 @@ func NewMulti(windows ...*Limiter) (*Multi, error) {
 // Windows returns the limiters, in order.
 func (m *Multi) Windows() []*Limiter { return append([]*Limiter(nil), m.ls...) }
 
+// Allow is AllowN at the first window's clock reading with n = 1.
+func (m *Multi) Allow(key string) bool {
+	if len(m.ls) == 0 {
+		panic("limit: zero Multi; use NewMulti")
+	}
+	return m.AllowN(m.ls[0].Now(), key, 1)
+}
+
 // AllowN reports whether n requests are admitted at t by every window,
 // for one key in all of them. It panics if n <= 0.
 func (m *Multi) AllowN(t time.Time, key string, n int) bool {
@@ -84,16 +92,16 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		}
 		return keys[i]
 	}
-	var inline [4]rotator.Reservation
+	var inline [4]core.Reservation
 	taken := inline[:0]
 	denied := -1
 	for i, l := range m.ls {
 		if l.r == nil {
-			taken = append(taken, rotator.Reservation{})
+			taken = append(taken, core.Reservation{})
 			continue
 		}
 		ok := false
-		var res rotator.Reservation
+		var res core.Reservation
 		if n <= l.burst {
 			res, ok = l.r.TryReserveStringAt(t, key(i), float64(n)*l.unit, l.burstU)
 		}

@@ -7,7 +7,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Reservation is a debit taken now for requests that may act later, as
@@ -19,7 +19,7 @@ type Reservation struct {
 	ok        bool
 	lim       *Limiter
 	timeToAct time.Time // on the limiter's clock
-	res       rotator.Reservation
+	res       core.Reservation
 	canceled  atomic.Bool
 }
 
@@ -78,16 +78,13 @@ func (r *Reservation) Cancel() {
 // later for a stale t (a t before a time the limiter already used), never
 // earlier, so a stale t never makes the requests act early; a t after the
 // clock's reading counts as that reading (see AllowN).
-func (l *Limiter) ReserveN(t time.Time, key []byte, n int) *Reservation {
-	checkN("ReserveN", n)
-	return l.reserve(t, bytesView(key), n, l.maxDebtU)
-}
-
-// ReserveNString is ReserveN for a string key.
-func (l *Limiter) ReserveNString(t time.Time, key string, n int) *Reservation {
+func (l *Limiter) ReserveN(t time.Time, key string, n int) *Reservation {
 	checkN("ReserveN", n)
 	return l.reserve(t, key, n, l.maxDebtU)
 }
+
+// Reserve is ReserveN at the clock's reading with n = 1.
+func (l *Limiter) Reserve(key string) *Reservation { return l.ReserveN(l.Now(), key, 1) }
 
 // reserve is ReserveN with the debt after the reservation capped at capU
 // units (<= maxDebtU): WaitN's deadline lowers the cap, so that a
@@ -120,6 +117,9 @@ func (l *Limiter) reserve(t time.Time, key string, n int, capU float64) *Reserva
 	r.timeToAct = at.Add(l.ms(l.msUntilBelow(after, l.burstU)))
 	return r
 }
+
+// Wait is WaitN with n = 1.
+func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(ctx, key, 1) }
 
 // The errors of WaitN (and of Multi's windows, which have no WaitN):
 // match them with errors.Is; a *WaitError carries the details.
@@ -174,16 +174,7 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // request touched the key's cells since, in which case it stays, on the
 // safe side). It reads and waits on the limiter's clock (WithClock). It
 // panics if n <= 0.
-func (l *Limiter) WaitN(ctx context.Context, key []byte, n int) error {
-	return l.waitN(ctx, bytesView(key), n)
-}
-
-// WaitNString is WaitN for a string key.
-func (l *Limiter) WaitNString(ctx context.Context, key string, n int) error {
-	return l.waitN(ctx, key, n)
-}
-
-func (l *Limiter) waitN(ctx context.Context, key string, n int) error {
+func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	checkN("WaitN", n)
 	if l.tb == nil {
 		panic(errZero)

@@ -24,16 +24,16 @@ func TestCancelAfterMaxDebtCut(t *testing.T) {
 	opts := []limit.Option{limit.WithSize(2, 1), limit.WithMaxDebt(5), limit.WithRejectCost(1)}
 	l, clk := newFake(t, 1, 1, opts...)
 	twin, tclk := newFake(t, 1, 1, opts...)
-	r := l.ReserveNString(clk.Now(), "x", 1)
+	r := l.ReserveN(clk.Now(), "x", 1)
 	if !r.OK() {
 		t.Fatal("X's reservation refused")
 	}
 	for range 10 { // Y: denied, each denial charging 1, up to MaxDebt
-		l.AllowNString(clk.Now(), "y", 1)
-		twin.AllowNString(tclk.Now(), "y", 1)
+		l.AllowN(clk.Now(), "y", 1)
+		twin.AllowN(tclk.Now(), "y", 1)
 	}
 	r.Cancel()
-	got, want := l.PeekString(clk.Now(), "y", 1), twin.PeekString(tclk.Now(), "y", 1)
+	got, want := l.PeekN(clk.Now(), "y", 1), twin.PeekN(tclk.Now(), "y", 1)
 	if got.RetryAfter < want.RetryAfter {
 		t.Fatalf("after X's Cancel, Y may retry in %v; alone it waits %v: X's Cancel gave back Y's debt", got.RetryAfter, want.RetryAfter)
 	}
@@ -73,15 +73,15 @@ func TestMultiRefundAfterMaxDebtCut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !second.AllowNString(clk.Now(), "x", 1) { // the second window is now full for x
+	if !second.AllowN(clk.Now(), "x", 1) { // the second window is now full for x
 		t.Fatal("second window denied on an empty limiter")
 	}
 	clk.Advance(time.Millisecond)
 	tclk.Advance(time.Millisecond)
 	yRejected := func() {
 		for range 10 { // Y: denied, each denial charging 1, up to MaxDebt
-			first.AllowNString(clk.Now(), "y", 1)
-			twin.AllowNString(tclk.Now(), "y", 1)
+			first.AllowN(clk.Now(), "y", 1)
+			twin.AllowN(tclk.Now(), "y", 1)
 		}
 	}
 	hc.hook.Store(&yRejected) // between x's take in the first window and the second's denial
@@ -91,7 +91,7 @@ func TestMultiRefundAfterMaxDebtCut(t *testing.T) {
 	if hc.hook.Load() != nil {
 		t.Fatal("the second window never read its clock (test setup)")
 	}
-	got, want := first.PeekString(clk.Now(), "y", 1), twin.PeekString(tclk.Now(), "y", 1)
+	got, want := first.PeekN(clk.Now(), "y", 1), twin.PeekN(tclk.Now(), "y", 1)
 	if got.RetryAfter < want.RetryAfter {
 		t.Fatalf("after Multi's refund Y may retry in %v; alone it waits %v: the refund gave back Y's debt", got.RetryAfter, want.RetryAfter)
 	}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch"
 )
@@ -23,7 +24,7 @@ func TestConfigErrors(t *testing.T) {
 	novelty := func(w time.Duration) ctor {
 		return func(o ...meter.Option) error { _, err := meter.NewNovelty(w, o...); return err }
 	}
-	inflight := func(m float64) ctor {
+	inflight := func(m int) ctor {
 		return func(o ...meter.Option) error { _, err := meter.NewInflight(m, o...); return err }
 	}
 	for i, c := range []struct {
@@ -41,7 +42,7 @@ func TestConfigErrors(t *testing.T) {
 		{rate(time.Second), []meter.Option{meter.WithPeriodWindows(math.NaN())}, "PeriodWindows"},
 		{rate(time.Second), []meter.Option{meter.WithSize(9, 0)}, "Levels"},
 		{rate(time.Second), []meter.Option{meter.WithSize(8, 1<<26)}, "Size"}, // 2 x 4 GiB
-		{novelty(time.Second), []meter.Option{meter.WithSize(4, 1000), meter.WithMaxBytes(2*sketch.CellBytes(4, 1000) - 1)}, "Size"},
+		{novelty(time.Second), []meter.Option{meter.WithSize(4, 1000), meter.WithMaxBytes(2*core.CellBytes(4, 1000) - 1)}, "Size"},
 		{inflight(0), []meter.Option{meter.WithMaxBytes(-1)}, "MaxBytes"},
 	} {
 		err := c.f(c.opts...)
@@ -61,12 +62,12 @@ func TestZeroValues(t *testing.T) {
 	var in meter.Inflight
 	var n meter.Novelty
 	for name, f := range map[string]func(){
-		"Rate.Observe":        func() { r.ObserveString("k") },
-		"Rate.Rate":           func() { r.RateString("k") },
+		"Rate.Observe":        func() { r.Observe("k") },
+		"Rate.PerSecond":      func() { r.PerSecond("k") },
 		"Inflight.Acquire":    func() { in.Acquire("k") },
 		"Inflight.TryAcquire": func() { in.TryAcquire("k", 1) },
 		"Inflight.Count":      func() { in.Count("k") },
-		"Novelty.Seen":        func() { n.SeenString("k") },
+		"Novelty.Seen":        func() { n.Seen("k") },
 		"Novelty.Contains":    func() { n.Contains("k") },
 	} {
 		func() {

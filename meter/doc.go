@@ -14,6 +14,11 @@
 //     forgets, for streaming dedup; exactly one of racing callers is told
 //     a key is new.
 //
+// Keys are strings; each operation has a short form at the clock's
+// reading and one full form taking t first (ObserveAt, PerSecondAt,
+// SeenAt, ContainsAt: the module's naming rule, package sketch,
+// "Naming").
+//
 // All three hash with SipHash keyed from crypto/rand by default and read
 // with Min aggregation, so errors are one-sided: a collision can only
 // raise a Rate or a Count, or make Novelty say "seen" (a false
@@ -26,7 +31,7 @@
 // Core operations (pseudo-code; s is the sketch, theta = exp(-1)):
 //
 //	Rate.Observe(k):      s.Update(k, 1)
-//	Rate.Rate(k):         s.Query(k) / window.Seconds()
+//	Rate.PerSecond(k):    s.Query(k) / window.Seconds()
 //	Inflight.TryAcquire:  s.TryUpdate(k, 1, max) ? guard : nil  // Hi = MaxFloat32
 //	Guard.Release:        once { s.Update(k, -1) }
 //	Novelty.Seen(k):      fresh := s.TryUpdate(k, 1-theta, 1); s.Update(k, 1); return !fresh

@@ -14,9 +14,9 @@ func ExampleRate() {
 	r, _ := meter.NewRate(time.Second, meter.WithClock(clk))
 	for range 500 {
 		clk.Advance(20 * time.Millisecond)
-		r.ObserveString("api-key-1")
+		r.Observe("api-key-1")
 	}
-	fmt.Printf("%.0f %.0f\n", r.RateString("api-key-1"), r.RateString("api-key-2"))
+	fmt.Printf("%.0f %.0f\n", r.PerSecond("api-key-1"), r.PerSecond("api-key-2"))
 	// Output: 50 0
 }
 
@@ -41,11 +41,11 @@ func ExampleInflight() {
 func ExampleNovelty() {
 	clk := sketchtest.NewFakeClock()
 	n, _ := meter.NewNovelty(10*time.Minute, meter.WithClock(clk))
-	fmt.Println(n.SeenString("msg-1"), n.SeenString("msg-1"))
+	fmt.Println(n.Seen("msg-1"), n.Seen("msg-1"))
 	clk.Advance(9 * time.Minute)
 	fmt.Println(n.Contains("msg-1"))
 	clk.Advance(11 * time.Minute)
-	fmt.Println(n.SeenString("msg-1"))
+	fmt.Println(n.Seen("msg-1"))
 	// Output:
 	// false true
 	// true

@@ -6,7 +6,7 @@ import (
 	"sync/atomic"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Inflight counts requests in flight per key (pingora-limits' Inflight),
@@ -40,8 +40,8 @@ import (
 // key's count there. A Guard that is never released leaks its 1 for
 // good; release with defer.
 type Inflight struct {
-	s   *sketch.Sketch
-	max float64
+	s   *core.Sketch
+	max float64 // maxLimit
 }
 
 // Guard is one acquisition; Release gives it back. A Guard is safe for
@@ -66,30 +66,26 @@ func (g *Guard) Release() {
 // maxLimit (0 means, and at most, 2^24: a count exact in a float32 cell).
 // An invalid maxLimit or option is a *sketch.ConfigError prefixed
 // "meter: ". Rotation options do not apply.
-func NewInflight(maxLimit float64, opts ...Option) (*Inflight, error) {
+func NewInflight(maxLimit int, opts ...Option) (*Inflight, error) {
 	if maxLimit == 0 {
 		maxLimit = 1 << 24
 	}
-	if !(maxLimit > 0) || maxLimit > 1<<24 {
+	if maxLimit < 0 || maxLimit > 1<<24 {
 		return nil, bad("MaxLimit", maxLimit, "Inflight maxLimit must be in (0, 2^24] (exact in float32); got %v", maxLimit)
 	}
 	o, err := collect(opts, 1)
 	if err != nil {
 		return nil, err
 	}
-	s, err := sketch.New(sketch.Config{
-		Levels: o.levels, CellsPerLevel: o.cells,
-		Decay: decay.None(), Lo: 0, Hi: math.MaxFloat32,
-		Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
-	})
+	s, err := core.New(o.Sketch(decay.None(), 0, math.MaxFloat32, core.Min, o.Clock))
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)
 	}
-	return &Inflight{s: s, max: maxLimit}, nil
+	return &Inflight{s: s, max: float64(maxLimit)}, nil
 }
 
 // sketch returns in's sketch, or panics on the zero Inflight.
-func (in *Inflight) sketch() *sketch.Sketch {
+func (in *Inflight) sketch() *core.Sketch {
 	if in.s == nil {
 		panic("meter: zero Inflight; use NewInflight")
 	}

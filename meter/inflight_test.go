@@ -65,7 +65,7 @@ func TestInflightCollideStress(t *testing.T) {
 	for _, procs := range []int{1, 2, 8} {
 		for _, cfg := range []struct {
 			levels, cells uint32
-			maxLimit      float64
+			maxLimit      int
 		}{{1, 1, 4}, {2, 2, 4}, {1, 1, 0}, {2, 1, 5}} {
 			runtime.GOMAXPROCS(procs)
 			t.Run(fmt.Sprintf("procs=%d/L=%d/M=%d/max=%v", procs, cfg.levels, cfg.cells, cfg.maxLimit), func(t *testing.T) {

@@ -1,9 +1,11 @@
 package meter
 
 import (
+	"strconv"
 	"time"
-	"unsafe"
 
+	"github.com/lfgrudge/grudge/internal/common"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -11,45 +13,40 @@ import (
 type Option func(*options)
 
 type options struct {
-	clock      sketch.Clock
-	seed       uint64
-	seeded     bool
-	levels     uint32
-	cells      uint32
-	maxBytes   int64
-	hasher     sketch.HasherFactory
-	periods    float64 // rotation Period in units of the window (Rate, Novelty)
-	noPrefetch bool    // WithPrefetch(false)
+	common.Options
+	periods float64 // rotation Period in units of the window (Rate, Novelty)
 }
 
 // WithClock sets the clock (default: the sketch's monotonic clock); a
 // sketchtest.FakeClock makes a meter deterministic.
-func WithClock(c sketch.Clock) Option { return func(o *options) { o.clock = c } }
+func WithClock(c sketch.Clock) Option { return func(o *options) { o.Clock = c } }
 
 // WithSeed sets the hash seed (default: 8 bytes from crypto/rand).
-func WithSeed(seed uint64) Option { return func(o *options) { o.seed, o.seeded = seed, true } }
+func WithSeed(seed uint64) Option { return func(o *options) { o.Seed, o.Seeded = seed, true } }
 
 // WithSize sets the sketch's levels L and cells per level M (0 keeps the
 // sketch default, 4 x 100,000).
 func WithSize(levels, cells uint32) Option {
-	return func(o *options) { o.levels, o.cells = levels, cells }
+	return func(o *options) { o.Levels, o.Cells = levels, cells }
 }
 
 // WithMaxBytes caps the memory of the cells of all the meter's sketches
 // together (Rate and Novelty have two generations, Inflight one sketch;
 // default sketch.DefaultMaxBytes, 4 GiB): a size above it is refused with
 // a *sketch.ConfigError instead of allocated.
-func WithMaxBytes(n int64) Option { return func(o *options) { o.maxBytes = n } }
+func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }
 
 // WithPrefetch sets the rotator's Prefetch (default true) for Rate and
 // Novelty: every write hashes the key for both generations and
 // prefetches their cells first, which pays off for many distinct keys
 // whose cells are not in cache and is extra work on a few hot keys
 // (rotator.Config.Prefetch). Inflight has one sketch and ignores it.
-func WithPrefetch(on bool) Option { return func(o *options) { o.noPrefetch = !on } }
+func WithPrefetch(on bool) Option { return func(o *options) { o.NoPrefetch = !on } }
 
-// WithHasher sets the hash (default sketch.SipHash()).
-func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.hasher = h } }
+// WithHasher sets the hash (default sketch.SipHash() under a secret
+// random seed, since keys usually come from clients; sketch.XXH3() is
+// faster where they do not).
+func WithHasher(h sketch.HasherFactory) Option { return func(o *options) { o.Hasher = h } }
 
 // WithPeriodWindows sets the rotation Period of Rate and Novelty in units
 // of their window (default 16; at least 1). See each type for what it
@@ -67,36 +64,12 @@ func collect(opts []Option, gens uint32) (options, error) {
 		}
 		f(&o)
 	}
-	if o.maxBytes < 0 {
-		return o, bad("MaxBytes", o.maxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(sketch.DefaultMaxBytes), o.maxBytes)
-	}
-	if o.maxBytes == 0 {
-		o.maxBytes = sketch.DefaultMaxBytes
-	}
-	levels, cells := o.levels, o.cells
-	if levels == 0 {
-		levels = sketch.DefaultLevels
-	}
-	if cells == 0 {
-		cells = sketch.DefaultCellsPerLevel
-	}
-	if levels <= sketch.MaxLevels && cells <= sketch.MaxCellsPerLevel {
-		if n := int64(gens) * sketch.CellBytes(levels, cells); n > o.maxBytes {
-			return o, bad("Size", n, "%d x Levels x CellsPerLevel = %d x %d x %d needs %d bytes of cells, above MaxBytes %d; raise WithMaxBytes or shrink the size", gens, gens, levels, cells, n, o.maxBytes)
-		}
-	}
-	if !o.seeded {
-		o.seed = sketch.RandomSeed()
-	}
-	if o.hasher == nil {
-		o.hasher = sketch.SipHash()
-	}
-	return o, nil
+	return o, o.Finish("meter", strconv.Itoa(int(gens)), gens)
 }
 
 // bad returns the *sketch.ConfigError of an invalid argument or option.
 func bad(field string, value any, format string, args ...any) error {
-	return sketch.NewConfigError("meter", field, value, format, args...)
+	return core.ConfigErr("meter", field, value, format, args...)
 }
 
 // periodOf returns k windows, rounded up to the ms, at least 1 ms.
@@ -108,5 +81,3 @@ func periodOf(window time.Duration, k float64) time.Duration {
 	p = (p + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 	return max(p, time.Millisecond)
 }
-
-func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }

@@ -6,8 +6,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/rotator"
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Novelty answers "was this key seen within the last T?" in constant
@@ -23,7 +22,7 @@ import (
 // Errors are one-sided, as a Bloom filter's: no false negatives within
 // T (float32 rounding is upward: a mark may last a hair longer); a false
 // positive needs all L cells refreshed within T by other keys
-// (sketch.FalsePositiveRate with hotKeys = the keys seen per T). With
+// ((1 - (1 - 1/M)^n)^L for n keys seen per T in L levels of M cells). With
 // rotation (Period = 16 T by default, at least T) a generation becomes
 // the primary (Generations-1) x Period >= T after its creation, so the
 // marks it missed are older than T anyway: rotation adds no false
@@ -36,7 +35,7 @@ import (
 // refreshes the mark); between the two a racer reads at least
 // 1-theta > theta, so it is told seen.
 type Novelty struct {
-	r     *rotator.Rotator
+	r     *core.Rotator
 	theta float64
 	t     time.Duration
 }
@@ -49,20 +48,16 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 	if within < time.Millisecond {
 		return nil, bad("Window", within, "Novelty window must be >= 1ms; got %v", within)
 	}
-	o, err := collect(opts, rotator.DefaultGenerations)
+	o, err := collect(opts, core.DefaultGenerations)
 	if err != nil {
 		return nil, err
 	}
 	if !(o.periods >= 1) {
 		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
 	}
-	r, err := rotator.New(rotator.Config{
-		Sketch: sketch.Config{
-			Levels: o.levels, CellsPerLevel: o.cells,
-			Decay: decay.Exponential(1 / within.Seconds()), Lo: 0, Hi: 1,
-			Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
-		},
-		Prefetch: !o.noPrefetch,
+	r, err := core.NewRotator(core.RotatorConfig{
+		Sketch:   o.Sketch(decay.Exponential(1/within.Seconds()), 0, 1, core.Min, o.Clock),
+		Prefetch: !o.NoPrefetch,
 		Period:   periodOf(within, o.periods),
 	})
 	if err != nil {
@@ -74,18 +69,11 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 // Within returns T.
 func (n *Novelty) Within() time.Duration { return n.t }
 
-// Threshold returns theta, the latch level above which a key counts as
-// seen: exp(-1).
-func (n *Novelty) Threshold() float64 { return n.theta }
-
 // Seen reports whether key was marked within the last T, and marks it
 // now either way.
-func (n *Novelty) Seen(key []byte) bool { return n.seenAt(nil, bytesView(key)) }
+func (n *Novelty) Seen(key string) bool { return n.seenAt(nil, key) }
 
-// SeenString is Seen for a string key.
-func (n *Novelty) SeenString(key string) bool { return n.seenAt(nil, key) }
-
-// SeenAt is SeenString at time t.
+// SeenAt is Seen at time t.
 func (n *Novelty) SeenAt(t time.Time, key string) bool { return n.seenAt(&t, key) }
 
 func (n *Novelty) seenAt(t *time.Time, key string) bool {
@@ -115,7 +103,7 @@ func (n *Novelty) ContainsAt(t time.Time, key string) bool {
 }
 
 // rot returns n's rotator, or panics on the zero Novelty.
-func (n *Novelty) rot() *rotator.Rotator {
+func (n *Novelty) rot() *core.Rotator {
 	if n.r == nil {
 		panic("meter: zero Novelty; use NewNovelty")
 	}

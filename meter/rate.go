@@ -6,15 +6,14 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
-	"github.com/lfgrudge/grudge/rotator"
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Rate estimates events per second per key from an exponentially decayed
 // counter, as pingora-limits' Rate does with two swapped estimators, in
 // constant memory. Create one with NewRate; the zero Rate is not usable
 // (its methods panic with "meter: zero Rate; use NewRate").
-// Safe for concurrent use; Observe and Rate do not allocate.
+// Safe for concurrent use; Observe and PerSecond do not allocate.
 //
 // Each event adds 1 (or n) to the key's counter C, which decays as
 // exp(-t/window). The estimate is C/window. For a constant rate rho
@@ -30,7 +29,7 @@ import (
 // = 16 windows by default, so it misses a fraction exp(-16) (1e-7) of
 // the steady-state count.
 type Rate struct {
-	r      *rotator.Rotator
+	r      *core.Rotator
 	window time.Duration
 	perSec float64 // 1/window in seconds: the estimate is C*perSec
 }
@@ -43,7 +42,7 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	if window < time.Millisecond {
 		return nil, bad("Window", window, "Rate window must be >= 1ms; got %v", window)
 	}
-	o, err := collect(opts, rotator.DefaultGenerations)
+	o, err := collect(opts, core.DefaultGenerations)
 	if err != nil {
 		return nil, err
 	}
@@ -51,13 +50,9 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
 	}
 	lambda := 1 / window.Seconds()
-	r, err := rotator.New(rotator.Config{
-		Sketch: sketch.Config{
-			Levels: o.levels, CellsPerLevel: o.cells,
-			Decay: decay.Exponential(lambda), Lo: 0, Hi: math.MaxFloat32,
-			Hasher: o.hasher, Seed: o.seed, Clock: o.clock, MaxBytes: o.maxBytes,
-		},
-		Prefetch: !o.noPrefetch,
+	r, err := core.NewRotator(core.RotatorConfig{
+		Sketch:   o.Sketch(decay.Exponential(lambda), 0, math.MaxFloat32, core.Min, o.Clock),
+		Prefetch: !o.NoPrefetch,
 		Period:   periodOf(window, o.periods),
 	})
 	if err != nil {
@@ -70,40 +65,28 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 func (r *Rate) Window() time.Duration { return r.window }
 
 // Observe counts one event of key now.
-func (r *Rate) Observe(key []byte) { r.rot().UpdateString(bytesView(key), 1) }
+func (r *Rate) Observe(key string) { r.rot().UpdateString(key, 1) }
 
-// ObserveString is Observe for a string key.
-func (r *Rate) ObserveString(key string) { r.rot().UpdateString(key, 1) }
-
-// ObserveNAt counts n events (n >= 0, finite; bytes, cost) of key at t.
+// ObserveAt counts n events (n >= 0, finite: bytes, cost) of key at t.
 // It panics, with a message that starts "meter:", on a negative or
 // non-finite n.
-func (r *Rate) ObserveNAt(t time.Time, key string, n float64) {
+func (r *Rate) ObserveAt(t time.Time, key string, n float64) {
 	if !(n >= 0) || math.IsInf(n, 1) {
-		panic(fmt.Sprintf("meter: Rate.ObserveNAt: n must be finite and >= 0; got %v", n))
+		panic(fmt.Sprintf("meter: Rate.ObserveAt: n must be finite and >= 0; got %v", n))
 	}
 	r.rot().UpdateStringAt(t, key, n)
 }
 
-// Rate returns the key's estimated events per second now.
-func (r *Rate) Rate(key []byte) float64 { return r.rot().QueryString(bytesView(key)) * r.perSec }
+// PerSecond returns the key's estimated events per second now.
+func (r *Rate) PerSecond(key string) float64 { return r.rot().QueryString(key) * r.perSec }
 
-// RateString is Rate for a string key.
-func (r *Rate) RateString(key string) float64 { return r.rot().QueryString(key) * r.perSec }
-
-// RateAt returns the key's estimated events per second at t.
-func (r *Rate) RateAt(t time.Time, key string) float64 {
+// PerSecondAt returns the key's estimated events per second at t.
+func (r *Rate) PerSecondAt(t time.Time, key string) float64 {
 	return r.rot().QueryStringAt(t, key) * r.perSec
 }
 
-// ObserveAndRate counts one event of key now and returns the estimate
-// including it, in one pass over the cells.
-func (r *Rate) ObserveAndRate(key string) float64 {
-	return r.rot().UpdateAndQueryString(key, 1) * r.perSec
-}
-
 // rot returns r's rotator, or panics on the zero Rate.
-func (r *Rate) rot() *rotator.Rotator {
+func (r *Rate) rot() *core.Rotator {
 	if r.r == nil {
 		panic("meter: zero Rate; use NewRate")
 	}

@@ -32,7 +32,7 @@ import (
 //
 // It shares one rueidis client across its cells (so a one-caller cell
 // that follows a concurrent one runs in rueidis's pipelined mode). The
-// ratios docs/distributed.md records come from cmd/ratebench: interleaved
+// ratios docs/distributed.md records come from bench/cmd/ratebench: interleaved
 // rounds, new clients per run, both client libraries.
 func BenchmarkAllow(b *testing.B) {
 	srv := startServer(b)

@@ -137,7 +137,7 @@ func TestNoFunctions(t *testing.T) {
 					t.Fatalf("Allow = %+v, %v; want FailOpen's admission with ErrDegraded wrapping ErrNoFunctions", d, err)
 				}
 				s := e.sketch(t, Config{Name: "nofn2", Hi: 10})
-				if err := s.Update(context.Background(), []byte("k"), 1); !errors.Is(err, ErrNoFunctions) {
+				if err := s.Update(context.Background(), "k", 1); !errors.Is(err, ErrNoFunctions) {
 					t.Fatalf("Update: %v; want ErrNoFunctions", err)
 				}
 				if err := s.Check(context.Background()); !errors.Is(err, ErrNoFunctions) {

@@ -266,7 +266,7 @@ func TestReshardLimiterUnderLoad(t *testing.T) {
 				}
 				checkMoved(t, slot, ls[0].Sketch().Keys(), src, dst)
 				for k := range keys {
-					debt, err := ls[0].Sketch().Query(context.Background(), []byte(strconv.Itoa(k)))
+					debt, err := ls[0].Sketch().Query(context.Background(), strconv.Itoa(k))
 					if err != nil || debt < burst-0.1 {
 						t.Fatalf("after the move, key %d's debt = %v, %v; want about %d", k, debt, err, burst)
 					}
@@ -318,7 +318,7 @@ func TestReshardRotationUnderLoad(t *testing.T) {
 							rng := rand.New(rand.NewPCG(uint64(i), uint64(g)))
 							for !stop.Load() {
 								k := rng.IntN(keys)
-								ok, err := s.TryUpdate(context.Background(), []byte(strconv.Itoa(k)), 1, limit)
+								ok, err := s.TryUpdate(context.Background(), strconv.Itoa(k), 1, limit)
 								calls.Add(1)
 								if err != nil {
 									t.Errorf("TryUpdate: %v", err)
@@ -381,7 +381,7 @@ func TestReshardRotationUnderLoad(t *testing.T) {
 				}
 				checkMoved(t, slot, ss[0].Keys(), src, dst)
 				for k := range keys {
-					got, err := ss[0].Query(context.Background(), []byte(strconv.Itoa(k)))
+					got, err := ss[0].Query(context.Background(), strconv.Itoa(k))
 					if err != nil || got != limit {
 						t.Fatalf("after the move, Query(%d) = %v, %v; want %d (generation p+1)", k, got, err, limit)
 					}

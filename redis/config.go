@@ -11,6 +11,8 @@ import (
 
 	"github.com/lfgrudge/grudge/atomiccell"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -69,7 +71,7 @@ type Config struct {
 // normalized is a validated Config with its server arguments prepared.
 type normalized struct {
 	Config
-	kind   decay.Kind
+	kind   law.Kind
 	param  float64
 	lo, hi float64 // rounded up to float32, as atomiccell.Rules holds them
 	fp     uint32
@@ -81,7 +83,7 @@ type normalized struct {
 // The codes of the laws and aggregators in cfg (sketch.lua's KINDS and
 // AGGS).
 var (
-	kindCodes = map[decay.Kind]byte{decay.KindNone: 0, decay.KindExponential: 1, decay.KindLinear: 2}
+	kindCodes = map[law.Kind]byte{law.KindNone: 0, law.KindExponential: 1, law.KindLinear: 2}
 	aggCodes  = map[sketch.Aggregator]byte{sketch.Min: 0, sketch.Max: 1, sketch.Mean: 2}
 )
 
@@ -99,17 +101,17 @@ func (cfg Config) normalize() (normalized, error) {
 			return bad("Name must not contain braces; got %q", cfg.Name)
 		}
 	}
-	sc, err := sketch.Config{
+	_, sc, err := conv.Normalize(sketch.Config{
 		Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel, Decay: cfg.Decay,
 		Lo: cfg.Lo, Hi: cfg.Hi, Aggregator: cfg.Aggregator, Hasher: cfg.Hasher, Seed: cfg.Seed,
-	}.Normalize()
+	})
 	if err != nil {
 		return bad("%v", err)
 	}
 	cfg.Levels, cfg.CellsPerLevel, cfg.Decay, cfg.Hasher = sc.Levels, sc.CellsPerLevel, sc.Decay, sc.Hasher
 	n := normalized{}
-	n.kind, n.param = decay.Params(cfg.Decay)
-	if n.kind == decay.KindCustom {
+	n.kind, n.param = law.Params(cfg.Decay)
+	if n.kind == law.KindCustom {
 		return bad("Decay must be decay.None, Exponential or Linear (a custom law cannot run on the server); got %T", cfg.Decay)
 	}
 	if cfg.Period < 0 || (cfg.Period > 0 && cfg.Period < time.Millisecond) {

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // FuzzDecodeReply feeds arbitrary replies (as a foreign or broken server
@@ -98,7 +98,7 @@ func FuzzScriptArgs(f *testing.F) {
 			if err1 != nil || err2 != nil || end != pos+7 || end >= size {
 				t.Fatalf("level %d: range %q..%q in a string of %d bytes", l, args[4+2*l], args[5+2*l], size)
 			}
-			want := uint64(headerBytes) + 8*(uint64(l)*uint64(M)+uint64(sketch.Index(h, l, M)))
+			want := uint64(headerBytes) + 8*(uint64(l)*uint64(M)+uint64(core.Index(h, l, M)))
 			if pos != want {
 				t.Fatalf("level %d: pos %d; want %d", l, pos, want)
 			}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"unsafe"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -193,7 +194,7 @@ func scriptArgs(c normalized, op string, h uint64, delta, limit float64, rebaseA
 	buf = binary.LittleEndian.AppendUint64(buf, math.Float64bits(float64(rebaseAt)))
 	var ends [2 * maxLevels]int
 	for l := range c.Levels {
-		pos := headerBytes + 8*(uint64(l)*uint64(c.CellsPerLevel)+uint64(sketch.Index(h, l, c.CellsPerLevel)))
+		pos := headerBytes + 8*(uint64(l)*uint64(c.CellsPerLevel)+uint64(core.Index(h, l, c.CellsPerLevel)))
 		buf = strconv.AppendUint(buf, pos, 10)
 		ends[2*l] = len(buf)
 		buf = strconv.AppendUint(buf, pos+7, 10)
@@ -267,24 +268,24 @@ func checkFinite(op, name string, v float64) {
 // generation, on the server: per cell, decay for its age on the server's
 // clock, add, clamp to [Lo, Hi], round up to float32. It panics if delta
 // is NaN or ±Inf (before any round trip), as sketch.Update does.
-func (s *Sketch) Update(ctx context.Context, key []byte, delta float64) error {
+func (s *Sketch) Update(ctx context.Context, key string, delta float64) error {
 	checkFinite("Update", "delta", delta)
-	_, err := s.call(ctx, "U", s.hasher.Sum64(key), delta, 0)
+	_, err := s.call(ctx, "U", s.hasher.Sum64String(key), delta, 0)
 	return err
 }
 
 // UpdateAndQuery is Update followed by Query in the same atomic call.
-func (s *Sketch) UpdateAndQuery(ctx context.Context, key []byte, delta float64) (float64, error) {
+func (s *Sketch) UpdateAndQuery(ctx context.Context, key string, delta float64) (float64, error) {
 	checkFinite("UpdateAndQuery", "delta", delta)
-	r, err := s.call(ctx, "A", s.hasher.Sum64(key), delta, 0)
+	r, err := s.call(ctx, "A", s.hasher.Sum64String(key), delta, 0)
 	return r.estimate, err
 }
 
 // Query returns the key's estimate: the aggregate of its decayed cells in
 // the oldest live generation (0 for a sketch nobody has written). It only
 // reads.
-func (s *Sketch) Query(ctx context.Context, key []byte) (float64, error) {
-	r, err := s.call(ctx, "Q", s.hasher.Sum64(key), 0, 0)
+func (s *Sketch) Query(ctx context.Context, key string) (float64, error) {
+	r, err := s.call(ctx, "Q", s.hasher.Sum64String(key), 0, 0)
 	return r.estimate, err
 }
 
@@ -293,8 +294,8 @@ func (s *Sketch) Query(ctx context.Context, key []byte) (float64, error) {
 // any instance. It reports whether it applied. It panics if delta or limit
 // is NaN or ±Inf, or if limit is above Hi (such a limit can never deny),
 // as sketch.TryUpdate does.
-func (s *Sketch) TryUpdate(ctx context.Context, key []byte, delta, limit float64) (bool, error) {
-	r, err := s.tryUpdate(ctx, s.hasher.Sum64(key), delta, limit)
+func (s *Sketch) TryUpdate(ctx context.Context, key string, delta, limit float64) (bool, error) {
+	r, err := s.tryUpdate(ctx, s.hasher.Sum64String(key), delta, limit)
 	return r.ok, err
 }
 

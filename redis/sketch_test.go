@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	decaylaw "github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -72,7 +73,7 @@ func TestTryUpdateExactGlobally(t *testing.T) {
 							defer wg.Done()
 							for i := 0; i < 2*limit/(clients*perClient)+10; i++ {
 								k := []byte(fmt.Sprint("k", (c*perClient+g+i)%tc.keys))
-								ok, err := s.TryUpdate(context.Background(), k, 1, limit)
+								ok, err := s.TryUpdate(context.Background(), string(k), 1, limit)
 								if err != nil {
 									t.Error(err)
 									return
@@ -133,12 +134,12 @@ func testDifferential(t *testing.T, e *env) {
 					delta := float64(rng.IntN(30)) - 5
 					switch rng.IntN(4) {
 					case 0:
-						if err := rs.Update(ctx, key, delta); err != nil {
+						if err := rs.Update(ctx, string(key), delta); err != nil {
 							t.Fatal(err)
 						}
 						ls.Update(key, delta)
 					case 1:
-						got, err := rs.UpdateAndQuery(ctx, key, delta)
+						got, err := rs.UpdateAndQuery(ctx, string(key), delta)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -150,7 +151,7 @@ func testDifferential(t *testing.T, e *env) {
 						if math.Abs(est+delta-limit) <= f32Bound(limit) {
 							continue // borderline: either answer is within the bound
 						}
-						got, err := rs.TryUpdate(ctx, key, delta, limit)
+						got, err := rs.TryUpdate(ctx, string(key), delta, limit)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -158,7 +159,7 @@ func testDifferential(t *testing.T, e *env) {
 							t.Fatalf("op %d: TryUpdate(%s, %v, %v) = %v; local sketch says %v (estimate %v)", i, key, delta, limit, got, want, est)
 						}
 					default:
-						got, err := rs.Query(ctx, key)
+						got, err := rs.Query(ctx, string(key))
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -187,7 +188,7 @@ func TestBackwardsClock(t *testing.T) {
 			rebaseAt int64
 		}{{decay.Exponential(0.7), defaultRebaseAt}, {decay.Linear(3), defaultRebaseAt}, {decay.Linear(3), 1500}} {
 			law := tc.law
-			k, _ := decay.Params(law)
+			k, _ := decaylaw.Params(law)
 			t.Run(fmt.Sprint(k, "/rebase=", tc.rebaseAt), func(t *testing.T) {
 				clk, real := sketchtest.NewFakeClock(), sketchtest.NewFakeClock()
 				clk.Set(1_000_000)
@@ -215,24 +216,24 @@ func TestBackwardsClock(t *testing.T) {
 					var got float64
 					switch rng.IntN(3) {
 					case 0:
-						if got, err = rs.UpdateAndQuery(ctx, key, delta); err != nil {
+						if got, err = rs.UpdateAndQuery(ctx, string(key), delta); err != nil {
 							t.Fatal(err)
 						}
 						ls.Update(key, delta)
 					case 1:
 						limit := float64(rng.IntN(150))
-						ok, err := rs.TryUpdate(ctx, key, delta, limit)
+						ok, err := rs.TryUpdate(ctx, string(key), delta, limit)
 						if err != nil {
 							t.Fatal(err)
 						}
 						if ok {
 							ls.Update(key, delta)
 						}
-						if got, err = rs.Query(ctx, key); err != nil {
+						if got, err = rs.Query(ctx, string(key)); err != nil {
 							t.Fatal(err)
 						}
 					default:
-						if got, err = rs.Query(ctx, key); err != nil {
+						if got, err = rs.Query(ctx, string(key)); err != nil {
 							t.Fatal(err)
 						}
 					}
@@ -271,12 +272,12 @@ func TestCollisionsSafeSide(t *testing.T) {
 			k := fmt.Sprint("k", rng.IntN(20))
 			d := float64(rng.IntN(10))
 			truth[k] += d
-			if err := s.Update(ctx, []byte(k), d); err != nil {
+			if err := s.Update(ctx, k, d); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for k, want := range truth {
-			got, err := s.Query(ctx, []byte(k))
+			got, err := s.Query(ctx, k)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -308,25 +309,25 @@ func testForeignData(t *testing.T, e *env) {
 		{"string", func() { e.do(t, "SET", key, "hello") }, "holds 5 bytes"},
 		{"list", func() { e.do(t, "RPUSH", key, "x") }, "holds a list"},
 		{"longer", func() {
-			good.Update(ctx, []byte("a"), 1)
+			good.Update(ctx, "a", 1)
 			e.do(t, "APPEND", key, "x")
 		}, fmt.Sprintf("holds %d bytes", size+1)},
 		{"shorter", func() {
-			good.Update(ctx, []byte("a"), 1)
+			good.Update(ctx, "a", 1)
 			s, _ := e.do(t, "GET", key).ToString()
 			e.do(t, "SET", key, s[:size-1])
 		}, fmt.Sprintf("holds %d bytes", size-1)},
 		{"bad magic", func() { e.do(t, "SET", key, strings.Repeat("z", size)) }, "bad magic"},
 		{"other shape", func() {
 			other := e.sketch(t, Config{Name: name, Levels: 1, CellsPerLevel: 8, Hi: 100})
-			other.Update(ctx, []byte("a"), 1)
+			other.Update(ctx, "a", 1)
 		}, "not L=2 M=4"},
 		{"other config", func() {
 			other := e.sketch(t, Config{Name: name, Levels: 2, CellsPerLevel: 4, Hi: 50})
-			other.Update(ctx, []byte("a"), 1)
+			other.Update(ctx, "a", 1)
 		}, "another configuration"},
 		{"NaN cell", func() {
-			good.Update(ctx, []byte("a"), 1)
+			good.Update(ctx, "a", 1)
 			nan := strings.Repeat("\x00\x00\x00\x00\x00\x00\xc0\x7f", 8) // stamp 0, score NaN
 			e.do(t, "SETRANGE", key, fmt.Sprint(headerBytes), nan)
 		}, "corrupt cell"},
@@ -337,9 +338,9 @@ func testForeignData(t *testing.T, e *env) {
 			tt.setup()
 			before, _ := e.do(t, "DUMP", key).ToString()
 			for _, op := range []func() error{
-				func() error { return good.Update(ctx, []byte("a"), 1) },
-				func() error { _, err := good.Query(ctx, []byte("a")); return err },
-				func() error { _, err := good.TryUpdate(ctx, []byte("a"), 1, 10); return err },
+				func() error { return good.Update(ctx, "a", 1) },
+				func() error { _, err := good.Query(ctx, "a"); return err },
+				func() error { _, err := good.TryUpdate(ctx, "a", 1, 10); return err },
 			} {
 				err := op()
 				if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "grudge:") {
@@ -370,7 +371,7 @@ func TestRotation(t *testing.T) {
 			t.Fatalf("Keys() = %q; want %q", got, want)
 		}
 		ctx := context.Background()
-		if err := s.Update(ctx, []byte("a"), 5); err != nil {
+		if err := s.Update(ctx, "a", 5); err != nil {
 			t.Fatal(err)
 		}
 		for _, k := range want {
@@ -388,7 +389,7 @@ func TestRotation(t *testing.T) {
 		}{{0, 5}, {999 * time.Millisecond, 5}, {time.Millisecond, 5}, {time.Second, 0}, {10 * time.Second, 0}}
 		for i, st := range steps {
 			clk.Advance(st.advance)
-			got, err := s.Query(ctx, []byte("a"))
+			got, err := s.Query(ctx, "a")
 			if err != nil || got != st.want {
 				t.Fatalf("step %d (t=%d): Query = %v, %v; want %v", i, clk.NowMillis(), got, err, st.want)
 			}
@@ -396,7 +397,7 @@ func TestRotation(t *testing.T) {
 		// Years later the ring is reused: stale slots are reset by the
 		// first write, which sees only itself.
 		clk.Advance(1 << 40 * time.Millisecond)
-		if got, err := s.UpdateAndQuery(ctx, []byte("a"), 2); err != nil || got != 2 {
+		if got, err := s.UpdateAndQuery(ctx, "a", 2); err != nil || got != 2 {
 			t.Fatalf("UpdateAndQuery after 2^40 ms = %v, %v; want 2", got, err)
 		}
 		if got := s.MemoryBytes(); got != 2*(headerBytes+2*8*8) {
@@ -468,7 +469,7 @@ func TestRotationModel(t *testing.T) {
 					delta := float64(1 + rng.IntN(5))
 					switch rng.IntN(3) {
 					case 0:
-						got, err := s.UpdateAndQuery(ctx, []byte(key), delta)
+						got, err := s.UpdateAndQuery(ctx, key, delta)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -480,7 +481,7 @@ func TestRotationModel(t *testing.T) {
 					case 1:
 						limit := float64(rng.IntN(30))
 						est := estimate(at, key)
-						got, err := s.TryUpdate(ctx, []byte(key), delta, limit)
+						got, err := s.TryUpdate(ctx, key, delta, limit)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -492,7 +493,7 @@ func TestRotationModel(t *testing.T) {
 							log = append(log, write{at, key, delta})
 						}
 					default:
-						got, err := s.Query(ctx, []byte(key))
+						got, err := s.Query(ctx, key)
 						if err != nil {
 							t.Fatal(err)
 						}
@@ -517,9 +518,9 @@ func TestRebase(t *testing.T) {
 
 func testRebase(t *testing.T, e *env) {
 	for _, law := range []decay.Decay{decay.None(), decay.Exponential(1e-9), decay.Linear(1e-6)} {
-		t.Run(fmt.Sprint(decay.Params(law)), func(t *testing.T) {
+		t.Run(fmt.Sprint(decaylaw.Params(law)), func(t *testing.T) {
 			clk := sketchtest.NewFakeClock()
-			k, _ := decay.Params(law)
+			k, _ := decaylaw.Params(law)
 			s := e.sketch(t, Config{Name: e.ns("rebase:" + k.String()), Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
 			s.setRebaseAt(1000)
 			ls, _ := reference.New(sketch.Config{Levels: 2, CellsPerLevel: 8, Hi: 1e9, Decay: law, Clock: clk})
@@ -527,14 +528,14 @@ func testRebase(t *testing.T, e *env) {
 			for i, adv := range []time.Duration{0, 600 * time.Millisecond, 600 * time.Millisecond, 3 * time.Second, 1 << 33 * time.Millisecond, 1 << 40 * time.Millisecond} {
 				clk.Advance(adv)
 				key := []byte(fmt.Sprint("k", i%3))
-				got, err := s.UpdateAndQuery(ctx, key, 1000)
+				got, err := s.UpdateAndQuery(ctx, string(key), 1000)
 				if err != nil {
 					t.Fatal(err)
 				}
 				checkClose(t, i, "UpdateAndQuery", got, ls.UpdateAndQuery(key, 1000))
 				for j := range 3 {
 					key := []byte(fmt.Sprint("k", j))
-					got, err := s.Query(ctx, key)
+					got, err := s.Query(ctx, string(key))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -553,12 +554,12 @@ func TestShards(t *testing.T) {
 		s := e.sketch(t, Config{Name: name, Shards: 4, CellsPerLevel: 1000, Hi: 1e9})
 		ctx := context.Background()
 		for i := range 100 {
-			if err := s.Update(ctx, []byte(fmt.Sprint(i)), float64(i)); err != nil {
+			if err := s.Update(ctx, fmt.Sprint(i), float64(i)); err != nil {
 				t.Fatal(err)
 			}
 		}
 		for i := range 100 {
-			if got, err := s.Query(ctx, []byte(fmt.Sprint(i))); err != nil || got < float64(i) {
+			if got, err := s.Query(ctx, fmt.Sprint(i)); err != nil || got < float64(i) {
 				t.Fatalf("Query(%d) = %v, %v", i, got, err)
 			}
 		}
@@ -573,9 +574,9 @@ func TestShards(t *testing.T) {
 func TestPanicsOnNaN(t *testing.T) {
 	s := &Sketch{cfg: normalized{hi: 10}, hasher: sketch.XXH3()(0)}
 	for name, f := range map[string]func(){
-		"Update":         func() { s.Update(context.Background(), nil, math.NaN()) },
-		"TryUpdate":      func() { s.TryUpdate(context.Background(), nil, 1, math.Inf(1)) },
-		"limit above Hi": func() { s.TryUpdate(context.Background(), nil, 1, 11) },
+		"Update":         func() { s.Update(context.Background(), "", math.NaN()) },
+		"TryUpdate":      func() { s.TryUpdate(context.Background(), "", 1, math.Inf(1)) },
+		"limit above Hi": func() { s.TryUpdate(context.Background(), "", 1, 11) },
 	} {
 		func() {
 			defer func() {
@@ -599,7 +600,7 @@ func TestLibraryReloaded(t *testing.T) {
 		ctx := context.Background()
 		for i := range 3 {
 			e.doAll(t, "FUNCTION", "FLUSH")
-			got, err := s.UpdateAndQuery(ctx, []byte("k"), 1)
+			got, err := s.UpdateAndQuery(ctx, "k", 1)
 			if err != nil || got != float64(i+1) {
 				t.Fatalf("call %d after FUNCTION FLUSH: %v, %v; want %d", i, got, err, i+1)
 			}

@@ -14,7 +14,7 @@ import (
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// Colliding keys on the rotator (issue 11, item 1): with every key
+// Colliding keys on the rotator: with every key
 // sharing every cell (CellsPerLevel=1, in every generation whatever its
 // seed), the admitted total never exceeds the limit, within a period
 // (frozen clock) and across promotions (window bound below).

@@ -3,19 +3,18 @@ package rotator
 import (
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
-// DefaultGenerations is the number of generations when Config.Generations
-// is 0.
-const DefaultGenerations = 2
-
-// Config describes a Rotator.
+// Config describes a Rotator. An invalid Config is a *sketch.ConfigError
+// naming the field ("rotator: ", or "sketch: " for a field of Sketch).
 type Config struct {
 	// Sketch configures every generation. Its Seed is the base seed: each
-	// generation hashes under its own seed derived from it (see GenerationSeed).
-	// Its Clock (nil means the sketch's default monotonic clock) is read
-	// once per operation and drives both decay and rotation.
+	// generation hashes under its own seed derived from it. Its Clock
+	// (nil means the sketch's default monotonic clock) is read once per
+	// operation and drives both decay and rotation.
 	Sketch sketch.Config
 	// Generations is N, the number of live generations; 0 means 2; at
 	// least 2.
@@ -24,59 +23,25 @@ type Config struct {
 	// millisecond (clocks count whole milliseconds). A score lives at
 	// most Generations x Period after its last write.
 	Period time.Duration
-	// Manual turns rotation on access off: generations rotate only when
-	// Rotate is called (grudge's ticker-driven rotation is built on it).
-	Manual bool
 	// Prefetch makes every write and every TryUpdate hash the key for
-	// all generations first and prefetch their cells (sketch.Sketch.Hash,
-	// Prefetch) before acting, so the cache misses of the N generations
-	// overlap instead of queueing: for keys whose cells are not in cache
-	// (many distinct keys, each seen now and then: a limiter over all
-	// clients) an admitted TryUpdate or an Update waits for about one
-	// generation's misses instead of N. For keys whose cells are cached
-	// (a few hot keys) it only adds work (the younger generations'
-	// hashes and the prefetch calls), and a TryUpdate denial pays it
-	// too. Off by default; packages limit and meter turn it on.
-	// docs/design.md, section 6, has the numbers. Results are the same
-	// either way. The reference rotator ignores it.
+	// all generations and prefetch their cells before acting, so the
+	// cache misses of the N generations overlap instead of queueing: a
+	// gain for many distinct keys whose cells are not in cache (a limiter
+	// over all clients), extra work for a few hot keys. Off by default;
+	// packages limit and meter turn it on. Results are the same either
+	// way.
 	Prefetch bool
 }
 
-// Normalize returns cfg with defaults filled in and validated (the
-// reference rotator validates with it too). Errors are *sketch.ConfigError
-// naming the field and the offending value, prefixed "rotator: " (or
-// "sketch: " for a field of cfg.Sketch, as sketch.New reports it).
-func (cfg Config) Normalize() (Config, error) {
-	sc, err := cfg.Sketch.Normalize()
-	if err != nil {
-		return cfg, err
-	}
-	cfg.Sketch = sc
-	if cfg.Generations == 0 {
-		cfg.Generations = DefaultGenerations
-	}
-	if cfg.Generations < 2 {
-		return cfg, sketch.NewConfigError("rotator", "Generations", cfg.Generations, "Generations must be >= 2; got %d", cfg.Generations)
-	}
-	if cfg.Period <= 0 {
-		return cfg, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be > 0; got %v", cfg.Period)
-	}
-	if cfg.Period < time.Millisecond {
-		return cfg, sketch.NewConfigError("rotator", "Period", cfg.Period, "Period must be at least 1ms (the clock counts milliseconds); got %v", cfg.Period)
-	}
-	return cfg, nil
+// engine returns cfg as the engine's configuration.
+func (cfg Config) engine() core.RotatorConfig {
+	return core.RotatorConfig{Sketch: conv.Config(cfg.Sketch), Generations: cfg.Generations, Period: cfg.Period, Prefetch: cfg.Prefetch}
 }
 
-// GenerationSeed returns the hash seed of generation gen (0 for the first
-// generation New builds, then 1, 2, ... in order of creation) of a
-// rotator whose Config.Sketch.Seed is base: output gen of the splitmix64
-// stream seeded with base (sketch.SplitMix64). Consecutive generations
-// therefore hash under unrelated seeds, so two keys that collide in one
-// generation almost surely do not in the next. The reference rotator
-// derives its seeds with it too, so both map a key to the same cells
-// generation by generation.
-func GenerationSeed(base, gen uint64) uint64 {
-	const golden = 0x9e3779b97f4a7c15
-	st := base + gen*golden
-	return sketch.SplitMix64(&st)
+// normalized returns cfg with the defaults the engine filled in (n is
+// cfg.engine() normalized).
+func (cfg Config) normalized(n core.RotatorConfig) Config {
+	cfg.Sketch = conv.Normalized(cfg.Sketch, n.Sketch)
+	cfg.Generations = n.Generations
+	return cfg
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -52,4 +53,35 @@ func ExampleRotator_TryUpdateString() {
 	fmt.Println()
 	// Output:
 	// true true true false
+}
+
+// Keys from clients: SipHash under a secret seed, so no client can choose
+// keys that collide with a victim's, on a rotator, so every generation
+// rehashes under a new seed. Here a token bucket in debt form: the debt
+// drains 10 per second and a request is admitted while it stays within
+// 20 (the README's example).
+func Example_clientKeys() {
+	clk := sketchtest.NewFakeClock()
+	r, err := rotator.New(rotator.Config{
+		Sketch: sketch.Config{
+			Decay:  decay.Linear(10),
+			Hi:     100,
+			Hasher: sketch.SipHash(),
+			Seed:   sketch.RandomSeed(),
+			Clock:  clk,
+		},
+		Period: time.Minute,
+	})
+	if err != nil {
+		panic(err)
+	}
+	admitted := 0
+	for range 25 {
+		if r.TryUpdateString("198.51.100.7", 1, 20) {
+			admitted++
+		}
+	}
+	clk.Advance(time.Second) // 10 drain
+	fmt.Println(admitted, r.TryUpdateString("198.51.100.7", 10, 20), r.TryUpdateString("198.51.100.7", 1, 20))
+	// Output: 20 true false
 }

@@ -1,10 +1,11 @@
 package rotator
 
 import (
-	"sync/atomic"
+	"io"
 	"time"
-	"unsafe"
 
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -16,45 +17,41 @@ import (
 // Create one with New; the zero Rotator is not usable. A Rotator is safe
 // for concurrent use by any number of goroutines. It starts no goroutine
 // and takes no lock: rotation happens on access, performed by the one
-// operation that wins the promotion (see the package doc). Every
-// operation reads the clock once, through the one Timebase its
-// generations share, for decay and the rotation deadline alike. Update, Query, UpdateAndQuery, TryUpdate and their
-// string twins do not allocate, except the one operation per Period that
-// performs a promotion and allocates the new generation.
-//
-// Each generation is linearizable as sketch.Sketch is; an operation that
-// races a promotion may act on the generation set of just before it (the
-// package documentation, "Races with a promotion"), except
-// [Rotator.TryUpdate], which decides again.
+// operation that wins the promotion. Every operation reads the clock
+// once, for decay and the rotation deadline alike. Update, Query,
+// UpdateAndQuery, TryUpdate and their string twins do not allocate,
+// except the one operation per Period that builds the new generation.
 type Rotator struct {
-	// cur is the current generation set; replaced (never mutated) by the
-	// operation that claims its promotion.
-	cur      atomic.Pointer[genSet]
-	tb       *sketch.Timebase // the one time scale and high-water mark of every generation
-	periodMs int64            // cfg.Period in ms, >= 1
-	cfg      Config           // normalized, as given to New
-
-	// Counters, written only by the operation performing a promotion.
-	promotions atomic.Uint64
-	periods    atomic.Uint64
-	created    atomic.Uint64
+	e   core.Rotator
+	cfg Config // normalized, as given to New
 }
 
-// genSet is an immutable set of live generations. Only claimed changes,
-// once, from false to true.
-type genSet struct {
-	// gens holds the N live generations, oldest first: gens[0] is the
-	// primary. Never modified after the set is published.
-	gens []*sketch.Sketch
-	// deadline is the clock reading (ms) at which gens[0] retires. Always
-	// creation time + a whole number of periods.
-	deadline int64
-	// next is the creation counter of the next generation to build; it
-	// picks that generation's seed (GenerationSeed).
-	next uint64
-	// claimed is set by the one operation that promotes this set.
-	claimed atomic.Bool
+var _ sketch.Scorer = (*Rotator)(nil)
+
+func init() {
+	core.RegisterRotatorFace(func(face any) *core.Rotator {
+		if r, ok := face.(*Rotator); ok && r != nil {
+			return &r.e
+		}
+		return nil
+	})
 }
+
+// New returns a rotator for cfg, with all N generations built and empty
+// and the first rotation due one Period from now, or a
+// *sketch.ConfigError naming the first invalid field.
+func New(cfg Config) (*Rotator, error) {
+	r := new(Rotator)
+	if err := r.e.Init(cfg.engine()); err != nil {
+		return nil, err
+	}
+	r.cfg = cfg.normalized(r.e.Config())
+	return r, nil
+}
+
+// Config returns the configuration the rotator was built with, defaults
+// filled in (Clock nil if it was nil, Sketch.Seed the base seed).
+func (r *Rotator) Config() Config { return r.cfg }
 
 // Stats counts what the rotator has done since New. Counters only grow.
 type Stats struct {
@@ -70,296 +67,95 @@ type Stats struct {
 	Allocated uint64
 }
 
-var _ sketch.Scorer = (*Rotator)(nil)
-
-// New returns a rotator for cfg, with all N generations built and empty,
-// and the first rotation due one Period after the clock's current
-// reading. It returns an error naming the first invalid field (see
-// Config).
-func New(cfg Config) (*Rotator, error) {
-	cfg, err := cfg.Normalize()
-	if err != nil {
-		return nil, err
-	}
-	r := &Rotator{tb: sketch.NewTimebase(cfg.Sketch.Clock), periodMs: cfg.Period.Milliseconds(), cfg: cfg}
-	n := int(cfg.Generations)
-	gs := &genSet{gens: make([]*sketch.Sketch, n)}
-	for i := range gs.gens {
-		gs.gens[i] = r.build(gs.next)
-		gs.next++
-	}
-	gs.deadline = addSat(r.tb.NowMillis(), r.periodMs)
-	r.cur.Store(gs)
-	return r, nil
-}
-
-// build returns a fresh, empty generation hashing under the seed of
-// creation counter gen.
-func (r *Rotator) build(gen uint64) *sketch.Sketch {
-	c := r.cfg.Sketch
-	c.Clock = r.tb // one time scale for every generation
-	c.Seed = GenerationSeed(r.cfg.Sketch.Seed, gen)
-	s, err := sketch.New(c)
-	if err != nil {
-		// c is cfg.Sketch, validated by New; only the seed differs.
-		panic("rotator: building a generation failed: " + err.Error())
-	}
-	r.created.Add(1)
-	return s
-}
-
-// acquire returns the generation set to operate on and the time of the
-// operation: one clock read, and a promotion when the deadline has passed.
-func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(), r.tb.NowMillis()) }
-
-// settle returns the set to operate on at time now (promoting gs when its
-// deadline has passed) and now as the Timebase's time.Time, which every
-// generation converts back without reading the clock again.
-func (r *Rotator) settle(gs *genSet, now int64) (*genSet, time.Time) {
-	if now >= gs.deadline && !r.cfg.Manual {
-		gs = r.promote(gs, now)
-	}
-	return gs, r.tb.Time(now)
-}
-
-// Config returns the normalized configuration: defaults filled in, Clock
-// nil if it was nil, Sketch.Seed the base seed.
-func (r *Rotator) Config() Config { return r.cfg }
-
-// Sizes returns the sum of the live generations' sizes, plus the rotator's
-// own structs in Total. A retired generation still referenced by an
-// operation in flight is not counted; it is garbage once that operation
-// returns.
-func (r *Rotator) Sizes() sketch.Sizes {
-	gs := r.cur.Load()
-	var sz sketch.Sizes
-	for _, s := range gs.gens {
-		g := s.Sizes()
-		sz.Cells += g.Cells
-		sz.Total += g.Total
-	}
-	sz.Total += int(unsafe.Sizeof(*r)) + int(unsafe.Sizeof(*gs)) + len(gs.gens)*int(unsafe.Sizeof(gs.gens[0]))
-	return sz
-}
-
 // Stats returns the rotation counters. Each counter is read atomically;
 // the three together are not a snapshot.
-func (r *Rotator) Stats() Stats {
-	return Stats{
-		Promotions: r.promotions.Load(),
-		Periods:    r.periods.Load(),
-		Allocated:  r.created.Load(),
-	}
-}
+func (r *Rotator) Stats() Stats { return Stats(r.e.Stats()) }
+
+// Sizes returns the sum of the live generations' sizes, plus the
+// rotator's own structs in Total.
+func (r *Rotator) Sizes() sketch.Sizes { return sketch.Sizes(r.e.Sizes()) }
 
 // Close does nothing and may be called any number of times: the rotator
 // has no goroutine or ticker to stop. It exists so that code written for
-// grudge's rotator (defer r.Close()) compiles unchanged. The rotator
-// stays usable after Close.
+// grudge's rotator (defer r.Close()) compiles unchanged.
 func (r *Rotator) Close() {}
 
-// Update adds delta to the key's score in every generation, at one time.
-// It panics if delta is NaN or ±Inf, before touching any cell.
-func (r *Rotator) Update(key []byte, delta float64) {
-	gs, t := r.acquire()
-	r.update(gs, t, bytesView(key), delta)
-}
+// Update adds delta to the key's score in every generation. It panics if
+// delta is NaN or ±Inf, before touching any cell.
+func (r *Rotator) Update(key []byte, delta float64) { r.e.Update(key, delta) }
 
-// UpdateString is Update for a string key, without allocating.
-func (r *Rotator) UpdateString(key string, delta float64) {
-	gs, t := r.acquire()
-	r.update(gs, t, key, delta)
-}
+// UpdateString is Update for a string key.
+func (r *Rotator) UpdateString(key string, delta float64) { r.e.UpdateString(key, delta) }
 
-// update adds delta to key in every generation of gs at t, through the
-// hashes r.hashed prefetched when Config.Prefetch is on. The first
-// generation's check panics on a non-finite delta before any cell is
-// written.
-func (r *Rotator) update(gs *genSet, t time.Time, key string, delta float64) {
-	var buf [maxInlineGens]sketch.Hashed
-	ks := r.hashed(gs, key, &buf)
-	for i, s := range gs.gens {
-		if ks != nil {
-			s.UpdateHashedAt(t, ks[i], delta)
-		} else {
-			s.UpdateStringAt(t, key, delta)
-		}
-	}
-}
-
-// updateAndQuery is update returning the primary's aggregate after its
-// update.
-func (r *Rotator) updateAndQuery(gs *genSet, t time.Time, key string, delta float64) float64 {
-	var buf [maxInlineGens]sketch.Hashed
-	ks := r.hashed(gs, key, &buf)
-	var v float64
-	if ks != nil {
-		v = gs.gens[0].UpdateAndQueryHashedAt(t, ks[0], delta)
-	} else {
-		v = gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
-	}
-	for i, s := range gs.gens[1:] {
-		if ks != nil {
-			s.UpdateHashedAt(t, ks[i+1], delta)
-		} else {
-			s.UpdateStringAt(t, key, delta)
-		}
-	}
-	return v
+// UpdateAt is Update at time t.
+func (r *Rotator) UpdateAt(t time.Time, key string, delta float64) {
+	r.e.UpdateStringAt(t, key, delta)
 }
 
 // Query returns the key's score in the primary (oldest) generation.
-func (r *Rotator) Query(key []byte) float64 {
-	gs, t := r.acquire()
-	return gs.gens[0].QueryAt(t, key)
-}
+func (r *Rotator) Query(key []byte) float64 { return r.e.Query(key) }
 
-// QueryString is Query for a string key, without allocating.
-func (r *Rotator) QueryString(key string) float64 {
-	gs, t := r.acquire()
-	return gs.gens[0].QueryStringAt(t, key)
-}
+// QueryString is Query for a string key.
+func (r *Rotator) QueryString(key string) float64 { return r.e.QueryString(key) }
+
+// QueryAt is Query at time t.
+func (r *Rotator) QueryAt(t time.Time, key string) float64 { return r.e.QueryStringAt(t, key) }
 
 // UpdateAndQuery adds delta as Update does and returns the primary's
-// aggregate after its update. It panics if delta is NaN or ±Inf.
+// aggregate after its update.
 func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
-	gs, t := r.acquire()
-	return r.updateAndQuery(gs, t, bytesView(key), delta)
+	return r.e.UpdateAndQuery(key, delta)
 }
 
-// UpdateAndQueryString is UpdateAndQuery for a string key, without
-// allocating.
+// UpdateAndQueryString is UpdateAndQuery for a string key.
 func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
-	gs, t := r.acquire()
-	return r.updateAndQuery(gs, t, key, delta)
+	return r.e.UpdateAndQueryString(key, delta)
+}
+
+// UpdateAndQueryAt is UpdateAndQuery at time t.
+func (r *Rotator) UpdateAndQueryAt(t time.Time, key string, delta float64) float64 {
+	return r.e.UpdateAndQueryStringAt(t, key, delta)
 }
 
 // TryUpdate adds delta to the key's score in every generation only if
 // the primary's aggregate plus delta is at most limit, and reports
-// whether it did; the decision is the primary's exact
-// sketch.Sketch.TryUpdate (any finite limit, above Hi too). It stays
-// exact across promotions: after the primary admits, the increment goes
-// to every younger generation, and the call keeps its admission only if
-// the generation set is still the one it decided on; otherwise it rolls
-// everything back (exactly, or not at all where a cell was written
-// since: see Refund) and decides again on the new set. A denial by the
-// primary writes nothing. It panics if delta or limit is NaN or ±Inf.
+// whether it did: sketch.Sketch's exact decision, kept exact across
+// rotations. It panics if delta or limit is NaN or ±Inf.
 func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
-	return r.tryUpdate(nil, bytesView(key), delta, limit, nil)
+	return r.e.TryUpdate(key, delta, limit)
 }
 
-// TryUpdateString is TryUpdate for a string key, without allocating.
+// TryUpdateString is TryUpdate for a string key.
 func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
-	return r.tryUpdate(nil, key, delta, limit, nil)
+	return r.e.TryUpdateString(key, delta, limit)
 }
 
-// bytesView returns b's bytes as a string without copying. The sketches
-// only hash their keys (a read), and hash both forms alike.
-func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
-
-// maxInlineGens is how many generations' hashed keys and receipts an
-// operation keeps on the stack; a rotator with more allocates them.
-const maxInlineGens = 4
-
-// hashed returns nil without Config.Prefetch: the generations then hash
-// the key themselves, each when it acts. With it, it hashes key for every
-// generation of gs, oldest first, and prefetches each generation's cells
-// as soon as it has their hash, so the cache misses of all N generations
-// are in flight together, and the younger generations' hashing runs
-// under the primary's misses, before any generation is read or written.
-// It returns the hashes in buf[:N], or in a new slice for N > len(buf).
-func (r *Rotator) hashed(gs *genSet, key string, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
-	if !r.cfg.Prefetch {
-		return nil // inlined: the default path makes no call
-	}
-	return prefetchAll(gs, key, buf)
-}
-
-// prefetchAll is hashed with Config.Prefetch on.
-func prefetchAll(gs *genSet, key string, buf *[maxInlineGens]sketch.Hashed) []sketch.Hashed {
-	ks := buf[:]
-	if len(gs.gens) > len(buf) {
-		ks = make([]sketch.Hashed, len(gs.gens))
-	}
-	ks = ks[:len(gs.gens)]
-	for i, s := range gs.gens {
-		ks[i] = s.HashString(key)
-		s.Prefetch(ks[i])
-	}
-	return ks
-}
-
-// tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
-// and the call is admitted, it records every generation's receipt there.
-func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation) bool {
-	checkTry(delta, limit)
-	var inline [maxInlineGens]sketch.Receipt
-	var keys [maxInlineGens]sketch.Hashed
-	for {
-		var gs *genSet
-		var t time.Time
-		if at == nil {
-			gs, t = r.acquire()
-		} else {
-			gs, t = r.acquireAt(*at)
-		}
-		// With Config.Prefetch, every generation's cells are prefetched
-		// before the primary decides, so that an admission finds the
-		// younger ones arriving; a denial pays their hashing and
-		// prefetch for nothing. Without it, the younger generations are
-		// hashed only once the primary has admitted.
-		var rc sketch.Receipt
-		var ok bool
-		ks := r.hashed(gs, key, &keys)
-		if ks != nil {
-			rc, ok = gs.gens[0].TryReserveHashedAt(t, ks[0], delta, limit)
-		} else {
-			rc, ok = gs.gens[0].TryReserveStringAt(t, key, delta, limit)
-		}
-		if !ok {
-			return false // the primary's denial: nothing written
-		}
-		rcs := inline[:]
-		if len(gs.gens) > maxInlineGens {
-			rcs = make([]sketch.Receipt, len(gs.gens))
-		}
-		rcs[0] = rc
-		for i, s := range gs.gens[1:] {
-			if ks != nil {
-				rcs[i+1] = s.AddHashedAt(t, ks[i+1], delta)
-			} else {
-				rcs[i+1] = s.AddStringAt(t, key, delta)
-			}
-		}
-		if r.cur.Load() == gs {
-			if res != nil {
-				*res = Reservation{gs: gs, rcs: append([]sketch.Receipt(nil), rcs[:len(gs.gens)]...)}
-			}
-			return true
-		}
-		// A promotion replaced the set while we decided: the primary
-		// that admitted is retired, and the new one may have admitted
-		// others before our increment reached it. Roll it all back
-		// (exactly, or where a cell was written since, not at all: an
-		// over-estimate) and decide again on the new set.
-		for i, s := range gs.gens {
-			s.Refund(&rcs[i])
-		}
-	}
+// TryUpdateAt is TryUpdate at time t.
+func (r *Rotator) TryUpdateAt(t time.Time, key string, delta, limit float64) bool {
+	return r.e.TryUpdateStringAt(t, key, delta, limit)
 }
 
 // QueryDetailed returns the primary's per-level view of the key. It
 // allocates its result.
 func (r *Rotator) QueryDetailed(key []byte) sketch.Detail {
-	gs, t := r.acquire()
-	return gs.gens[0].QueryDetailedAt(t, key)
+	return conv.Detail(core.RotatorDetailed(&r.e, key, conv.LevelDetail))
 }
 
-// checkTry panics, as sketch.Sketch.TryUpdate does, if delta or limit is
-// NaN or ±Inf, before any generation is touched.
-func checkTry(delta, limit float64) {
-	if delta-delta != 0 || limit-limit != 0 {
-		var cfg sketch.Config
-		cfg.CheckTryUpdate(delta, limit)
-	}
-}
+// MarshalBinary returns a snapshot of the rotator
+// (encoding.BinaryMarshaler); see WriteTo.
+func (r *Rotator) MarshalBinary() ([]byte, error) { return r.e.MarshalBinary() }
+
+// UnmarshalBinary restores a snapshot of a rotator of the same
+// configuration (encoding.BinaryUnmarshaler). A refused snapshot leaves r
+// unchanged. Call it on a rotator nobody else is using.
+func (r *Rotator) UnmarshalBinary(data []byte) error { return r.e.UnmarshalBinary(data) }
+
+// WriteTo writes a checksummed snapshot of the rotator to w (io.WriterTo):
+// the generation set current when it starts, each generation as
+// sketch.Sketch.WriteTo writes it. It may run concurrently with any
+// operation.
+func (r *Rotator) WriteTo(w io.Writer) (int64, error) { return r.e.WriteTo(w) }
+
+// ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom). A refused
+// snapshot leaves the rotator unchanged.
+func (r *Rotator) ReadFrom(rd io.Reader) (int64, error) { return r.e.ReadFrom(rd) }

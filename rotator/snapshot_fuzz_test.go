@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/binary"
 	"errors"
-	"hash/crc32"
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -40,7 +40,7 @@ func FuzzRotatorUnmarshal(f *testing.F) {
 		try(data)
 		if len(data) >= 4 {
 			fixed := bytes.Clone(data)
-			binary.LittleEndian.PutUint32(fixed[len(fixed)-4:], crc32.Checksum(fixed[:len(fixed)-4], sketch.CRCTable))
+			binary.LittleEndian.PutUint32(fixed[len(fixed)-4:], core.CRC32C(fixed[:len(fixed)-4]))
 			try(fixed)
 		}
 	})

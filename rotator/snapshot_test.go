@@ -5,12 +5,12 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"math"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -47,8 +47,8 @@ func TestRotatorSnapshotRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if int64(len(data)) != orig.SnapshotSize() {
-		t.Fatalf("len %d, SnapshotSize %d", len(data), orig.SnapshotSize())
+	if int64(len(data)) != core.RotatorOf(orig).SnapshotSize() {
+		t.Fatalf("len %d, SnapshotSize %d", len(data), core.RotatorOf(orig).SnapshotSize())
 	}
 	t0 := c1.NowMillis()
 	for _, down := range []int64{0, 3_000, 70_000} {
@@ -60,7 +60,7 @@ func TestRotatorSnapshotRoundTrip(t *testing.T) {
 			t.Fatal(err)
 		}
 		c1.Set(t0 + down) // the original, idle for the same downtime
-		if g, w := res.cur.Load().next, orig.cur.Load().next; down == 0 && g != w {
+		if g, w := core.RotatorOf(res).Current().Next, core.RotatorOf(orig).Current().Next; down == 0 && g != w {
 			t.Fatalf("next %d, want %d", g, w)
 		}
 		for step := range 30 {
@@ -72,7 +72,7 @@ func TestRotatorSnapshotRoundTrip(t *testing.T) {
 			c1.Advance(time.Second)
 			c2.Advance(time.Second)
 		}
-		if g, w := res.cur.Load().next, orig.cur.Load().next; g != w {
+		if g, w := core.RotatorOf(res).Current().Next, core.RotatorOf(orig).Current().Next; g != w {
 			t.Fatalf("down=%dms: after promotions next %d, want %d", down, g, w)
 		}
 		// Continue from the restored state in the original's place.
@@ -108,7 +108,7 @@ func TestRotatorSnapshotRefuses(t *testing.T) {
 		dst := newRotator(t, base)
 		dst.Update([]byte("y"), 3)
 		err := dst.UnmarshalBinary(data)
-		var se *sketch.SnapshotError
+		var se *core.SnapshotError
 		if !errors.As(err, &se) || !errors.Is(err, sketch.ErrSnapshotMismatch) || se.Field != tc.field {
 			t.Errorf("%s: %v", tc.field, err)
 		}
@@ -148,7 +148,7 @@ func TestRotatorSnapshotRefuses(t *testing.T) {
 		t.Fatal(err)
 	}
 	dst := newRotator(t, base)
-	if n, err := dst.ReadFrom(&buf); err != nil || n != src.SnapshotSize() || dst.Query([]byte("x")) != 7 {
+	if n, err := dst.ReadFrom(&buf); err != nil || n != core.RotatorOf(src).SnapshotSize() || dst.Query([]byte("x")) != 7 {
 		t.Fatalf("stream round trip: n=%d err=%v q=%v", n, err, dst.Query([]byte("x")))
 	}
 }
@@ -165,7 +165,7 @@ func TestRotatorSnapshotForgedDeadline(t *testing.T) {
 	for _, dl := range []int64{math.MinInt64, math.MaxInt64} {
 		bad := bytes.Clone(data)
 		binary.LittleEndian.PutUint64(bad[32:], uint64(dl))
-		binary.LittleEndian.PutUint32(bad[len(bad)-4:], crc32.Checksum(bad[:len(bad)-4], sketch.CRCTable))
+		binary.LittleEndian.PutUint32(bad[len(bad)-4:], core.CRC32C(bad[:len(bad)-4]))
 		dst := newRotator(t, snapCfg(clk))
 		if err := dst.UnmarshalBinary(bad); err != nil {
 			t.Fatalf("deadline %d: %v", dl, err)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -45,12 +46,12 @@ func TestRollbackAtHiRotatorRefund(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, ok := r.TryReserveStringAt(clk.Now(), "a", 5, 100)
+	res, ok := core.RotatorOf(r).TryReserveStringAt(clk.Now(), "a", 5, 100)
 	if !ok {
 		t.Fatal("TryReserve denied on an empty rotator")
 	}
 	r.UpdateString("b", 100) // 5 + 100 cut to 100 in every generation
-	if r.Refund(&res) {
+	if core.RotatorOf(r).Refund(&res) {
 		t.Error("Refund reported giving back from cells at Hi")
 	}
 	if got := r.QueryString("b"); got < 100 {
@@ -75,14 +76,15 @@ func TestRollbackAtHiRotatorRetry(t *testing.T) {
 	t.Cleanup(law.open)
 	r, err := rotator.New(rotator.Config{
 		Sketch:      sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 100, Decay: law, Clock: clk},
-		Generations: 3, Period: time.Hour, Manual: true,
+		Generations: 3, Period: time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	core.RotatorOf(r).SetManual()
 	r.UpdateString("m", 7)
-	r.Rotate()             // [7, 7, 0]
-	r.UpdateString("m", 3) // [10, 10, 3]: the youngest holds the marker
+	core.RotatorOf(r).Rotate() // [7, 7, 0]
+	r.UpdateString("m", 3)     // [10, 10, 3]: the youngest holds the marker
 	clk.Advance(time.Millisecond)
 	law.armed.Store(true)
 	done := make(chan bool)
@@ -92,8 +94,8 @@ func TestRollbackAtHiRotatorRetry(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("A never reached its add to the youngest generation")
 	}
-	r.Rotate()               // the middle generation, holding A's 5, is the primary now
-	r.UpdateString("b", 100) // 15 + 100 cut to 100 there
+	core.RotatorOf(r).Rotate() // the middle generation, holding A's 5, is the primary now
+	r.UpdateString("b", 100)   // 15 + 100 cut to 100 there
 	law.open()
 	if <-done {
 		t.Error("A admitted at 100 + 5 > 100")

@@ -10,7 +10,7 @@ import (
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// A user decay law that breaks its contract (issue 11, item 5) must not
+// A user decay law that breaks its contract must not
 // corrupt the sketch: no cell may ever hold NaN or Inf (API.md), whatever
 // the law returns.
 //

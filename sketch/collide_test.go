@@ -11,11 +11,12 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// Colliding keys on different TryUpdate stripes (issue 11, item 1).
+// Colliding keys on different TryUpdate stripes.
 //
 // TryUpdate is atomic with respect to every other TryUpdate of any key
 // that shares cells with it (API.md). Distinct keys almost always sit on
@@ -109,7 +110,7 @@ type collideResult struct {
 func runCollide(s *sketch.Sketch, clk *sketchtest.FakeClock, keys [][]byte, attempts int, v collideVariant) collideResult {
 	res := collideResult{admitted: make([]int64, len(keys))}
 	var held atomic.Int64
-	sketch.SetHooks(s, sketch.Hooks{Held: func(uint32) { held.Add(1) }})
+	core.SetHooks(core.SketchOf(s), core.Hooks{Held: func(uint32) { held.Add(1) }})
 	sums := make([]float64, len(keys))
 	var ready sync.WaitGroup
 	start := make(chan struct{})

@@ -1,9 +1,8 @@
 package sketch
 
 import (
-	"math"
-
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Defaults and limits of Config.
@@ -21,7 +20,8 @@ const (
 
 // Config describes a sketch. The zero value is not valid on its own: Hi
 // must be set (Lo <= 0 <= Hi, Lo < Hi; for example Lo: 0, Hi: 1e9). Every
-// other zero field takes the default its comment names.
+// other zero field takes the default its comment names. An invalid Config
+// is a *ConfigError naming the field and the value.
 type Config struct {
 	Levels        uint32      // L; 0 means 4; at most 8
 	CellsPerLevel uint32      // M; 0 means 100_000; at most 2^30
@@ -31,138 +31,54 @@ type Config struct {
 	// AggregateFunc, when non-nil, replaces Aggregator: it combines the L
 	// per-level scores of a key (len(scores) == L >= 1) into its estimate.
 	// It must be safe for concurrent use and must not retain or modify
-	// scores beyond the call. It is the slow path (an indirect call and a
-	// copy per operation, see CustomAggregate); Min, Max and Mean are
+	// scores beyond the call. It is the slow path (an indirect call on a
+	// pooled copy of the scores per operation); Min, Max and Mean are
 	// faster as Aggregator. It must return a finite value for finite
 	// scores; TryUpdate compares its result with the limit.
 	AggregateFunc func(scores []float64) float64
 	Hasher        HasherFactory // nil means XXH3(); SipHash() is the keyed PRF
 	Seed          uint64        // hash seed (SipHash key is expanded from it)
-	Clock         Clock         // nil means the fast system clock; a *Timebase is shared as is
+	Clock         Clock         // nil means the runtime's monotonic clock
 	MaxBytes      int64         // cap on the cell block in bytes; 0 means DefaultMaxBytes
 }
 
-// Normalize returns cfg with defaults filled in and validated: Levels,
-// CellsPerLevel, Decay, Hasher and MaxBytes are set, Clock stays nil when
-// it was nil (each implementation picks its own default clock). An error
-// is a *ConfigError (errors.Is(err, ErrInvalidConfig)) naming the field
-// and the offending value, prefixed "sketch: ".
-func (cfg Config) Normalize() (Config, error) {
-	bad := func(field string, value any, format string, args ...any) (Config, error) {
-		return cfg, NewConfigError("sketch", field, value, format, args...)
+// engine returns cfg as the engine's configuration.
+func (cfg Config) engine() core.Config {
+	return core.Config{
+		Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel, Decay: cfg.Decay,
+		Lo: cfg.Lo, Hi: cfg.Hi,
+		Aggregator: core.Aggregator(cfg.Aggregator), AggregateFunc: cfg.AggregateFunc,
+		Hasher: engineHasher(cfg.Hasher), Seed: cfg.Seed, Clock: cfg.Clock, MaxBytes: cfg.MaxBytes,
 	}
-	if cfg.Levels == 0 {
-		cfg.Levels = DefaultLevels
-	}
-	if cfg.Levels > MaxLevels {
-		return bad("Levels", cfg.Levels, "Levels must be <= %d; got %d", MaxLevels, cfg.Levels)
-	}
-	if cfg.CellsPerLevel == 0 {
-		cfg.CellsPerLevel = DefaultCellsPerLevel
-	}
-	if cfg.CellsPerLevel > MaxCellsPerLevel {
-		return bad("CellsPerLevel", cfg.CellsPerLevel, "CellsPerLevel must be <= %d; got %d", MaxCellsPerLevel, cfg.CellsPerLevel)
-	}
-	if cfg.MaxBytes < 0 {
-		return bad("MaxBytes", cfg.MaxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", DefaultMaxBytes, cfg.MaxBytes)
-	}
-	if cfg.MaxBytes == 0 {
-		cfg.MaxBytes = DefaultMaxBytes
-	}
-	if n := CellBytes(cfg.Levels, cfg.CellsPerLevel); n > cfg.MaxBytes {
-		return bad("CellsPerLevel", cfg.CellsPerLevel, "Levels x CellsPerLevel = %d x %d needs %d bytes of cells, above MaxBytes %d; raise MaxBytes or shrink the sketch", cfg.Levels, cfg.CellsPerLevel, n, cfg.MaxBytes)
-	}
-	if cfg.Decay == nil {
-		cfg.Decay = decay.None()
-	}
-	if err := decay.Validate(cfg.Decay); err != nil {
-		e := NewConfigError("sketch", "Decay", cfg.Decay, "Decay is invalid: %v", err)
-		e.err = err
-		return cfg, e
-	}
-	if math.IsNaN(cfg.Lo) {
-		return bad("Lo", cfg.Lo, "Lo must not be NaN; got %v", cfg.Lo)
-	}
-	if math.IsNaN(cfg.Hi) {
-		return bad("Hi", cfg.Hi, "Hi must not be NaN; got %v", cfg.Hi)
-	}
-	if cfg.Lo == 0 && cfg.Hi == 0 {
-		return bad("Hi", cfg.Hi, "Hi must be set: scores are clamped to [Lo, Hi] and Lo = Hi = 0 leaves no room (for example Hi: 1e9); got Lo=0, Hi=0")
-	}
-	if !(cfg.Lo < cfg.Hi) {
-		return bad("Hi", cfg.Hi, "Hi must be > Lo; got Lo=%v, Hi=%v", cfg.Lo, cfg.Hi)
-	}
-	if cfg.Lo > 0 {
-		return bad("Lo", cfg.Lo, "Lo must be <= 0; got %v", cfg.Lo)
-	}
-	if cfg.Hi < 0 {
-		return bad("Hi", cfg.Hi, "Hi must be >= 0; got %v", cfg.Hi)
-	}
-	if !math.IsInf(cfg.Lo, 0) && cfg.Lo < -math.MaxFloat32 {
-		return bad("Lo", cfg.Lo, "Lo must be within the float32 range (>= %v) or -Inf; got %v", -math.MaxFloat32, cfg.Lo)
-	}
-	if !math.IsInf(cfg.Hi, 0) && cfg.Hi > math.MaxFloat32 {
-		return bad("Hi", cfg.Hi, "Hi must be within the float32 range (<= %v) or +Inf; got %v", math.MaxFloat32, cfg.Hi)
-	}
-	drains := decay.Drains(cfg.Decay)
-	if math.IsInf(cfg.Hi, 1) && !drains {
-		return bad("Hi", cfg.Hi, "Hi = +Inf needs a Decay that drains; got Hi=%v with %v decay", cfg.Hi, kindName(cfg.Decay))
-	}
-	if math.IsInf(cfg.Lo, -1) && !drains {
-		return bad("Lo", cfg.Lo, "Lo = -Inf needs a Decay that drains; got Lo=%v with %v decay", cfg.Lo, kindName(cfg.Decay))
-	}
-	if cfg.Aggregator > Mean {
-		return bad("Aggregator", cfg.Aggregator, "Aggregator must be Min, Max or Mean; got %v", cfg.Aggregator)
-	}
+}
+
+// normalized returns cfg with the defaults the engine filled in (n is
+// cfg.engine() normalized).
+func (cfg Config) normalized(n core.Config) Config {
+	cfg.Levels, cfg.CellsPerLevel, cfg.Decay, cfg.MaxBytes = n.Levels, n.CellsPerLevel, n.Decay, n.MaxBytes
 	if cfg.Hasher == nil {
 		cfg.Hasher = XXH3()
 	}
-	return cfg, nil
+	return cfg
 }
 
-// CellBytes returns the bytes of the cell block of a sketch of levels rows
-// of m cells, rows padded to whole cache lines (guard lines excluded).
-func CellBytes(levels, m uint32) int64 {
-	return int64(levels) * int64(rowStride(m)) * 8
-}
-
-func kindName(d decay.Decay) string {
-	k, _ := decay.Params(d)
-	return k.String()
-}
-
-// FalsePositiveRate is the probability that a cold key shares all L cells
-// with at least one of hotKeys concurrently hot keys, in a sketch of L
-// levels of m cells: (1 - (1 - 1/m)^hotKeys)^L. Under Min aggregation that
-// is the chance a cold key is scored like a hot one.
-func FalsePositiveRate(levels, m uint32, hotKeys uint64) float64 {
-	if m == 0 {
-		return 1
+// engineHasher returns f as the engine's hasher factory (nil stays nil:
+// the engine's default, XXH3). The hashers it builds are f's own, so the
+// engine still recognises XXH3 and SipHash in snapshot headers.
+func engineHasher(f HasherFactory) core.HasherFactory {
+	if f == nil {
+		return nil
 	}
-	perLevel := -math.Expm1(float64(hotKeys) * math.Log1p(-1/float64(m)))
-	return math.Pow(perLevel, float64(levels))
+	return func(seed uint64) core.Hasher { return f(seed) }
 }
 
 // SuggestLevels returns the smallest L in 1..MaxLevels whose
-// FalsePositiveRate for hotKeys hot keys in rows of m cells (0 means
+// false-positive rate for hotKeys hot keys in rows of m cells (0 means
 // DefaultCellsPerLevel) is at most target, and MaxLevels when none is.
-// Each level costs one cell access per operation.
+// The rate is the chance that a cold key shares all L cells with at least
+// one hot key, (1 - (1 - 1/m)^hotKeys)^L: under Min aggregation, the
+// chance it is scored like a hot one. Each level costs one cell access
+// per operation.
 func SuggestLevels(m uint32, hotKeys uint64, target float64) uint32 {
-	if m == 0 {
-		m = DefaultCellsPerLevel
-	}
-	for l := uint32(1); l < MaxLevels; l++ {
-		if FalsePositiveRate(l, m, hotKeys) <= target {
-			return l
-		}
-	}
-	return MaxLevels
-}
-
-// CheckTryUpdate panics, with a message that starts "sketch:", if delta
-// or limit is NaN or ±Inf. Any finite limit is valid (above Hi too: the
-// decision is aggregate + delta <= limit). Both implementations call it.
-func (cfg *Config) CheckTryUpdate(delta, limit float64) {
-	checkFinite("TryUpdate", "delta", delta)
-	checkFinite("TryUpdate", "limit", limit)
+	return core.SuggestLevels(m, hotKeys, target)
 }

@@ -2,20 +2,15 @@
 // unbounded key space to a decaying score: a count-min sketch whose cells
 // hold scores that fade over time. It is a drop-in alternative to the
 // mutex-based grudge sketch (same Config, same methods, same semantics);
-// sketch/reference holds the mutex version we measure against.
+// package sketch/reference holds the mutex version, for A/B comparisons.
 //
 // # Model
 //
-// A Sketch has L levels (rows) of M cells. A key is hashed once (XXH3 by
-// default, SipHash for untrusted keys) and mapped to one cell per level
-// (see Index). Each cell is one 64-bit word: a float32 score and a 32-bit
-// age stamp in milliseconds (package atomiccell). A key's estimate is the
-// Aggregator (Min by default) of its L cells, each decayed to now.
-//
-// [Sketch.Hash] returns a key's hash as a [Hashed] for the Hashed twins of
-// the At methods, and [Sketch.Prefetch] starts loading its cells without
-// waiting: a caller touching several sketches or keys (the rotator's
-// generations, a batch) hashes once and overlaps the cache misses.
+// A Sketch has L levels (rows) of M cells. A key is hashed once and mapped
+// to one cell per level. Each cell is one 64-bit word: a float32 score and
+// a 32-bit age stamp in milliseconds (package atomiccell). A key's
+// estimate is the Aggregator (Min by default) of its L cells, each decayed
+// to now.
 //
 // Decay is lazy: nothing runs in the background and no goroutine is ever
 // started. Whoever touches a cell applies the decay law for the time since
@@ -23,52 +18,84 @@
 //
 // # Guarantees
 //
-//   - Every operation touches exactly L cells and reads the clock once.
-//     Update, Query, UpdateAndQuery, TryUpdate and the string twins never
-//     allocate; QueryDetailed allocates its result.
+// These hold for Sketch, rotator.Rotator, the reference implementations
+// and the readings built on them (packages limit and meter), and are what
+// sketchtest.TestScorer checks:
+//
+//   - Every operation touches exactly L cells (per generation) and reads
+//     the clock once. Update, Query, UpdateAndQuery, TryUpdate, their
+//     String twins and their At forms never allocate; QueryDetailed
+//     allocates its result.
 //   - No locks: Update and UpdateAndQuery are per-cell CAS loops
 //     (lock-free: a CAS fails only because another one succeeded). Query
 //     and a denied TryUpdate only read. An admitted TryUpdate waits only
-//     for an admitted TryUpdate on the same stripe (see below).
-//   - A backwards clock step counts as zero elapsed time, never as growth:
-//     every clock reading and At time passes the high-water mark of the
-//     sketch's Timebase, so after a step back time stands still until the
-//     clock catches up. An At time ahead of the clock counts as the
-//     clock's reading.
-//   - Any idle time, 1 ms to years, decays as the reference's int64
-//     stamps do: cell stamps are 32-bit, and a lazy sweep, performed by
-//     the operations themselves, keeps every stamp within 2^31 ms of now
-//     (no goroutine; see docs/design.md, "The stamp horizon").
-//   - Each cell is linearizable on its own. Operations on several cells
-//     are not atomic snapshots: a Query can combine levels read before and
-//     after a concurrent Update (as with grudge's per-cell locks), so only
-//     TryUpdate-with-Query histories of one key are linearizable (tested
-//     with porcupine; see docs/design.md).
+//     for an admitted TryUpdate of a key on the same stripe.
+//   - Time never runs backwards: a clock step back counts as zero elapsed
+//     time, never as growth, and an At time ahead of the clock counts as
+//     the clock's reading. Any idle time, 1 ms to years, decays as int64
+//     stamps would (a lazy sweep keeps the 32-bit stamps exact).
 //   - NaN or ±Inf delta or limit panics with a message that starts
 //     "sketch:" before any cell is touched; no cell ever holds NaN or Inf.
-//   - No lost mass: scores are narrowed to float32 rounding toward +Inf,
-//     and exponential decay is biased upward by 2^-40, so with Min
-//     aggregation and non-negative deltas Query(k) >= the key's true
-//     score, and >= what sketch/reference returns for the same history
+//   - Never below the truth: scores are narrowed to float32 rounding up,
+//     and exponential decay is biased up by 2^-40, so with Min aggregation
+//     and non-negative deltas Query(k) >= the key's true score, whatever
+//     the collisions, clamps, roll-backs, rotations or clock jumps
 //     (docs/precision.md has the measured error).
 //   - TryUpdate(k, d, limit) applies d to all L cells only if
 //     aggregate + d <= limit, atomically with respect to every other
-//     TryUpdate, of k or of any key sharing cells with it: N goroutines
-//     racing TryUpdate(k, 1, 1000) with no decay admit exactly 1000, and
-//     with every key colliding the total admitted never exceeds the limit.
-//     Any finite limit is accepted, above Hi too, as in grudge (scores
-//     stay clamped at Hi; an admitted add the clamp cuts is still one
-//     admission in that order).
-//   - Roll-backs (a TryUpdate's undo after a commit conflict, Refund) are
-//     exact or nothing: a cell gets its previous value back only while it
-//     still holds the very word the call stored; otherwise it keeps the
-//     increment (an over-estimate, never another key's mass).
+//     TryUpdate of any key that shares cells with k: N goroutines racing
+//     TryUpdate(k, 1, 1000) with no decay admit exactly 1000, and with
+//     every key colliding the total admitted never exceeds the limit. Any
+//     finite limit is accepted, above Hi too, as in grudge (scores stay
+//     clamped at Hi).
+//   - Roll-backs (a TryUpdate's undo after a commit conflict, a cancelled
+//     reservation, a rotation racing a TryUpdate) are exact or nothing: a
+//     cell gives an increment back only where that cannot take another
+//     key's mass (it still holds the very word the call stored, or was
+//     written since only within the same millisecond, below Hi);
+//     otherwise it keeps the increment, an over-estimate.
+//   - Each cell is linearizable on its own; a Query is not an atomic
+//     snapshot of the L cells (as with grudge's per-cell locks), but
+//     TryUpdate-with-Query histories of one key are linearizable.
 //   - Snapshots (MarshalBinary, WriteTo, UnmarshalBinary, ReadFrom) are
 //     checksummed, refuse another configuration, and restore on a new
-//     process clock with every score aged by its downtime; Merge adds a
-//     replica under the additive law (exact for None and Exponential,
-//     safe-side for Linear through MergeWithin). See docs/snapshots.md;
-//     sketch/snapshot saves periodically and atomically.
+//     process clock with every score aged by its downtime
+//     (docs/snapshots.md); package sketch/snapshot saves periodically and
+//     atomically. Merge adds a replica under the additive law.
+//   - An invalid Config is a *ConfigError naming the field and the value,
+//     matched by errors.Is(err, ErrInvalidConfig).
+//
+// docs/design.md argues exactness, progress and memory ordering.
+//
+// # Naming
+//
+// One rule across sketch, rotator, the reference, limit, meter, httplimit
+// and redis:
+//
+//   - Keys. The methods whose names come from grudge (Update, Query,
+//     UpdateAndQuery, TryUpdate, QueryDetailed) take key []byte, with a
+//     String twin (UpdateString, ...) that takes a string without
+//     allocating, because grudge fixed those signatures. Every other
+//     method takes key string, and has no twin.
+//   - Time. Each operation has a short form that reads the clock and one
+//     full form that takes t time.Time first, as golang.org/x/time/rate
+//     does: named with x/time/rate's N where it has one (limit's AllowN,
+//     ReserveN, WaitN, DecideN), with At otherwise (UpdateAt, QueryAt,
+//     UpdateAndQueryAt, TryUpdateAt here; ObserveAt, SeenAt in meter). A t
+//     is converted to the sketch's own scale through its monotonic
+//     reading when present, so time.Now(), a fake clock's Now() and a
+//     stored wall time each mean what they say.
+//
+// # Hashing
+//
+// The default hasher is XXH3, seeded with Config.Seed: fast, and fine
+// where keys do not come from an adversary. Wherever keys come from
+// clients (IP addresses, user ids, API keys), use SipHash, a keyed PRF,
+// with a secret seed (RandomSeed), or a client can choose keys that
+// collide with a victim's: packages limit, meter and limit/httplimit do
+// that by default. Use a rotator (package rotator) as well: it rehashes
+// every generation under a new seed, so even a collision found by
+// probing lasts at most one rotation.
 //
 // # TryUpdate (pseudo-code)
 //
@@ -94,18 +121,15 @@
 //	}
 //	stripe.Add(1)                            // release
 //
-// docs/design.md argues exactness, progress and memory ordering.
-//
 // # Differences from grudge
 //
 //   - Scores are float32 (rounded up) and ages 32-bit, kept exact by the
 //     lazy sweep.
 //   - Aggregator is an enum (Min, Max, Mean) rather than a function, so
 //     the zero value means Min; a custom function goes in
-//     Config.AggregateFunc (the slow path: an indirect call on a pooled
-//     copy of the scores).
-//   - The At twins take a time.Time first, as golang.org/x/time/rate does.
-//   - Index uses multiply-shift instead of mod M (same uniformity, no
-//     divide); sketch/reference uses the same layout.
+//     Config.AggregateFunc (the slow path).
+//   - The At forms take a time.Time first, as golang.org/x/time/rate does.
+//   - Cells are indexed with a multiply-shift instead of mod M (same
+//     uniformity, no divide); sketch/reference uses the same layout.
 //   - The default clock is the runtime's monotonic clock, not wall time.
 package sketch

@@ -1,31 +1,33 @@
 package sketch
 
-import (
-	"errors"
-	"fmt"
+import "github.com/lfgrudge/grudge/internal/core"
+
+// Errors of the module, matched with errors.Is.
+var (
+	// ErrInvalidConfig is matched by every configuration error of the
+	// module (a *ConfigError): sketch, rotator, the reference, limit,
+	// meter, httplimit and the grudge root package.
+	ErrInvalidConfig = core.ErrInvalidConfig
+	// ErrCorruptSnapshot is matched by every error that reports a snapshot
+	// that is not well formed: wrong magic or version, truncated, trailing
+	// bytes, bad checksum, a score that is NaN, infinite or outside the
+	// bounds.
+	ErrCorruptSnapshot = core.ErrCorruptSnapshot
+	// ErrSnapshotMismatch is matched by every error that reports a
+	// well-formed snapshot (or a sketch given to Merge) whose
+	// configuration differs from the receiver's.
+	ErrSnapshotMismatch = core.ErrSnapshotMismatch
 )
 
-// ErrInvalidConfig is matched by every configuration error of this module
-// (sketch, rotator, the reference, the grudge root package):
-// errors.Is(err, ErrInvalidConfig).
-var ErrInvalidConfig = errors.New("invalid configuration")
-
-// ConfigError reports one invalid Config field: its name, the value
-// given, and why it is refused. Its message carries the package prefix,
-// for example "sketch: CellsPerLevel must be <= 1073741824; got 2000000000".
+// ConfigError reports one invalid configuration field: its name, the
+// value given, and why it is refused. Its message carries the package
+// prefix, for example "sketch: CellsPerLevel must be <= 1073741824; got
+// 2000000000". Every constructor of the module reports this type.
 type ConfigError struct {
 	Field string // the field's name, e.g. "CellsPerLevel" or "Sketch.Hi"
 	Value any    // the offending value
 	msg   string
 	err   error // a wrapped cause (a decay law's own error), or nil
-}
-
-// NewConfigError returns a *ConfigError for field with value, whose
-// message is prefix + ": " + the formatted text. Packages that validate
-// configurations of their own (rotator, reference) use it so that every
-// error has one type.
-func NewConfigError(prefix, field string, value any, format string, args ...any) *ConfigError {
-	return &ConfigError{Field: field, Value: value, msg: prefix + ": " + fmt.Sprintf(format, args...)}
 }
 
 func (e *ConfigError) Error() string { return e.msg }
@@ -35,3 +37,18 @@ func (e *ConfigError) Is(target error) bool { return target == ErrInvalidConfig 
 
 // Unwrap returns the wrapped cause, if any.
 func (e *ConfigError) Unwrap() error { return e.err }
+
+func init() {
+	core.RegisterConfigError(func(field string, value any, msg string, cause error) error {
+		if a, ok := value.(core.Aggregator); ok {
+			value = Aggregator(a) // the engine's copy of the type: report the user's
+		}
+		return &ConfigError{Field: field, Value: value, msg: msg, err: cause}
+	})
+	core.RegisterSketchFace(func(face any) *core.Sketch {
+		if s, ok := face.(*Sketch); ok && s != nil {
+			return &s.e
+		}
+		return nil
+	})
+}

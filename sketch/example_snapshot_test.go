@@ -48,7 +48,7 @@ func ExampleSketch_Merge() {
 	b, _ := sketch.New(cfg)
 	a.UpdateString("bob", 3)
 	b.UpdateString("bob", 4)
-	if err := a.Merge(b); err != nil {
+	if err := a.Merge(b, 0); err != nil {
 		fmt.Println(err)
 		return
 	}

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// Idle times past the 32-bit stamp horizon (issue 11, item 3). Cells
+// Idle times past the 32-bit stamp horizon. Cells
 // stamp ms mod 2^32; an idle time of 2^31 ms (24.8 days) or more must
 // still decay as the reference (int64 ms) decays it: API.md, "Any idle
 // time, 1 ms to years, decays as the reference does". Every case builds
@@ -83,7 +83,7 @@ func idleCloseSwept(lf, ref float64, idle int64) bool {
 // idlePair is a lock-free sketch and the reference on clocks in step.
 type idlePair struct {
 	lf     *sketch.Sketch
-	ref    *reference.Sketch
+	ref    *ref.Sketch
 	lc, rc *sketchtest.FakeClock
 }
 

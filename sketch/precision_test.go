@@ -2,7 +2,7 @@ package sketch_test
 
 // TestPrecision measures what the lock-free sketch's packed float32 cells
 // cost in precision. Each workload drives the same operation sequence into
-// a sketch.Sketch and a sketch/reference.Sketch (float64 cells) built from
+// a sketch.Sketch and a sketch/ref.Sketch (float64 cells) built from
 // the same Config and sharing one FakeClock, with L=1 and M=1<<16 so that a
 // key's estimate is one cell on both sides and the comparison is direct.
 // After the operations it compares Query on both:
@@ -26,8 +26,8 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -40,7 +40,7 @@ const oneSidedSlack = 1e-12
 type precPair struct {
 	clk *sketchtest.FakeClock
 	lf  *sketch.Sketch
-	ref *reference.Sketch
+	ref *ref.Sketch
 
 	ops     int       // mutating operations, per implementation
 	rel     []float64 // one relative error per comparison
@@ -58,7 +58,7 @@ func newPrecPair(t *testing.T, cfg sketch.Config) *precPair {
 	if p.lf, err = sketch.New(cfg); err != nil {
 		t.Fatal(err)
 	}
-	if p.ref, err = reference.New(cfg); err != nil {
+	if p.ref, err = ref.New(cfg); err != nil {
 		t.Fatal(err)
 	}
 	return p

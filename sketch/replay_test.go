@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -61,7 +62,7 @@ func keysOnDistinctStripes(t *testing.T, s *sketch.Sketch, n int) [][]byte {
 	var keys [][]byte
 	for i := 0; len(keys) < n; i++ {
 		k := []byte(fmt.Sprintf("key-%d", i))
-		if st := sketch.StripeOf(s, k); !seen[st] {
+		if st := core.StripeOf(core.SketchOf(s), k); !seen[st] {
 			seen[st] = true
 			keys = append(keys, k)
 		}
@@ -86,7 +87,7 @@ func TestReplayCrossStripeOverAdmission(t *testing.T) {
 	x, y, z := keys[0], keys[1], keys[2]
 	beforeCAS1 := newHoldPoint(1, 1) // X, before its CAS on c1
 	conflict1 := newHoldPoint(1, 1)  // X, after that CAS failed
-	sketch.SetHooks(s, sketch.Hooks{BeforeCAS: beforeCAS1.hook, Conflict: conflict1.hook})
+	core.SetHooks(core.SketchOf(s), core.Hooks{BeforeCAS: beforeCAS1.hook, Conflict: conflict1.hook})
 	xDone := make(chan bool)
 	go func() { xDone <- s.TryUpdate(x, 1, 2) }()
 	beforeCAS1.wait(t, "X's CAS on c1")
@@ -148,7 +149,7 @@ func TestReplayRollbackAfterLaterDecay(t *testing.T) {
 			hold := newHoldPoint(1, 1)
 			// Deny k's retry, so the undo is final: its limit is just
 			// above what the cells hold before its own +5.
-			sketch.SetHooks(s, sketch.Hooks{BeforeCAS: hold.hook})
+			core.SetHooks(core.SketchOf(s), core.Hooks{BeforeCAS: hold.hook})
 			s.Update(b, 10) // B: 10 at t0 in both cells
 			done := make(chan bool)
 			go func() { done <- s.TryUpdate(k, 5, 15) }()
@@ -182,13 +183,13 @@ func TestReplayRollbackAfterLaterDecay(t *testing.T) {
 func TestReplayRefundAtNewerStamp(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 1e6, Decay: decay.Exponential(1), Clock: clk})
-	rc, ok := s.TryReserveAt(clk.Now(), []byte("k"), 4, 100)
+	rc, ok := core.SketchOf(s).TryReserveAt(clk.Now(), []byte("k"), 4, 100)
 	if !ok {
 		t.Fatal("TryReserve denied")
 	}
 	clk.Advance(time.Second)
 	s.Update([]byte("b"), 3)
-	if s.Refund(&rc) {
+	if core.SketchOf(s).Refund(&rc) {
 		t.Fatal("Refund reported success on cells written at a later stamp")
 	}
 	kLeft := 4 * math.Exp(-1)
@@ -196,22 +197,22 @@ func TestReplayRefundAtNewerStamp(t *testing.T) {
 		t.Fatalf("Query(b) = %v after k's refund, want k's remainder kept: %v", got, 3+kLeft)
 	}
 	base := s.Query([]byte("b"))
-	rc2, _ := s.TryReserveAt(clk.Now(), []byte("k"), 2, 100)
-	if !s.Refund(&rc2) {
+	rc2, _ := core.SketchOf(s).TryReserveAt(clk.Now(), []byte("k"), 2, 100)
+	if !core.SketchOf(s).Refund(&rc2) {
 		t.Fatal("an immediate Refund did not restore")
 	}
 	if got := s.Query([]byte("b")); got != base {
 		t.Fatalf("Query(b) = %v after an immediate refund, want %v", got, base)
 	}
-	rc3, _ := s.TryReserveAt(clk.Now(), []byte("k"), 2, 100)
+	rc3, _ := core.SketchOf(s).TryReserveAt(clk.Now(), []byte("k"), 2, 100)
 	s.Update([]byte("b"), 1) // same millisecond: the refund may subtract
-	if !s.Refund(&rc3) {
+	if !core.SketchOf(s).Refund(&rc3) {
 		t.Fatal("a same-millisecond Refund after another write did not give back")
 	}
 	if got := s.Query([]byte("b")); got < base+1 || got > (base+1)*(1+1e-6) {
 		t.Fatalf("Query(b) = %v, want %v", got, base+1)
 	}
-	if !s.Refund(&rc3) || s.Query([]byte("b")) < base+1 {
+	if !core.SketchOf(s).Refund(&rc3) || s.Query([]byte("b")) < base+1 {
 		t.Fatal("a second Refund of one receipt took more")
 	}
 }

@@ -17,7 +17,7 @@ import (
 )
 
 // Roll-back of a denied TryUpdate must never remove more than the call
-// added (issue 11, item 2). A TryUpdate admitted on its snapshot commits
+// added. A TryUpdate admitted on its snapshot commits
 // level by level; when a later level conflicts and the fresh values deny
 // it, it takes its increment back out of the levels it committed. If an
 // Update stamped later has decayed such a level meanwhile, the increment

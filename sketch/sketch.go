@@ -1,356 +1,140 @@
 package sketch
 
 import (
-	"math"
-	"sync/atomic"
-	"unsafe"
+	"io"
+	"time"
 
-	"github.com/lfgrudge/grudge/atomiccell"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Sketch is the lock-free decaying count-min sketch: L rows of M packed
 // cells (float32 score + 32-bit age in one atomic word), each row aligned
 // to and padded to whole cache lines.
 //
-// Create one with New; the zero Sketch is not usable. A Sketch is safe for
-// concurrent use by any number of goroutines; no method takes a lock,
+// Create one with New; the zero Sketch is not usable. A Sketch is safe
+// for concurrent use by any number of goroutines; no method takes a lock,
 // starts a goroutine or allocates, except QueryDetailed, which allocates
-// its result. Update, UpdateAndQuery and Query are lock-free; Query and a
-// denied TryUpdate only read. The package documentation states the
-// guarantees; [Sketch.TryUpdate] the protocol's contract.
+// its result. The package documentation states the guarantees.
 type Sketch struct {
-	// Everything but due is written once by New and only read after, so
-	// these lines are shared read-only by all cores; the fields every
-	// operation reads come first (the first two cache lines).
-	cells    []atomiccell.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
-	rules    *atomiccell.Rules // decay law and clamp bounds
-	hasher   Hasher
-	tb       *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
-	epoch    int64     // clock reading at New; stamps count ms from here, mod 2^32
-	stride   int       // cells between row starts, a multiple of cellsPerLine
-	levels   uint32
-	m        uint32
-	due      atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
-	low      atomic.Int64            // an operation at a time below low is stale (horizon.go, fresh); written once per sweep
-	negative atomic.Bool             // a negative delta has been applied: roll-backs only restore exactly (tryupdate.go, rollback); written once
-	resets   atomic.Uint64           // Reset and snapshot loads so far: a Receipt from before one is void
-	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
-	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
-	hooks    *testHooks              // nil except in tests (export_test.go)
-	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
-	agg      Aggregator
-	cfg      Config // normalized, as given to New
-	bytes    int    // bytes allocated for cells and stripes
-
-	// sweep is the rest of the horizon state (horizon.go), written only by
-	// sweeps; on its own lines.
-	_     [cacheLine]byte
-	sweep sweeper
-	_     [cacheLine]byte
+	e   core.Sketch
+	cfg Config // normalized, as given to New
 }
 
 var _ Scorer = (*Sketch)(nil)
 
-// New returns a lock-free sketch for cfg, or an error naming the first
-// invalid field (see Config.Normalize).
+// New returns a sketch for cfg, or a *ConfigError naming the first
+// invalid field.
 func New(cfg Config) (*Sketch, error) {
-	cfg, err := cfg.Normalize()
-	if err != nil {
+	s := new(Sketch)
+	if err := s.e.Init(cfg.engine()); err != nil {
 		return nil, err
 	}
-	s := &Sketch{
-		rules:   atomiccell.NewRules(cfg.Decay, cfg.Lo, cfg.Hi),
-		hasher:  cfg.Hasher(cfg.Seed),
-		tb:      NewTimebase(cfg.Clock),
-		stride:  rowStride(cfg.CellsPerLevel),
-		levels:  cfg.Levels,
-		m:       cfg.CellsPerLevel,
-		agg:     cfg.Aggregator,
-		aggFunc: cfg.AggregateFunc,
-		cfg:     cfg,
-	}
-	var n int
-	s.cells, n = allocRows(int(s.levels), s.stride)
-	s.stripes = allocStripes()
-	s.bytes = n + (numStripes+3)*cacheLine
-	s.hi32 = float32(s.rules.Hi())
-	s.epoch = s.nowMillis()
-	s.low.Store(math.MinInt64)
-	s.initHorizon(s.epoch)
+	s.cfg = cfg.normalized(s.e.Config())
 	return s, nil
 }
 
-// aggregate combines the per-level scores v with the configured
-// aggregator: the built-in one, or Config.AggregateFunc through
-// CustomAggregate (v does not escape either way).
-func (s *Sketch) aggregate(v []float64) float64 {
-	if s.aggFunc != nil {
-		return CustomAggregate(s.aggFunc, v)
-	}
-	return s.agg.Aggregate(v)
-}
-
-// Config returns the normalized configuration the sketch was built with.
+// Config returns the configuration the sketch was built with, defaults
+// filled in (Clock stays nil when it was nil).
 func (s *Sketch) Config() Config { return s.cfg }
 
-// Sizes reports the sketch's memory: Cells is the cell block as allocated
-// (alignment and guard lines included), Total adds the stripes, the decay
-// tables, the time high-water mark and the struct.
-func (s *Sketch) Sizes() Sizes {
-	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atomiccell.Cell{}))
-	return Sizes{
-		Cells: cells,
-		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atomiccell.Rules{})) + int(unsafe.Sizeof(Timebase{})),
-	}
-}
+// Sizes reports the sketch's memory: Cells is the cell block as
+// allocated (alignment and guard lines included), Total adds the stripes,
+// the decay tables, the time high-water mark and the struct.
+func (s *Sketch) Sizes() Sizes { return Sizes(s.e.Sizes()) }
 
-// nowMillis reads the clock through the Timebase's high-water mark.
-func (s *Sketch) nowMillis() int64 { return s.tb.NowMillis() }
+// Update adds delta to the key's score at every level: per cell, decay
+// for the cell's age, add, clamp to [Lo, Hi], round up to float32, one
+// CAS. It panics if delta is NaN or ±Inf, before touching any cell.
+func (s *Sketch) Update(key []byte, delta float64) { s.e.Update(key, delta) }
 
-// stamp converts a clock reading to a cell stamp: ms since epoch mod 2^32.
-func (s *Sketch) stamp(ms int64) uint32 { return uint32(ms - s.epoch) }
+// UpdateString is Update for a string key.
+func (s *Sketch) UpdateString(key string, delta float64) { s.e.UpdateString(key, delta) }
 
-// offsets fills off[:L] with the positions in s.cells of the key's cells,
-// one per level, in level order.
-func (s *Sketch) offsets(h uint64, off *[MaxLevels]int) {
-	for l := uint32(0); l < s.levels; l++ {
-		off[l] = int(l)*s.stride + int(Index(h, l, s.m))
-	}
-}
+// UpdateAt is Update at time t.
+func (s *Sketch) UpdateAt(t time.Time, key string, delta float64) { s.e.UpdateStringAt(t, key, delta) }
 
-// checkFinite panics if v is NaN or ±Inf. v-v is 0 for every finite v and
-// NaN otherwise, so the hot path pays one subtraction and one compare.
-func checkFinite(op, name string, v float64) {
-	if v-v != 0 {
-		panicNotFinite(op, name, v)
-	}
-}
+// Query returns the key's aggregated score, decayed to now. It only
+// reads.
+func (s *Sketch) Query(key []byte) float64 { return s.e.Query(key) }
 
-//go:noinline
-func panicNotFinite(op, name string, v float64) {
-	panic("sketch: " + op + " " + name + " must be finite; got " + formatFloat(v))
-}
+// QueryString is Query for a string key.
+func (s *Sketch) QueryString(key string) float64 { return s.e.QueryString(key) }
 
-func formatFloat(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "NaN"
-	case math.IsInf(v, 1):
-		return "+Inf"
-	case math.IsInf(v, -1):
-		return "-Inf"
-	}
-	return "finite"
-}
+// QueryAt is Query at time t.
+func (s *Sketch) QueryAt(t time.Time, key string) float64 { return s.e.QueryStringAt(t, key) }
 
-// Update adds delta to the key's score at every level: per cell, decay for
-// the cell's age, add, clamp to [Lo, Hi], round up to float32, one CAS.
-// It panics if delta is NaN or ±Inf, before touching any cell.
-func (s *Sketch) Update(key []byte, delta float64) {
-	checkFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64(key), delta, s.nowMillis())
-}
-
-// UpdateString is Update for a string key, without allocating.
-func (s *Sketch) UpdateString(key string, delta float64) {
-	checkFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64String(key), delta, s.nowMillis())
-}
-
-func (s *Sketch) update(h uint64, delta float64, ms int64) {
-	s.maintain(ms)
-	s.markNegative(delta)
-	var off [MaxLevels]int
-	var w [MaxLevels]atomiccell.Word
-	s.offsets(h, &off)
-	// Load every cell before the first CAS: the loads are independent, so
-	// their cache misses overlap instead of queueing behind each locked
-	// CAS.
-	if s.hooks != nil {
-		s.hooks.call(s.hooks.load, 0)
-	}
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
-	}
-	if ms < s.low.Load() {
-		s.reloadWords(&off, &w, &ms)
-	}
-	now := s.stamp(ms)
-	// Compute every new word before the first CAS too: a locked
-	// instruction keeps later loads (the decay tables) from passing it,
-	// so interleaving compute and CAS would serialise L table lookups.
-	var nw [MaxLevels]atomiccell.Word
-	s.rules.NextN(&w, s.levels, now, delta, &nw)
-	for l := range s.levels {
-		if s.cells[off[l]].CompareAndSwap(w[l], nw[l]) {
-			continue
-		}
-		// Lost a race: the key is hot. Back off so the winner keeps the
-		// line for a few operations (atomiccell.ContentionBackoff), then
-		// CAS-loop on a fresh word. The words computed for the remaining
-		// cells are likely stale too, and a failed CAS costs a cache-line
-		// transfer, so they go straight to the CAS loop on fresh words.
-		s.addLoop(&s.cells[off[l]], &ms, delta, true)
-		for j := l + 1; j < s.levels; j++ {
-			s.addLoop(&s.cells[off[j]], &ms, delta, false)
-		}
-		return
-	}
-}
-
-// The operations load their L words inline (a call here would cost more
-// than the check), then check the time against the horizon:
-//
-//	for l := range s.levels { w[l] = s.cells[off[l]].Load() }
-//	if ms < s.low.Load() { s.reloadWords(&off, &w, &ms) }
-//
-// See fresh (horizon.go) for why a stale time must not be used.
-
-// reloadWords is the stale path of an operation's loads: a fresh time,
-// then the loads again, until the time is fresh after them.
-//
-//go:noinline
-func (s *Sketch) reloadWords(off *[MaxLevels]int, w *[MaxLevels]atomiccell.Word, ms *int64) {
-	for !s.fresh(ms) {
-		for l := range s.levels {
-			w[l] = s.cells[off[l]].Load()
-		}
-	}
-}
-
-// addLoop adds delta to c by a CAS loop for an operation at *ms: load,
-// compute, CAS until it wins. With lost set (the caller has just lost a
-// CAS race on c) it backs off one round first, so the winner keeps the
-// line a while; after each lost round it backs off again. Every word it
-// loads is checked against the horizon (fresh), so a stale *ms is moved
-// to the clock's reading rather than used on a re-stamped word. It
-// returns the word it replaced and the word it stored.
-func (s *Sketch) addLoop(c *atomiccell.Cell, ms *int64, delta float64, lost bool) (old, nw atomiccell.Word) {
-	bo := atomiccell.ContentionBackoff()
-	for {
-		if lost {
-			atomiccell.Backoff(&bo)
-		}
-		lost = true
-		old = c.Load()
-		s.fresh(ms)
-		nw = s.rules.Next(old, s.stamp(*ms), delta)
-		if c.CompareAndSwap(old, nw) {
-			return old, nw
-		}
-	}
-}
-
-// UpdateAndQuery adds delta as Update does and returns the aggregate of the
-// scores it stored. It panics if delta is NaN or ±Inf.
+// UpdateAndQuery adds delta as Update does and returns the aggregate of
+// the scores it stored.
 func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
-	checkFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.nowMillis())
+	return s.e.UpdateAndQuery(key, delta)
 }
 
-// UpdateAndQueryString is UpdateAndQuery for a string key, without
-// allocating.
+// UpdateAndQueryString is UpdateAndQuery for a string key.
 func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
-	checkFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.nowMillis())
+	return s.e.UpdateAndQueryString(key, delta)
 }
 
-func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
-	s.maintain(ms)
-	s.markNegative(delta)
-	var off [MaxLevels]int
-	var w [MaxLevels]atomiccell.Word
-	var v [MaxLevels]float64
-	s.offsets(h, &off)
-	if s.hooks != nil {
-		s.hooks.call(s.hooks.load, 0)
-	}
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
-	}
-	if ms < s.low.Load() {
-		s.reloadWords(&off, &w, &ms)
-	}
-	now := s.stamp(ms)
-	for l := range s.levels {
-		c := &s.cells[off[l]]
-		nw := s.rules.Next(w[l], now, delta)
-		if !c.CompareAndSwap(w[l], nw) {
-			_, nw = s.addLoop(c, &ms, delta, true)
-			now = s.stamp(ms)
-		}
-		v[l] = float64(nw.Score())
-	}
-	return s.aggregate(v[:s.levels])
+// UpdateAndQueryAt is UpdateAndQuery at time t.
+func (s *Sketch) UpdateAndQueryAt(t time.Time, key string, delta float64) float64 {
+	return s.e.UpdateAndQueryStringAt(t, key, delta)
 }
 
-// Query returns the key's aggregated score, decayed to now. It only reads:
-// it loads the L words and decays in registers, so any number of cores can
-// query a hot key without moving its cache lines.
-func (s *Sketch) Query(key []byte) float64 { return s.query(s.hasher.Sum64(key), s.nowMillis()) }
-
-// QueryString is Query for a string key, without allocating.
-func (s *Sketch) QueryString(key string) float64 {
-	return s.query(s.hasher.Sum64String(key), s.nowMillis())
+// TryUpdate adds delta to the key's score at every level only if the
+// aggregate plus delta is at most limit, and reports whether it did:
+// atomically with respect to every other TryUpdate of any key that shares
+// cells with it. It panics if delta or limit is NaN or ±Inf.
+func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
+	return s.e.TryUpdate(key, delta, limit)
 }
 
-func (s *Sketch) query(h uint64, ms int64) float64 {
-	s.maintain(ms)
-	var off [MaxLevels]int
-	var w [MaxLevels]atomiccell.Word
-	var v [MaxLevels]float64
-	s.offsets(h, &off)
-	if s.hooks != nil {
-		s.hooks.call(s.hooks.load, 0)
-	}
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
-	}
-	if ms < s.low.Load() {
-		s.reloadWords(&off, &w, &ms)
-	}
-	now := s.stamp(ms)
-	s.rules.ValueN(&w, s.levels, now, &v) // one decay dispatch per key, as update does
-	return s.aggregate(v[:s.levels])
+// TryUpdateString is TryUpdate for a string key.
+func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
+	return s.e.TryUpdateString(key, delta, limit)
+}
+
+// TryUpdateAt is TryUpdate at time t.
+func (s *Sketch) TryUpdateAt(t time.Time, key string, delta, limit float64) bool {
+	return s.e.TryUpdateStringAt(t, key, delta, limit)
 }
 
 // QueryDetailed returns the aggregate and each level's cell index and
 // decayed score. It only reads; it allocates the Levels slice.
 func (s *Sketch) QueryDetailed(key []byte) Detail {
-	return s.queryDetailed(s.hasher.Sum64(key), s.nowMillis())
+	score, levels := core.Detailed(&s.e, key, levelDetail)
+	return Detail{Score: score, Levels: levels}
 }
 
-func (s *Sketch) queryDetailed(h uint64, ms int64) Detail {
-	s.maintain(ms)
-	var off [MaxLevels]int
-	s.offsets(h, &off)
-	d := Detail{Levels: make([]LevelDetail, s.levels)}
-	v := make([]float64, s.levels)
-	for l := range s.levels {
-		// One level at a time: load, check the time (fresh), decay.
-		w := s.cells[off[l]].Load()
-		s.fresh(&ms)
-		v[l] = s.rules.Value(w, s.stamp(ms))
-		d.Levels[l] = LevelDetail{Level: l, Index: uint32(off[l] - int(l)*s.stride), Score: v[l]}
-	}
-	d.Score = s.aggregate(v)
-	return d
+// Reset sets every cell to score 0. It is not atomic: call it on a
+// sketch nobody else is using. The epoch and seed stay as they were.
+func (s *Sketch) Reset() { s.e.Reset() }
+
+// Merge adds other into s under the additive law, cell by cell, both
+// decayed to s's current time: exact for the None and Exponential laws.
+// For Linear, overlap (at least the time both replicas may have held a
+// positive score) raises every cell by rate x overlap so that no key
+// reads below the union of both streams; other laws ignore it. It refuses
+// (ErrSnapshotMismatch) a sketch of another configuration, or s itself.
+func (s *Sketch) Merge(other *Sketch, overlap time.Duration) error {
+	return s.e.MergeWithin(&other.e, overlap)
 }
 
-// Reset sets every cell to score 0. It is not atomic: an operation that
-// runs concurrently may see some cells reset and others not, and its
-// writes may survive the reset. Call it on a sketch nobody else is using.
-// It does not allocate, but costs an atomic store per cell (milliseconds
-// at the default size). The epoch and seed stay as they were.
-func (s *Sketch) Reset() {
-	ms := s.nowMillis()
-	s.sweep.mu.Lock()
-	defer s.sweep.mu.Unlock()
-	w := atomiccell.Pack(0, s.stamp(ms))
-	for i := range s.cells {
-		s.cells[i].Store(w)
-	}
-	s.resets.Add(1)
-	s.sweep.active = false
-	s.initHorizon(ms)
-}
+// MarshalBinary returns a snapshot of the sketch
+// (encoding.BinaryMarshaler); see WriteTo.
+func (s *Sketch) MarshalBinary() ([]byte, error) { return s.e.MarshalBinary() }
+
+// UnmarshalBinary restores a snapshot of a sketch of the same
+// configuration (encoding.BinaryUnmarshaler), every score aged by the
+// time since it was taken. A refused snapshot leaves s as it was, except
+// a well-checksummed one holding an invalid score, which leaves s reset.
+// Like Reset, call it on a sketch nobody else is using.
+func (s *Sketch) UnmarshalBinary(data []byte) error { return s.e.UnmarshalBinary(data) }
+
+// WriteTo writes a checksummed snapshot of the sketch to w (io.WriterTo).
+// It may run concurrently with any operation: each cell is one atomic
+// load, the cells together are not an atomic snapshot.
+func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.e.WriteTo(w) }
+
+// ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom), reading
+// exactly the snapshot's bytes. A refused header leaves s as it was; an
+// error past the header leaves s reset (empty), never half restored.
+func (s *Sketch) ReadFrom(r io.Reader) (int64, error) { return s.e.ReadFrom(r) }

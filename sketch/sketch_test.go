@@ -12,22 +12,32 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // Compile-time checks that both implementations are drop-in Scorers.
 var (
 	_ sketch.Scorer = (*sketch.Sketch)(nil)
-	_ sketch.Scorer = (*reference.Sketch)(nil)
+	_ sketch.Scorer = (*ref.Sketch)(nil)
 )
 
 // forEachGOMAXPROCS runs f at GOMAXPROCS 1, 2, 4 and 8 (the suite's
 // helper, sketchtest.ForEachGOMAXPROCS).
 var forEachGOMAXPROCS = sketchtest.ForEachGOMAXPROCS
 
-func mustNewSketch(t testing.TB, cfg sketch.Config) *sketch.Sketch {
+// fataler is what the helpers need of a test: a *testing.T or B, or a
+// *rapid.T.
+type fataler interface {
+	Helper()
+	Fatalf(format string, args ...any)
+}
+
+// mustNewSketch is sketch.New that fails t on an error.
+func mustNewSketch(t fataler, cfg sketch.Config) *sketch.Sketch {
 	t.Helper()
 	s, err := sketch.New(cfg)
 	if err != nil {
@@ -36,11 +46,11 @@ func mustNewSketch(t testing.TB, cfg sketch.Config) *sketch.Sketch {
 	return s
 }
 
-func mustNewReference(t testing.TB, cfg sketch.Config) *reference.Sketch {
+func mustNewReference(t testing.TB, cfg sketch.Config) *ref.Sketch {
 	t.Helper()
-	r, err := reference.New(cfg)
+	r, err := ref.New(cfg)
 	if err != nil {
-		t.Fatalf("reference.New(%+v): %v", cfg, err)
+		t.Fatalf("ref.New(%+v): %v", cfg, err)
 	}
 	return r
 }
@@ -80,7 +90,7 @@ func TestTryUpdateCollisions(t *testing.T) {
 						cfg := sketch.Config{Levels: levels, CellsPerLevel: 4, Hi: 1e9, Aggregator: agg, Seed: uint64(rep)}
 						s := mustNewSketch(t, cfg)
 						var held atomic.Int64
-						sketch.SetHooks(s, sketch.Hooks{Held: func(uint32) { held.Add(1) }})
+						core.SetHooks(core.SketchOf(s), core.Hooks{Held: func(uint32) { held.Add(1) }})
 						var admitted, updated [nKeys]atomic.Int64
 						var violation atomic.Value
 						start := make(chan struct{})
@@ -167,56 +177,6 @@ var drainingDecays = []struct {
 }{
 	{"Linear", decay.Linear(1)},
 	{"Exponential", decay.Exponential(0.1)},
-}
-
-// TestBackwardsClockAfterWrite: once a key's cells were written at time T,
-// stepping the clock back before T never raises its score, and an update
-// in the past adds exactly its delta, without decaying anything.
-func TestBackwardsClockAfterWrite(t *testing.T) {
-	for _, law := range drainingDecays {
-		t.Run("decay="+law.name, func(t *testing.T) {
-			fc := sketchtest.NewFakeClock()
-			s := mustNewSketch(t, sketch.Config{Hi: 1e9, Decay: law.law, Clock: fc})
-			key := []byte("k")
-			s.Update(key, 100)
-			fc.Advance(10 * time.Second)
-			q1 := s.UpdateAndQuery(key, 0) // a write at T = 10 s stamps the cells
-			for _, back := range []time.Duration{time.Millisecond, time.Second, 5 * time.Second, time.Hour} {
-				fc.Advance(-back)
-				if q := s.Query(key); q > q1 {
-					t.Fatalf("clock stepped back %v: Query = %v grew above %v", back, q, q1)
-				}
-				fc.Advance(back)
-			}
-			fc.Advance(-5 * time.Second)
-			if got := s.UpdateAndQuery(key, 1); got > q1+1 {
-				t.Fatalf("update in the past: %v > %v + 1", got, q1)
-			}
-		})
-	}
-}
-
-// TestBackwardsClockAfterRead is the API promise "a backwards clock step
-// counts as zero elapsed time, never as growth" as a user observes it:
-// Query at T, step the clock back, Query again. Regression test: Query
-// does not stamp the cells, so before the sketch kept a high-water mark of
-// time (sketch.Timebase) the second Query decayed from the last write and
-// returned more than the first (Linear(1): 90 at T=10s, then 95 at T=5s).
-func TestBackwardsClockAfterRead(t *testing.T) {
-	for _, law := range drainingDecays {
-		t.Run("decay="+law.name, func(t *testing.T) {
-			fc := sketchtest.NewFakeClock()
-			s := mustNewSketch(t, sketch.Config{Hi: 1e9, Decay: law.law, Clock: fc})
-			key := []byte("k")
-			s.Update(key, 100)
-			fc.Advance(10 * time.Second)
-			q1 := s.Query(key)
-			fc.Advance(-5 * time.Second)
-			if q2 := s.Query(key); q2 > q1 {
-				t.Fatalf("Query at 10s = %v, then at 5s (clock stepped back) = %v: the score grew", q1, q2)
-			}
-		})
-	}
 }
 
 // TestClockJump50Days moves the clock 50 days forward, past the 2^32 ms
@@ -360,7 +320,7 @@ func TestConfigNormalized(t *testing.T) {
 		got.Clock != nil || got.Lo != 0 || got.Hi != 1 || got.Seed != 0 {
 		t.Fatalf("Config() = %+v, want the defaults filled in", got)
 	}
-	norm, err := sketch.Config{Hi: 1}.Normalize()
+	_, norm, err := conv.Normalize(sketch.Config{Hi: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -438,14 +398,14 @@ func TestQueryDetailedMatchesIndex(t *testing.T) {
 					hash := h.Sum64(key)
 					scores := make([]float64, 0, 5)
 					for l, lv := range d.Levels {
-						if lv.Level != uint32(l) || lv.Index != sketch.Index(hash, uint32(l), m) || lv.Index >= m {
+						if lv.Level != uint32(l) || lv.Index != core.Index(hash, uint32(l), m) || lv.Index >= m {
 							t.Fatalf("%s M=%d key %q level %d: got (%d, %d), want (%d, %d)",
-								hf.name, m, key, l, lv.Level, lv.Index, l, sketch.Index(hash, uint32(l), m))
+								hf.name, m, key, l, lv.Level, lv.Index, l, core.Index(hash, uint32(l), m))
 						}
 						scores = append(scores, lv.Score)
 					}
-					if q := s.Query(key); d.Score != q || d.Score != agg.Aggregate(scores) {
-						t.Fatalf("Detail.Score %v, Query %v, aggregate of levels %v", d.Score, q, agg.Aggregate(scores))
+					if q := s.Query(key); d.Score != q || d.Score != core.Aggregator(agg).Aggregate(scores) {
+						t.Fatalf("Detail.Score %v, Query %v, aggregate of levels %v", d.Score, q, core.Aggregator(agg).Aggregate(scores))
 					}
 				}
 			}
@@ -510,103 +470,4 @@ func TestScorerSwap(t *testing.T) {
 			t.Fatalf("op %d: lock-free %+v, reference %+v", i, got[0], got[1])
 		}
 	}
-}
-
-// TestTryUpdateCommitConflict drives the conflict paths of an admitted
-// TryUpdate deterministically: the TryUpdate of key A (cells x, y at
-// levels 0, 1) is held after its CAS on x and before its CAS on y (by the
-// commit hook, newCommitGate), while Updates of other
-// keys change y (and x). On release the CAS on y fails and the decision
-// is taken again on fresh values: still admitted (the commit goes on),
-// or denied with x rolled back, by the exact undo when x is untouched or
-// by subtracting the increment when x was written meanwhile. Every cell
-// must end holding exactly the committed mass.
-func TestTryUpdateCommitConflict(t *testing.T) {
-	cases := []struct {
-		name      string
-		dMass     float64 // Update(D) while held: raises y
-		bMass     float64 // Update(B) while held: raises x
-		admitted  bool
-		wantX     float64
-		wantY     float64
-		wantQuery float64
-	}{
-		// y: 0.5 -> 2.5; fresh aggregate min(10.5, 2.5) + 1 <= 5: admitted.
-		{"readmitted", 2, 0, true, 11.5, 3.5, 3.5},
-		// y: 0.5 -> 10.5; min(10.5, 10.5) + 1 > 5: denied, x restored by exact undo.
-		{"denied/undo", 10, 0, false, 10.5, 10.5, 10.5},
-		// as above, but x was also written (+1): the increment is subtracted.
-		{"denied/subtract", 10, 1, false, 11.5, 10.5, 10.5},
-	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			cfg := sketch.Config{Levels: 2, CellsPerLevel: 4, Hi: 1e9, Clock: sketchtest.NewFakeClock()}
-			a, b, d := conflictKeys(t, cfg)
-			s := mustNewSketch(t, cfg)
-			gate := newCommitGate(t, s, 1) // after the CAS on x (level 0), before y
-			s.Update(b, 10)                // x = 10
-			s.Update(a, 0.5)               // x = 10.5, y = 0.5
-
-			done := make(chan bool, 1)
-			go func() { done <- s.TryUpdate(a, 1, 5) }() // snapshot min(10.5, 0.5) + 1 <= 5: admitted
-			gate.wait(t)
-			if c.dMass != 0 {
-				s.Update(d, c.dMass)
-			}
-			if c.bMass != 0 {
-				s.Update(b, c.bMass)
-			}
-			gate.open()
-			if got := <-done; got != c.admitted {
-				t.Fatalf("TryUpdate = %v, want %v", got, c.admitted)
-			}
-			lv := s.QueryDetailed(a).Levels
-			if lv[0].Score != c.wantX || lv[1].Score != c.wantY {
-				t.Fatalf("cells (x, y) = (%v, %v), want (%v, %v)", lv[0].Score, lv[1].Score, c.wantX, c.wantY)
-			}
-			if q := s.Query(a); q != c.wantQuery {
-				t.Fatalf("Query(A) = %v, want %v", q, c.wantQuery)
-			}
-			// The stripe was released: the next TryUpdate of A is decided normally.
-			if ok := s.TryUpdate(a, 1, c.wantQuery+1); !ok {
-				t.Fatal("TryUpdate after the conflict was denied at its exact limit")
-			}
-		})
-	}
-}
-
-// conflictKeys returns keys A = (x, y), B = (x, v) and D = (u, y) (cell
-// per level, L = 2) with u != x and v != y: B shares only A's level-0
-// cell, D only its level-1 cell.
-func conflictKeys(t *testing.T, cfg sketch.Config) (a, b, d []byte) {
-	t.Helper()
-	norm, err := cfg.Normalize()
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := norm.Hasher(norm.Seed)
-	cells := func(k []byte) (uint32, uint32) {
-		hash := h.Sum64(k)
-		return sketch.Index(hash, 0, norm.CellsPerLevel), sketch.Index(hash, 1, norm.CellsPerLevel)
-	}
-	var keys [][]byte
-	for i := range 100 {
-		keys = append(keys, fmt.Appendf(nil, "conflict-%d", i))
-	}
-	for _, ka := range keys {
-		x, y := cells(ka)
-		for _, kb := range keys {
-			bx, by := cells(kb)
-			if bx != x || by == y {
-				continue
-			}
-			for _, kd := range keys {
-				if dx, dy := cells(kd); dx != x && dy == y {
-					return ka, kb, kd
-				}
-			}
-		}
-	}
-	t.Fatal("no keys with the wanted collision pattern")
-	return nil, nil, nil
 }

@@ -70,7 +70,7 @@ func BenchmarkSnapshot(b *testing.B) {
 		b.Run(name+"/op=Merge", func(b *testing.B) {
 			b.SetBytes(int64(len(data)))
 			for b.Loop() {
-				if err := dst.Merge(src); err != nil {
+				if err := dst.Merge(src, 0); err != nil {
 					b.Fatal(err)
 				}
 			}

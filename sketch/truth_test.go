@@ -8,8 +8,9 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -29,7 +30,7 @@ func TestRollbackAtHiUndoAfterCut(t *testing.T) {
 	keys := keysOnDistinctStripes(t, s, 2)
 	a, b := keys[0], keys[1]
 	hold := newHoldPoint(1, 1)
-	sketch.SetHooks(s, sketch.Hooks{BeforeCAS: hold.hook})
+	core.SetHooks(core.SketchOf(s), core.Hooks{BeforeCAS: hold.hook})
 	done := make(chan bool)
 	go func() { done <- s.TryUpdate(a, 5, 100) }()
 	hold.wait(t, "A's CAS on level 1")
@@ -52,7 +53,7 @@ func TestRollbackAtHiIdenticalWord(t *testing.T) {
 	a, b := keys[0], keys[1]
 	s.Update(b, 90)
 	hold := newHoldPoint(1, 1)
-	sketch.SetHooks(s, sketch.Hooks{BeforeCAS: hold.hook})
+	core.SetHooks(core.SketchOf(s), core.Hooks{BeforeCAS: hold.hook})
 	done := make(chan bool)
 	go func() { done <- s.TryUpdate(a, 10, 100) }() // 90 + 10 <= 100
 	hold.wait(t, "A's CAS on level 1")
@@ -71,12 +72,12 @@ func TestRollbackAtHiIdenticalWord(t *testing.T) {
 func TestRollbackAtHiRefund(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 1, Hi: 100, Clock: clk})
-	rc, ok := s.TryReserveAt(clk.Now(), []byte("a"), 5, 100)
+	rc, ok := core.SketchOf(s).TryReserveAt(clk.Now(), []byte("a"), 5, 100)
 	if !ok {
 		t.Fatal("TryReserve denied on an empty sketch")
 	}
 	s.Update([]byte("b"), 100) // 5 + 100 cut to 100
-	if s.Refund(&rc) {
+	if core.SketchOf(s).Refund(&rc) {
 		t.Error("Refund reported giving back from cells at Hi")
 	}
 	if got := s.Query([]byte("b")); got < 100 {
@@ -104,12 +105,12 @@ func TestRefundCustomLaw(t *testing.T) {
 	s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e6, Decay: law, Clock: clk})
 	k := []byte("k")
 	s.Update(k, 5)
-	rc, ok := s.TryReserveAt(clk.Now(), k, 5, 100)
+	rc, ok := core.SketchOf(s).TryReserveAt(clk.Now(), k, 5, 100)
 	if !ok {
 		t.Fatal("TryReserve denied")
 	}
 	clk.Advance(time.Second)
-	if !s.Refund(&rc) {
+	if !core.SketchOf(s).Refund(&rc) {
 		t.Fatal("Refund of untouched cells did not restore")
 	}
 	truth := law.Apply(5, 1000)
@@ -128,12 +129,12 @@ func TestRefundLinearNegativeShare(t *testing.T) {
 	ref := mustNewReference(t, cfg)
 	s.Update([]byte("b"), -10)
 	ref.Update([]byte("b"), -10)
-	rc, ok := s.TryReserveAt(clk.Now(), []byte("a"), 20, 100) // -10 + 20 = 10
+	rc, ok := core.SketchOf(s).TryReserveAt(clk.Now(), []byte("a"), 20, 100) // -10 + 20 = 10
 	if !ok {
 		t.Fatal("TryReserve denied")
 	}
 	clk.Advance(3 * time.Second)
-	s.Refund(&rc)
+	core.SketchOf(s).Refund(&rc)
 	want := ref.Query([]byte("b")) // -7: the reference never saw the reservation
 	if got := s.Query([]byte("b")); got < want {
 		t.Fatalf("Query(b) = %v < the reference's %v: the refund over-removed", got, want)
@@ -202,7 +203,7 @@ func TestStaleOperation(t *testing.T) {
 			s.Update(k, 100)
 			clk.Advance(time.Second)
 			hold := newHoldPoint(0, 1)
-			sketch.SetHooks(s, sketch.Hooks{Load: hold.hook})
+			core.SetHooks(core.SketchOf(s), core.Hooks{Load: hold.hook})
 			got := make(chan float64, 1)
 			go func() {
 				if op == "Query" {
@@ -282,7 +283,7 @@ func rollbackStress(t *testing.T, m, levels uint32) {
 	clk := sketchtest.NewFakeClock()
 	s := mustNewSketch(t, sketch.Config{Levels: levels, CellsPerLevel: m, Hi: hi, Decay: decay.Linear(rate), Clock: clk})
 	var held, conflicts, admitted atomic.Int64
-	sketch.SetHooks(s, sketch.Hooks{
+	core.SetHooks(core.SketchOf(s), core.Hooks{
 		Held:     func(uint32) { held.Add(1) },
 		Conflict: func(uint32) { conflicts.Add(1) },
 	})
@@ -343,4 +344,4 @@ func rollbackStress(t *testing.T, m, levels uint32) {
 		m, levels, admitted.Load(), conflicts.Load(), held.Load())
 }
 
-var _ sketch.Scorer = (*reference.Sketch)(nil)
+var _ sketch.Scorer = (*ref.Sketch)(nil)

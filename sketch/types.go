@@ -1,13 +1,17 @@
 package sketch
 
+import "github.com/lfgrudge/grudge/internal/core"
+
 // Clock supplies monotonic milliseconds. Sketches read it once per
 // operation; a value lower than one seen before counts as zero elapsed
 // time. Implementations must be safe for concurrent use.
+// sketchtest.FakeClock is one for tests.
 type Clock interface{ NowMillis() int64 }
 
-// Scorer is what *sketch.Sketch, *reference.Sketch and *rotator.Rotator
-// share, so users and benchmarks swap implementations without other
-// changes. All methods are safe for concurrent use.
+// Scorer is what *Sketch, *rotator.Rotator and the reference
+// implementations (sketch/reference) share, so users and benchmarks swap
+// implementations without other changes. All methods are safe for
+// concurrent use.
 type Scorer interface {
 	Update(key []byte, delta float64)
 	Query(key []byte) float64
@@ -35,6 +39,11 @@ type LevelDetail struct {
 	Score float64 // the cell's score, decayed to the time of the call
 }
 
+// levelDetail builds one level's entry (core.Detailed's callback).
+func levelDetail(level, index uint32, score float64) LevelDetail {
+	return LevelDetail{Level: level, Index: index, Score: score}
+}
+
 // Sizes is a structure's footprint in bytes.
 type Sizes struct {
 	// Cells is the memory of the cell arrays as allocated (padding and
@@ -43,3 +52,22 @@ type Sizes struct {
 	// Total adds the fixed overhead: the owner struct, stripes, tables.
 	Total int
 }
+
+// Aggregator combines the L per-level scores of a key into its estimate.
+// The zero value is Min.
+type Aggregator uint8
+
+const (
+	// Min takes the smallest level score (count-min): collisions can only
+	// raise it, so with non-negative deltas the estimate never falls below
+	// the key's true score (one-sided error), and a hot key shields cold
+	// keys only where it shares every level with them.
+	Min Aggregator = iota
+	// Max takes the largest level score: the most conservative view.
+	Max
+	// Mean averages the level scores.
+	Mean
+)
+
+// String names the aggregator: "Min", "Max", "Mean" or "Aggregator(n)".
+func (a Aggregator) String() string { return core.Aggregator(a).String() }

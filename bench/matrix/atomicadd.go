@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"unsafe"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -37,7 +38,7 @@ func NewAtomicAdd(levels, m uint32) *AtomicAdd {
 }
 
 func (a *AtomicAdd) cell(h uint64, l uint32) *atomic.Int64 {
-	return &a.cells[int(l)*int(a.m)+int(sketch.Index(h, l, a.m))]
+	return &a.cells[int(l)*int(a.m)+int(core.Index(h, l, a.m))]
 }
 
 // Update adds int64(delta) to the key's counter in every row.

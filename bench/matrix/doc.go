@@ -26,7 +26,7 @@
 //
 // With -clock=default each implementation reads its own default clock;
 // with -clock=shared every sketch and rotator reads SharedClock
-// (asm.Nanotime()/1e6) and ratemap reads the same reading as a time.Time,
+// (hw.Nanotime()/1e6) and ratemap reads the same reading as a time.Time,
 // so the lockfree/reference ratio under shared is the gain of the cell
 // design alone and the rest of the default-clock ratio is the clock's.
 // atomicadd reads no clock and runs under clock=default only.

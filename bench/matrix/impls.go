@@ -4,15 +4,15 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/lfgrudge/grudge/asm"
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/hw"
+	"github.com/lfgrudge/grudge/internal/ref"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/reference"
 )
 
 // Target is what a worker calls: the part of sketch.Scorer that the
-// workloads use. *sketch.Sketch, *reference.Sketch, both rotators and the
+// workloads use. *sketch.Sketch, *ref.Sketch, both rotators and the
 // two peers implement it.
 type Target interface {
 	Update(key []byte, delta float64)
@@ -34,12 +34,12 @@ type filler interface{ Fill(key []byte, v float64) }
 type sizer interface{ Sizes() sketch.Sizes }
 
 // SharedClock is the clock of -clock=shared: the runtime's monotonic clock
-// (asm.Nanotime, vDSO clock_gettime) in milliseconds, read by every
+// (hw.Nanotime, vDSO clock_gettime) in milliseconds, read by every
 // implementation. Safe for concurrent use; the zero value is ready.
 type SharedClock struct{}
 
-// NowMillis returns asm.Nanotime()/1e6.
-func (SharedClock) NowMillis() int64 { return asm.Nanotime() / 1e6 }
+// NowMillis returns hw.Nanotime()/1e6.
+func (SharedClock) NowMillis() int64 { return hw.Nanotime() / 1e6 }
 
 // sharedEpoch anchors ratemap's time.Time readings of SharedClock.
 var sharedEpoch = time.Now()
@@ -122,7 +122,7 @@ func buildOn(o *Options, impl string, clk sketch.Clock, now func() time.Time, w 
 		s, err := sketch.New(sketchConfig(o, clk))
 		return instance{s, nop}, err
 	case ImplReference:
-		s, err := reference.New(sketchConfig(o, clk))
+		s, err := ref.New(sketchConfig(o, clk))
 		return instance{s, nop}, err
 	case ImplRotator:
 		r, err := rotator.New(rotator.Config{Sketch: sketchConfig(o, clk), Generations: rotatorGens, Period: rotatorPeriod})
@@ -131,7 +131,7 @@ func buildOn(o *Options, impl string, clk sketch.Clock, now func() time.Time, w 
 		}
 		return instance{r, r.Close}, nil
 	case ImplRefRotator:
-		r, err := reference.NewRotator(reference.RotatorConfig{Sketch: sketchConfig(o, clk), Generations: rotatorGens, Period: rotatorPeriod})
+		r, err := ref.NewRotator(ref.RotatorConfig{Sketch: sketchConfig(o, clk), Generations: rotatorGens, Period: rotatorPeriod})
 		if err != nil {
 			return instance{}, err
 		}

@@ -90,7 +90,7 @@ func command(args []string) string {
 	}
 	name := args[0]
 	if strings.Contains(name, "go-build") {
-		name = "go run ./bench/cmd/matrix"
+		name = "go run ./cmd/matrix"
 	}
 	return strings.TrimSpace(strings.Join(append([]string{name}, args[1:]...), " "))
 }

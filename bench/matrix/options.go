@@ -150,7 +150,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	impls := fs.String("impls", strings.Join(DefaultImpls, ","), "implementations, comma-separated, or all: "+strings.Join(AllImpls, ","))
 	works := fs.String("workloads", "all", "workloads, comma-separated, or all: "+strings.Join(AllWorkloads, ","))
 	dists := fs.String("dists", "all", "key distributions, comma-separated, or all: "+strings.Join(AllDists, ","))
-	clocks := fs.String("clock", "both", "clock modes: default (each implementation's own), shared (all read asm.Nanotime()/1e6), or both")
+	clocks := fs.String("clock", "both", "clock modes: default (each implementation's own), shared (all read hw.Nanotime()/1e6), or both")
 	procs := fs.String("procs", "", "GOMAXPROCS values (workers per cell), comma-separated; empty means 1,2,4,...,NumCPU")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each repeat of a cell")
 	fs.IntVar(&o.Count, "count", o.Count, "repeats per cell, interleaved: every cell runs once per round, for count rounds")

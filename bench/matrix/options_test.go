@@ -145,7 +145,7 @@ func TestCommand(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"/tmp/go-build123/b001/exe/matrix", "-duration", "1s"}, "go run ./bench/cmd/matrix -duration 1s"},
+		{[]string{"/tmp/go-build123/b001/exe/matrix", "-duration", "1s"}, "go run ./cmd/matrix -duration 1s"},
 		{[]string{"bin/matrix"}, "bin/matrix"},
 		{nil, ""},
 	} {

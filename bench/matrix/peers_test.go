@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -19,7 +20,7 @@ func TestAtomicAdd(t *testing.T) {
 	// hasher (XXH3, seed 0).
 	h := sketch.XXH3()(0).Sum64(k)
 	for l := range uint32(4) {
-		if v := a.cells[int(l)*1000+int(sketch.Index(h, l, 1000))].Load(); v != 3 {
+		if v := a.cells[int(l)*1000+int(core.Index(h, l, 1000))].Load(); v != 3 {
 			t.Fatalf("level %d cell holds %d; want 3", l, v)
 		}
 	}
@@ -32,7 +33,7 @@ func TestAtomicAdd(t *testing.T) {
 	// Min over the rows: bump one row of another key only.
 	k2 := []byte("another key")
 	h2 := sketch.XXH3()(0).Sum64(k2)
-	a.cells[sketch.Index(h2, 0, 1000)].Add(100)
+	a.cells[core.Index(h2, 0, 1000)].Add(100)
 	if got := a.Query(k2); got != 0 {
 		t.Fatalf("Query of a key with one bumped row = %v; want 0 (min)", got)
 	}

@@ -240,7 +240,7 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 
 	if len(clocks) == 2 && has(ImplLockfree) && has(ImplReference) {
 		fmt.Fprintf(w, "### Clock vs cell design: both clocks side by side (one run)\n\n")
-		fmt.Fprintf(w, "Medians of the same run's cells under clock=default (each implementation on its own clock) and clock=shared (all on asm.Nanotime()/1e6). lockfree/reference under shared is the cell design's gain; default/shared is the clock's share.\n\n")
+		fmt.Fprintf(w, "Medians of the same run's cells under clock=default (each implementation on its own clock) and clock=shared (all on hw.Nanotime()/1e6). lockfree/reference under shared is the cell design's gain; default/shared is the clock's share.\n\n")
 		hdr := []string{"workload", "keys", "P", "lockfree default", "lockfree shared", "reference default", "reference shared",
 			"lockfree/reference default", "shared", "clock share"}
 		if has(ImplRotator) && has(ImplRefRotator) {

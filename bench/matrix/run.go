@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/hw"
 )
 
 // reservoirCap is each worker's latency-sample capacity per cell
@@ -148,7 +150,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	r := &runner{o: &o, tm: NewTimer(), cpus: allowedCPUs(), streams: map[string][][]uint32{}}
+	r := &runner{o: &o, tm: NewTimer(), cpus: hw.AllowedCPUs(), streams: map[string][][]uint32{}}
 	if len(r.cpus) == 0 {
 		r.cpus = allowedCPUsFallback()
 	}
@@ -437,7 +439,7 @@ type gate struct {
 // deadline, so the cell's throughput is ops over one wall-clock window.
 func (w *worker) run(t Target, wl workload, tm *Timer, every int, ready, done *sync.WaitGroup, g *gate) {
 	defer done.Done()
-	undo, took, why := pinThread(w.cpu)
+	undo, took, why := hw.PinThread(w.cpu)
 	defer undo()
 	w.pinned, w.why = took, why
 	ready.Done()

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/hw"
 )
 
 // tinyOptions is a matrix small enough for a unit test, under -race and
@@ -189,9 +191,9 @@ func TestRunStops(t *testing.T) {
 }
 
 func TestPinThread(t *testing.T) {
-	cpus := allowedCPUs()
+	cpus := hw.AllowedCPUs()
 	if runtime.GOOS != "linux" {
-		_, took, why := pinThread(0)
+		_, took, why := hw.PinThread(0)
 		if took || why == "" {
 			t.Fatalf("pinThread off Linux: took %v, why %q", took, why)
 		}
@@ -204,7 +206,7 @@ func TestPinThread(t *testing.T) {
 	go func() {
 		defer close(done)
 		cpu := cpus[len(cpus)-1]
-		undo, took, why := pinThread(cpu)
+		undo, took, why := hw.PinThread(cpu)
 		defer undo()
 		if !took {
 			t.Errorf("pinning to allowed CPU %d did not take: %s", cpu, why)

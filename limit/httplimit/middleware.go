@@ -7,8 +7,8 @@ import (
 	"net/http"
 	"strconv"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/limit"
-	"github.com/lfgrudge/grudge/sketch"
 )
 
 // Middleware limits the requests of each key (by default the client IP,
@@ -113,7 +113,7 @@ func Wrap(l *limit.Limiter, next http.Handler, opts ...Option) http.Handler {
 
 // bad returns the *sketch.ConfigError of an invalid argument or option.
 func bad(field string, value any, format string, args ...any) error {
-	return sketch.NewConfigError("httplimit", field, value, format, args...)
+	return core.ConfigErr("httplimit", field, value, format, args...)
 }
 
 // defaultError answers a request the middleware cannot key or cost: 500
@@ -148,7 +148,7 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 				return
 			}
 		}
-		d := m.l.DecideString(m.l.Now(), key, n)
+		d := m.l.DecideN(m.l.Now(), key, n)
 		if m.hook != nil {
 			m.hook(r, key, d)
 		}

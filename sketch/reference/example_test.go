@@ -12,9 +12,9 @@ import (
 
 // A decayed counter: Linear decay drains 1 point per second, read through
 // a fake clock.
-func ExampleSketch_Query() {
+func Example() {
 	clk := sketchtest.NewFakeClock()
-	s, err := reference.New(reference.Config{Hi: 100, Decay: decay.Linear(1), Clock: clk})
+	s, err := reference.New(sketch.Config{Hi: 100, Decay: decay.Linear(1), Clock: clk})
 	if err != nil {
 		panic(err)
 	}
@@ -33,9 +33,9 @@ func ExampleSketch_Query() {
 
 // A token bucket in debt form: each request costs 1, the debt drains at 2
 // per second, and TryUpdate admits a request only while debt+1 <= 5.
-func ExampleSketch_TryUpdate() {
+func Example_tryUpdate() {
 	clk := sketchtest.NewFakeClock()
-	s, err := reference.New(reference.Config{Lo: 0, Hi: 5, Decay: decay.Linear(2), Clock: clk})
+	s, err := reference.New(sketch.Config{Lo: 0, Hi: 5, Decay: decay.Linear(2), Clock: clk})
 	if err != nil {
 		panic(err)
 	}
@@ -57,8 +57,8 @@ func ExampleSketch_TryUpdate() {
 
 // Scores are clamped to [Lo, Hi]; UpdateAndQuery returns the clamped
 // estimate.
-func ExampleSketch_UpdateAndQuery() {
-	s, err := reference.New(reference.Config{Lo: -3, Hi: 3})
+func Example_updateAndQuery() {
+	s, err := reference.New(sketch.Config{Lo: -3, Hi: 3})
 	if err != nil {
 		panic(err)
 	}
@@ -72,8 +72,8 @@ func ExampleSketch_UpdateAndQuery() {
 }
 
 // QueryDetailed shows the key's cell at each level.
-func ExampleSketch_QueryDetailed() {
-	s, err := reference.New(reference.Config{Levels: 2, CellsPerLevel: 1000, Hi: 10, Aggregator: sketch.Max})
+func Example_queryDetailed() {
+	s, err := reference.New(sketch.Config{Levels: 2, CellsPerLevel: 1000, Hi: 10, Aggregator: sketch.Max})
 	if err != nil {
 		panic(err)
 	}
@@ -86,9 +86,9 @@ func ExampleSketch_QueryDetailed() {
 
 // New reports an invalid Config with the field and the value.
 func ExampleNew() {
-	_, err := reference.New(reference.Config{Levels: 9, Hi: 1})
+	_, err := reference.New(sketch.Config{Levels: 9, Hi: 1})
 	fmt.Println(err)
-	_, err = reference.New(reference.Config{Hi: 1, Decay: decay.Exponential(0)})
+	_, err = reference.New(sketch.Config{Hi: 1, Decay: decay.Exponential(0)})
 	fmt.Println(err)
 	// Output:
 	// sketch: Levels must be <= 8; got 9

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -27,10 +28,12 @@ type Factory func(t testing.TB, cfg sketch.Config) sketch.Scorer
 // testing/fstest.TestFS: one-sided error, the decay laws, the
 // aggregators, the clamp, the TryUpdate sentinel for one key and for
 // colliding keys, NaN/Inf panics that leave the cells untouched, a limit
-// above Hi deciding as grudge does, clock safety (a backwards step is no growth), zero
-// allocations on the hot methods, and the time-first At twins when the
-// Scorer has them. Each check is a subtest; under -short the concurrent
-// ones run fewer repetitions.
+// above Hi deciding as grudge does, clock safety (a backwards step is no
+// growth, after a read or a write), zero allocations on the hot methods
+// (with each built-in aggregator), and the time-first At forms when the
+// Scorer has them. It is the one place these properties are tested. Each
+// check is a subtest; under -short the concurrent ones run fewer
+// repetitions.
 func TestScorer(t *testing.T, newScorer Factory) {
 	t.Run("OneSided", func(t *testing.T) { checkOneSided(t, newScorer) })
 	t.Run("DecayLaws", func(t *testing.T) { checkDecayLaws(t, newScorer) })
@@ -42,7 +45,7 @@ func TestScorer(t *testing.T, newScorer Factory) {
 	t.Run("LimitAboveHi", func(t *testing.T) { checkLimitAboveHi(t, newScorer) })
 	t.Run("ClockSafety", func(t *testing.T) { checkClockSafety(t, newScorer) })
 	t.Run("ZeroAllocs", func(t *testing.T) { checkZeroAllocs(t, newScorer) })
-	t.Run("AtTwins", func(t *testing.T) { checkAtTwins(t, newScorer) })
+	t.Run("AtForms", func(t *testing.T) { checkAtForms(t, newScorer) })
 }
 
 // ForEachGOMAXPROCS runs f as subtests "procs=N" at GOMAXPROCS 1, 2, 4
@@ -146,7 +149,7 @@ func checkAggregators(t *testing.T, newScorer Factory) {
 				t.Fatalf("%v: level %d reports level %d, index %d", agg, l, lv.Level, lv.Index)
 			}
 		}
-		if want := agg.Aggregate(v); d.Score != want {
+		if want := core.Aggregator(agg).Aggregate(v); d.Score != want {
 			t.Fatalf("%v: QueryDetailed.Score = %v, aggregate of its levels %v is %v", agg, d.Score, v, want)
 		}
 		if q := s.Query(k); q != d.Score {
@@ -336,71 +339,89 @@ func checkClockSafety(t *testing.T, newScorer Factory) {
 		if got := s.Query(k); got != 0 {
 			t.Fatalf("%v: Query = %v after 99 days, want 0", law, got)
 		}
+
+		// After a write at T, a clock stepped back before T never raises
+		// the score, and an update in the past adds at most its delta.
+		w := []byte("written")
+		s.Update(w, 100)
+		clk.Advance(10 * time.Second)
+		q1 := s.UpdateAndQuery(w, 0) // a write at T stamps the cells
+		for _, back := range []time.Duration{time.Millisecond, time.Second, 5 * time.Second, time.Hour} {
+			clk.Advance(-back)
+			if q := s.Query(w); q > q1 {
+				t.Fatalf("%v: clock stepped back %v after a write: Query = %v grew above %v", law, back, q, q1)
+			}
+			clk.Advance(back)
+		}
+		clk.Advance(-5 * time.Second)
+		if got := s.UpdateAndQuery(w, 1); got > q1+1 {
+			t.Fatalf("%v: an update in the past: %v > %v + 1", law, got, q1)
+		}
 	}
 }
 
 // checkZeroAllocs: Update, Query, UpdateAndQuery, TryUpdate (admitted and
 // denied) and their string twins do not allocate.
 func checkZeroAllocs(t *testing.T, newScorer Factory) {
-	clk := NewFakeClock()
-	s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e9, Decay: decay.Exponential(0.01), Clock: clk})
-	key := []byte("alloc-key")
-	const skey, admit, deny = "alloc-key", 1e9, -1.0
-	var sink float64
-	ops := []struct {
-		name string
-		f    func()
-	}{
-		{"Update", func() { s.Update(key, 1) }},
-		{"Query", func() { sink += s.Query(key) }},
-		{"UpdateAndQuery", func() { sink += s.UpdateAndQuery(key, 1) }},
-		{"TryUpdate/admitted", func() { s.TryUpdate(key, 1, admit) }},
-		{"TryUpdate/denied", func() { s.TryUpdate(key, 1, deny) }},
-		{"UpdateString", func() { s.UpdateString(skey, 1) }},
-		{"QueryString", func() { sink += s.QueryString(skey) }},
-		{"UpdateAndQueryString", func() { sink += s.UpdateAndQueryString(skey, 1) }},
-		{"TryUpdateString/admitted", func() { s.TryUpdateString(skey, 1, admit) }},
-		{"TryUpdateString/denied", func() { s.TryUpdateString(skey, 1, deny) }},
-	}
-	for _, op := range ops {
-		if n := testing.AllocsPerRun(200, func() { clk.Advance(time.Millisecond); op.f() }); n != 0 {
-			t.Errorf("%s: %v allocations per call, want 0", op.name, n)
+	for _, agg := range []sketch.Aggregator{sketch.Min, sketch.Max, sketch.Mean} {
+		clk := NewFakeClock()
+		s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e9, Decay: decay.Exponential(0.01), Aggregator: agg, Clock: clk})
+		key := []byte("alloc-key")
+		const skey, admit, deny = "alloc-key", 1e9, -1.0
+		var sink float64
+		ops := []struct {
+			name string
+			f    func()
+		}{
+			{"Update", func() { s.Update(key, 1) }},
+			{"Query", func() { sink += s.Query(key) }},
+			{"UpdateAndQuery", func() { sink += s.UpdateAndQuery(key, 1) }},
+			{"TryUpdate/admitted", func() { s.TryUpdate(key, 1, admit) }},
+			{"TryUpdate/denied", func() { s.TryUpdate(key, 1, deny) }},
+			{"UpdateString", func() { s.UpdateString(skey, 1) }},
+			{"QueryString", func() { sink += s.QueryString(skey) }},
+			{"UpdateAndQueryString", func() { sink += s.UpdateAndQueryString(skey, 1) }},
+			{"TryUpdateString/admitted", func() { s.TryUpdateString(skey, 1, admit) }},
+			{"TryUpdateString/denied", func() { s.TryUpdateString(skey, 1, deny) }},
 		}
+		for _, op := range ops {
+			if n := testing.AllocsPerRun(200, func() { clk.Advance(time.Millisecond); op.f() }); n != 0 {
+				t.Errorf("%v %s: %v allocations per call, want 0", agg, op.name, n)
+			}
+		}
+		_ = sink
 	}
-	_ = sink
 }
 
-// AtScorer is the time-first At twins that sketch.Sketch, the reference
+// AtScorer is the time-first At forms that sketch.Sketch, the reference
 // and the rotators have; TestScorer checks them when the Scorer has them.
 type AtScorer interface {
-	UpdateAt(t time.Time, key []byte, delta float64)
-	QueryAt(t time.Time, key []byte) float64
-	UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64
-	TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool
-	UpdateStringAt(t time.Time, key string, delta float64)
-	QueryStringAt(t time.Time, key string) float64
+	UpdateAt(t time.Time, key string, delta float64)
+	QueryAt(t time.Time, key string) float64
+	UpdateAndQueryAt(t time.Time, key string, delta float64) float64
+	TryUpdateAt(t time.Time, key string, delta, limit float64) bool
 }
 
-// checkAtTwins: a time from the clock's Now() or a stored wall time means
+// checkAtForms: a time from the clock's Now() or a stored wall time means
 // what it says; a future time counts as the clock's reading and never
 // stops decay; a past one counts as the latest time used.
-func checkAtTwins(t *testing.T, newScorer Factory) {
+func checkAtForms(t *testing.T, newScorer Factory) {
 	clk := NewFakeClock()
 	clk.Set(1_700_000_000_000)
 	s := newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e6, Decay: decay.Linear(10), Clock: clk})
 	a, ok := s.(AtScorer)
 	if !ok {
-		return // the At twins are optional
+		return // the At forms are optional
 	}
-	k := []byte("k")
+	k := "k"
 	a.UpdateAt(clk.Now(), k, 100)
-	a.UpdateStringAt(time.UnixMilli(clk.NowMillis()), "wall", 100)
-	a.UpdateAt(clk.Now().Add(1000*time.Hour), []byte("future"), 1)
+	a.UpdateAt(time.UnixMilli(clk.NowMillis()), "wall", 100)
+	a.UpdateAt(clk.Now().Add(1000*time.Hour), "future", 1)
 	clk.Advance(time.Second)
 	for name, got := range map[string]float64{
-		"Query":                  s.Query(k),
+		"Query":                  s.Query([]byte(k)),
 		"QueryAt(now)":           a.QueryAt(clk.Now(), k),
-		"QueryStringAt(wall)":    a.QueryStringAt(time.UnixMilli(clk.NowMillis()), "wall"),
+		"QueryAt(wall)":          a.QueryAt(time.UnixMilli(clk.NowMillis()), "wall"),
 		"QueryAt(an hour ago)":   a.QueryAt(clk.Now().Add(-time.Hour), k),
 		"QueryAt(an hour ahead)": a.QueryAt(clk.Now().Add(time.Hour), k),
 	} {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/snapshot"
 )
@@ -26,7 +27,7 @@ func BenchmarkFile(b *testing.B) {
 		path := filepath.Join(b.TempDir(), "s.snap")
 		name := fmt.Sprintf("L=4/M=%d", m)
 		b.Run(name+"/op=WriteFile", func(b *testing.B) {
-			b.SetBytes(src.SnapshotSize())
+			b.SetBytes(core.SketchOf(src).SnapshotSize())
 			for b.Loop() {
 				if err := snapshot.WriteFile(path, src); err != nil {
 					b.Fatal(err)
@@ -35,7 +36,7 @@ func BenchmarkFile(b *testing.B) {
 		})
 		dst, _ := sketch.New(cfg)
 		b.Run(name+"/op=Load", func(b *testing.B) {
-			b.SetBytes(src.SnapshotSize())
+			b.SetBytes(core.SketchOf(src).SnapshotSize())
 			for b.Loop() {
 				if err := snapshot.Load(path, dst); err != nil {
 					b.Fatal(err)

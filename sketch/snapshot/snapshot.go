@@ -26,7 +26,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Source is what a Saver snapshots: *sketch.Sketch and *rotator.Rotator.
@@ -224,7 +224,7 @@ func (e *LoadError) Is(target error) bool {
 // Load restores dst (a freshly built *sketch.Sketch or *rotator.Rotator,
 // under the configuration of the snapshot) from the file at path. On any
 // error it returns a *LoadError and dst is left empty, as built: a file
-// whose size is not dst's SnapshotSize is refused before dst is touched,
+// whose size is not the length of dst's snapshot is refused before dst is touched,
 // as is a refused header; a rotator is never changed by a failed restore,
 // and a sketch whose cells were bad is reset by its ReadFrom. The caller carries on with the empty
 // dst and reports the error.
@@ -234,16 +234,16 @@ func Load(path string, dst Destination) error {
 		return &LoadError{Path: path, Err: err}
 	}
 	defer f.Close()
-	if sz, ok := dst.(interface{ SnapshotSize() int64 }); ok {
+	if want, ok := snapshotSize(dst); ok {
 		// Both provided destinations know their exact size: a truncated
 		// or overlong file is refused before dst is touched.
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() != sz.SnapshotSize() {
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() != want {
 			var cause error
-			if fi.Size() < sz.SnapshotSize() {
+			if fi.Size() < want {
 				cause = io.ErrUnexpectedEOF
 			}
-			return &LoadError{Path: path, Err: sketch.NewSnapshotError(sketch.ErrCorruptSnapshot, "snapshot", "Length", fi.Size(), sz.SnapshotSize(), cause,
-				"file is %d bytes, want %d for the destination's configuration (truncated, or not its snapshot)", fi.Size(), sz.SnapshotSize())}
+			return &LoadError{Path: path, Err: core.NewSnapshotError(core.ErrCorruptSnapshot, "snapshot", "Length", fi.Size(), want, cause,
+				"file is %d bytes, want %d for the destination's configuration (truncated, or not its snapshot)", fi.Size(), want)}
 		}
 	}
 	r := bufio.NewReaderSize(f, 1<<20)
@@ -257,7 +257,23 @@ func Load(path string, dst Destination) error {
 		if err != nil {
 			return &LoadError{Path: path, Err: err}
 		}
-		return &LoadError{Path: path, Err: sketch.NewSnapshotError(sketch.ErrCorruptSnapshot, "snapshot", "Length", nil, nil, nil, "file has trailing bytes after the snapshot")}
+		return &LoadError{Path: path, Err: core.NewSnapshotError(core.ErrCorruptSnapshot, "snapshot", "Length", nil, nil, nil, "file has trailing bytes after the snapshot")}
 	}
 	return nil
+}
+
+// snapshotSize returns the exact snapshot length of dst when it knows it:
+// a *sketch.Sketch or *rotator.Rotator (through the engine underneath),
+// or any Destination with a SnapshotSize method.
+func snapshotSize(dst Destination) (int64, bool) {
+	if s := core.SketchOf(dst); s != nil {
+		return s.SnapshotSize(), true
+	}
+	if r := core.RotatorOf(dst); r != nil {
+		return r.SnapshotSize(), true
+	}
+	if sz, ok := dst.(interface{ SnapshotSize() int64 }); ok {
+		return sz.SnapshotSize(), true
+	}
+	return 0, false
 }

@@ -4,9 +4,9 @@
 // PNG plots into -out (default bench-results/). `make bench` runs it with
 // the defaults; -h lists the flags.
 //
-//	go run ./bench/cmd/matrix                                   # the default matrix
-//	go run ./bench/cmd/matrix -impls lockfree,reference -workloads update -dists hot8 -duration 100ms
-//	go run ./bench/cmd/matrix -from bench-results/results.json -out /tmp/replot  # tables and plots again, no run
+//	go run ./cmd/matrix                                   # the default matrix
+//	go run ./cmd/matrix -impls lockfree,reference -workloads update -dists hot8 -duration 100ms
+//	go run ./cmd/matrix -from ../bench-results/results.json -out /tmp/replot  # tables and plots again, no run
 package main
 
 import (

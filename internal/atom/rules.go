@@ -1,0 +1,144 @@
+package atom
+
+import (
+	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/law"
+)
+
+// Rules is what a cell update needs besides the cell: the decay law, in a
+// form specialised for the hot path, and the clamp bounds. A Rules is
+// immutable after NewRules and safe for concurrent use.
+type Rules struct {
+	// lo and hi are the clamp bounds, rounded toward +Inf to float32 and
+	// held as float64: lo <= 0 <= hi, both finite (an infinite bound is
+	// saturated at ±MaxFloat32).
+	lo, hi float64
+	// law is the decay law, compiled by package decay (which owns every
+	// law's arithmetic and its safe-side rounding).
+	law *law.Compiled
+}
+
+// NewRules builds Rules for law d (nil means decay.None()) and bounds
+// [lo, hi]. Preconditions (checked by sketch.New): lo <= 0 <= hi, lo < hi,
+// neither NaN, and d valid.
+func NewRules(d decay.Decay, lo, hi float64) *Rules {
+	return &Rules{lo: float64(RoundUp(lo)), hi: float64(RoundUp(hi)), law: law.Compile(d)}
+}
+
+// Lo returns the effective lower bound (Lo rounded up to float32).
+func (r *Rules) Lo() float64 { return r.lo }
+
+// Hi returns the effective upper bound (Hi rounded up to float32, at most
+// MaxFloat32).
+func (r *Rules) Hi() float64 { return r.hi }
+
+// Kind returns the decay law's kind.
+func (r *Rules) Kind() law.Kind { return r.law.Kind() }
+
+// Decay returns score after dt ms under the law, in float64, on the safe
+// side (law.Compiled.Apply): never below the law's own result for a
+// positive score, and a custom law's faults sanitized. dt <= 0 returns
+// score.
+func (r *Rules) Decay(score float64, dt int64) float64 {
+	if dt <= 0 || score == 0 {
+		return score // the hot key's case: no call
+	}
+	return r.law.Apply(score, dt)
+}
+
+// MaxCells is the most words ValueN and NextN take at once (a sketch's
+// MaxLevels).
+const MaxCells = 8
+
+// ValueN sets v[i] = Value(w[i], now) for i < n: one call for all of a
+// key's cells, with the decay law's dispatch taken once and the two common
+// laws' arithmetic (law.Compiled.ExpFast, LinearApply) inlined into the
+// loop. n <= MaxCells.
+func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
+	switch r.law.Kind() {
+	case law.KindExponential:
+		for i := range n {
+			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
+			if dt > 0 && s != 0 {
+				if x, ok := r.law.ExpFast(s, dt); ok {
+					s = x
+				} else {
+					s = r.law.Apply(s, dt)
+				}
+			}
+			v[i] = s
+		}
+	case law.KindLinear:
+		for i := range n {
+			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
+			if dt > 0 && s != 0 {
+				s = r.law.LinearApply(s, dt)
+			}
+			v[i] = s
+		}
+	case law.KindNone:
+		for i := range n {
+			v[i] = float64(w[i].Score())
+		}
+	default: // a custom law: one call to it per aged cell
+		for i := range n {
+			v[i] = r.Value(w[i], now)
+		}
+	}
+}
+
+// NextN sets nw[i] = Next(w[i], now, delta) for i < n, computing all of
+// them before the caller's first CAS. n <= MaxCells.
+func (r *Rules) NextN(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw *[MaxCells]Word) {
+	var v [MaxCells]float64
+	r.ValueN(w, n, now, &v)
+	for i := range n {
+		nw[i] = Pack(r.Round(v[i]+delta), Newer(w[i].Stamp(), now))
+	}
+}
+
+// Value returns the score word w stands for at time now: its score decayed
+// for the elapsed age. It only reads.
+func (r *Rules) Value(w Word, now uint32) float64 {
+	s, dt := float64(w.Score()), Elapsed(w.Stamp(), now)
+	if dt <= 0 || s == 0 {
+		return s
+	}
+	switch r.law.Kind() {
+	case law.KindExponential:
+		if x, ok := r.law.ExpFast(s, dt); ok {
+			return x
+		}
+	case law.KindLinear:
+		return r.law.LinearApply(s, dt)
+	}
+	return r.law.Apply(s, dt)
+}
+
+// Next returns the word that results from adding delta to w at time now:
+// decay for the elapsed age, add, clamp to [lo, hi], narrow with RoundUp,
+// stamp with the newer of w's stamp and now. delta must be finite.
+func (r *Rules) Next(w Word, now uint32, delta float64) Word {
+	return r.Apply(w, r.Value(w, now), now, delta)
+}
+
+// Apply is Next for a caller that has the value already: v must be
+// r.Value(w, now) (from Value or ValueN), and then Apply(w, v, now, delta)
+// == Next(w, now, delta). It saves decaying the word a second time.
+func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
+	return Pack(r.Round(v+delta), Newer(w.Stamp(), now))
+}
+
+// Round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
+// float32 values, the result stays inside the bounds. v must not be NaN.
+// It inlines (TestInlining).
+func (r *Rules) Round(v float64) float32 {
+	// Branches rather than min/max: clamping is rare, so they predict
+	// well, and Go's float min/max must order NaN and signed zeros.
+	if v < r.lo {
+		v = r.lo
+	} else if v > r.hi {
+		v = r.hi
+	}
+	return roundUpInRange(v)
+}

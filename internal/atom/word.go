@@ -1,0 +1,83 @@
+package atom
+
+import "math"
+
+// Word is a packed cell value: float32 score bits in the high half, uint32
+// stamp in the low half. The zero Word is score +0 at stamp 0.
+type Word uint64
+
+// Pack builds a Word from a score and a stamp. score must not be NaN or Inf
+// (use RoundUp to narrow).
+func Pack(score float32, stamp uint32) Word {
+	return Word(uint64(math.Float32bits(score))<<32 | uint64(stamp))
+}
+
+// Score returns the stored float32 score.
+func (w Word) Score() float32 { return math.Float32frombits(uint32(w >> 32)) }
+
+// Stamp returns the stored age stamp (ms relative to the owner's epoch,
+// modulo 2^32).
+func (w Word) Stamp() uint32 { return uint32(w) }
+
+// Elapsed returns the milliseconds from stamp to now, computed modulo 2^32
+// as a signed difference; a difference <= 0 (backwards clock, or an idle
+// time past the 2^31 ms horizon) is 0.
+func Elapsed(stamp, now uint32) int64 {
+	d := int32(now - stamp)
+	if d <= 0 {
+		return 0
+	}
+	return int64(d)
+}
+
+// Newer returns the later of stamp and now in modular order: now if it is
+// ahead of stamp, else stamp. It keeps stamps from moving backwards.
+func Newer(stamp, now uint32) uint32 {
+	if int32(now-stamp) > 0 {
+		return now
+	}
+	return stamp
+}
+
+// RoundUp narrows x to float32, rounding toward +Inf, so the result is
+// never below x. Values beyond the float32 range saturate at ±MaxFloat32
+// (+Inf and -Inf included), so the result is always finite. NaN is a
+// caller's error and is returned as NaN; the sketch rejects NaN before it
+// reaches a cell.
+func RoundUp(x float64) float32 {
+	f := float32(x) // round to nearest even; ±Inf beyond the range
+	// Step one float32 toward +Inf when the conversion rounded down: by
+	// its bit pattern, +1 for positives (from +0 that is the smallest
+	// subnormal) and -1 for negatives (toward zero; -Inf steps to
+	// -MaxFloat32). -0 never needs the step: it comes only from x <= 0.
+	// Written without a data-dependent branch (the compiler emits
+	// conditional moves): whether a conversion rounds down is a coin flip,
+	// and a mispredicted branch per cell costs more than the arithmetic.
+	f = stepUp(f, x)
+	if f > math.MaxFloat32 { // +Inf: x beyond the range
+		return math.MaxFloat32
+	}
+	if f < -math.MaxFloat32 {
+		return -math.MaxFloat32
+	}
+	return f
+}
+
+// stepUp returns f, or the next float32 toward +Inf if f < x (f is x
+// rounded to nearest).
+func stepUp(f float32, x float64) float32 {
+	b := math.Float32bits(f)
+	var step uint32
+	if float64(f) < x {
+		step = 1
+	}
+	if int32(b) < 0 {
+		step = -step
+	}
+	return math.Float32frombits(b + step)
+}
+
+// roundUpInRange is RoundUp for an x already clamped to bounds that are
+// float32 values within ±MaxFloat32 (as Rules' are): the result cannot
+// leave the bounds, so no saturation is needed.
+func roundUpInRange(x float64) float32 { return stepUp(float32(x), x) }

@@ -1,0 +1,45 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+)
+
+// The sentinel errors of the module; package sketch exports them.
+var (
+	ErrInvalidConfig    = errors.New("invalid configuration")
+	ErrCorruptSnapshot  = errors.New("corrupt snapshot")
+	ErrSnapshotMismatch = errors.New("snapshot does not match the configuration")
+)
+
+// newConfigError builds the error of an invalid configuration field: a
+// *sketch.ConfigError, whose constructor package sketch registers at init
+// (RegisterConfigError). Every package that reaches the engine imports
+// sketch, so the registration has run before any configuration is
+// checked.
+var newConfigError func(field string, value any, msg string, cause error) error
+
+// RegisterConfigError installs the constructor of the module's one
+// configuration error type (package sketch's init calls it).
+func RegisterConfigError(f func(field string, value any, msg string, cause error) error) {
+	newConfigError = f
+}
+
+// ConfigErr returns the *sketch.ConfigError for field with value, whose
+// message is prefix + ": " + the formatted text (errors.Is(err,
+// ErrInvalidConfig)).
+func ConfigErr(prefix, field string, value any, format string, args ...any) error {
+	return configErr(nil, prefix, field, value, format, args...)
+}
+
+// ConfigErrCause is ConfigErr wrapping cause (its Unwrap).
+func ConfigErrCause(cause error, prefix, field string, value any, format string, args ...any) error {
+	return configErr(cause, prefix, field, value, format, args...)
+}
+
+func configErr(cause error, prefix, field string, value any, format string, args ...any) error {
+	if newConfigError == nil {
+		panic("core: no configuration error type registered (package sketch is not linked)")
+	}
+	return newConfigError(field, value, prefix+": "+fmt.Sprintf(format, args...), cause)
+}

@@ -1,0 +1,134 @@
+package core
+
+import (
+	"math"
+	"time"
+
+	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/law"
+)
+
+// Merge adds other into s under the additive law, cell by cell: both are
+// decayed to one common instant (s's current reading; other's cells are
+// read at the same instant of other's own time scale), then each of s's
+// cells becomes decay(s) + decay(other), clamped to [Lo, Hi] and rounded
+// up, in one CAS. other is only read.
+//
+// It refuses (a *SnapshotError matching ErrSnapshotMismatch, naming the
+// field) a sketch whose Levels, CellsPerLevel, decay law or parameter,
+// Lo, Hi, Aggregator, hasher kind, Seed or hasher fingerprint differ:
+// only then does a key map to the same cells with the same meaning.
+//
+// Exactness per law, for replicas that saw disjoint parts of one stream:
+//
+//   - None and Exponential: decay is linear in the score, so the merged
+//     cell is exactly the cell a single sketch fed the union would hold,
+//     up to the float32 rounding (upward, one ulp per cell per merge) and
+//     the clamp at Hi.
+//   - Linear (and custom laws): not exact. A replica's cell drains at the
+//     full rate while it is positive, so two replicas drain twice as fast
+//     as one sketch fed the union: for non-negative deltas
+//     max(a, b) <= a + b <= union, and the union may exceed a + b by up to
+//     rate x (the time both cells were positive). Merge takes a + b, which
+//     is never below either input's truth (each input is itself >= its
+//     key's truth under Min), but can be below the union's: use
+//     MergeWithin for the union's safe side. With a negative score on
+//     either side, a credit that drains too, the merge takes max(a, b) when
+//     a + b would fall below it, so it never falls below either input.
+//
+// Merge may run concurrently with operations on s and other: each cell of
+// s is merged atomically, the merge as a whole is not (another operation
+// may see some cells merged and others not), and other's cells are read
+// as WriteTo reads them (one atomic load each, not an atomic set).
+// Merging a sketch into itself is refused.
+func (s *Sketch) Merge(other *Sketch) error { return s.merge(other, 0) }
+
+// MergeWithin is Merge that, for the Linear law, also adds rate x overlap
+// to every cell (clamped at Hi), where overlap is at least the time since
+// the two replicas started from empty sketches (or, more tightly, the
+// time during which both may have held a positive score). Then, for
+// non-negative deltas and ignoring the clamp at Hi, every merged cell is
+// at or above the cell a single sketch fed the union of both streams
+// would hold, so under Min a key's estimate never falls below its union
+// truth: the safe side for a debt meter (a rate limiter never admits more
+// than the union's limit). Proof: let d = union - (a + b). Arrivals add to
+// both sides alike; while the union is positive it drains at rate r, and
+// a + b drains at r times the number of positive replicas, so d grows at
+// most r per unit of time, and only while both replicas are positive; d
+// starts at 0 from empty sketches, so d <= r x overlap.
+//
+// The cost: every key, the cold ones included, reads up to rate x overlap
+// higher than its union truth right after the merge, an excess that
+// drains away in overlap time. For None and Exponential, overlap is
+// ignored (Merge is already exact). overlap < 0 is treated as 0.
+func (s *Sketch) MergeWithin(other *Sketch, overlap time.Duration) error {
+	slack := 0.0
+	if k, rate := law.Params(s.cfg.Decay); k == law.KindLinear && overlap > 0 {
+		slack = rate * float64(overlap.Milliseconds()) / 1000
+	}
+	return s.merge(other, slack)
+}
+
+func (s *Sketch) merge(other *Sketch, slack float64) error {
+	if other == s {
+		return NewSnapshotError(ErrSnapshotMismatch, "sketch", "Sketch", nil, nil, nil, "Merge of a sketch into itself")
+	}
+	ho, hs := other.header(0), s.header(0)
+	if err := ho.check(&hs, "merged sketch"); err != nil {
+		return err
+	}
+	// One common instant: s's reading msS, and the same instant on
+	// other's scale. A shared Timebase needs no conversion. Otherwise
+	// other's reading at that instant is its own reading minus the
+	// difference of the two times.Time (monotonic within one process,
+	// wall across clocks that only have a wall time): if other is behind,
+	// its values are decayed the extra gap; if ahead, they are read at an
+	// earlier point of its scale (cells written after it count as age 0).
+	msS := s.nowMillis()
+	s.maintain(msS)
+	msO, extra := msS, int64(0)
+	if other.tb != s.tb {
+		msO = other.nowMillis()
+		d := s.tb.Time(msS).Sub(other.tb.Time(msO)).Milliseconds()
+		if d >= 0 {
+			extra = d
+		} else {
+			msO += d
+		}
+	}
+	other.maintain(msO)
+	// No cell of other is older than its floor: reading it at an instant
+	// before the floor is reading every cell at age 0, and keeps each
+	// age computed below inside the 2^31 ms window.
+	msO = max(msO, other.sweep.floor.Load())
+	nowS, nowO := s.stamp(msS), other.stamp(msO)
+	linear := s.rules.Kind() != law.KindNone && s.rules.Kind() != law.KindExponential
+	for l := range int(s.levels) {
+		base := l * s.stride
+		for i := range int(s.m) {
+			wo := other.cells[base+i].Load()
+			b := other.rules.Decay(float64(wo.Score()), atom.Elapsed(wo.Stamp(), nowO)+extra)
+			if b == 0 && slack == 0 {
+				continue
+			}
+			s.markNegative(b)
+			c := &s.cells[base+i]
+			for {
+				w := c.Load()
+				if !s.fresh(&msS) { // a clock jump re-based s meanwhile
+					nowS = s.stamp(msS)
+				}
+				a := s.rules.Value(w, nowS)
+				v := a + b
+				if linear && (a < 0 || b < 0) {
+					v = math.Max(v, math.Max(a, b))
+				}
+				v += slack
+				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), nowS))) {
+					break
+				}
+			}
+		}
+	}
+	return nil
+}

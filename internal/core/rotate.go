@@ -1,0 +1,66 @@
+package core
+
+import (
+	"math"
+)
+
+// promote is called by an operation at time now that found gs past its
+// deadline. The first such operation claims gs (one CAS) and publishes its
+// successor; every other one returns at once with whatever set is current
+// (gs itself while the promotion is still being built) and carries on: no
+// lock, no wait. It returns the set the caller should use.
+func (r *Rotator) promote(gs *genSet, now int64) *genSet {
+	if !gs.claimed.CompareAndSwap(false, true) {
+		return r.cur.Load()
+	}
+	next, k := r.successor(gs, now)
+	if !r.cur.CompareAndSwap(gs, next) {
+		// Only the claimer of the current set may replace it.
+		panic("rotator: generation set replaced without its claim")
+	}
+	r.promotions.Add(1)
+	r.periods.Add(k)
+	return next
+}
+
+// successor builds the set that follows gs at time now >= gs.deadline,
+// and returns it with the number k >= 1 of whole periods that elapsed.
+// Cost is O(N) whatever k is: the k oldest generations retire; when
+// k >= N every generation does, and N fresh ones replace them.
+// Precondition: the caller holds gs's claim.
+func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
+	p := r.periodMs
+	over := now - gs.deadline // >= 0
+	k := uint64(over/p) + 1
+	next := r.successorN(gs, k)
+	// The deadline stays on the grid of the original one: the first
+	// multiple of p past gs.deadline that is after now. Saturate rather
+	// than overflow near the end of int64.
+	next.deadline = addSat(now-over%p, p)
+	return next, k
+}
+
+// successorN returns gs with its k oldest generations retired and fresh
+// ones appended; the caller sets the deadline.
+func (r *Rotator) successorN(gs *genSet, k uint64) *genSet {
+	n := len(gs.gens)
+	next := &genSet{gens: make([]*Sketch, n), next: gs.next}
+	keep := 0
+	if k < uint64(n) {
+		keep = n - int(k)
+		copy(next.gens, gs.gens[k:])
+	}
+	for i := keep; i < n; i++ {
+		next.gens[i] = r.build(next.next)
+		next.next++
+	}
+	return next
+}
+
+// addSat returns a+b (b >= 0), saturated at MaxInt64.
+func addSat(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

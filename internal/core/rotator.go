@@ -1,0 +1,386 @@
+package core
+
+import (
+	"sync/atomic"
+	"time"
+	"unsafe"
+)
+
+// Rotator is a sketch that forgets: N generations of Sketch under
+// distinct seeds, read from the oldest (the primary), written to all, the
+// oldest retired every Period. It has the methods of Sketch plus
+// Close, so it replaces grudge's rotator without other changes.
+//
+// Create one with New; the zero Rotator is not usable. A Rotator is safe
+// for concurrent use by any number of goroutines. It starts no goroutine
+// and takes no lock: rotation happens on access, performed by the one
+// operation that wins the promotion (see the package doc). Every
+// operation reads the clock once, through the one Timebase its
+// generations share, for decay and the rotation deadline alike. Update, Query, UpdateAndQuery, TryUpdate and their
+// string twins do not allocate, except the one operation per Period that
+// performs a promotion and allocates the new generation.
+//
+// Each generation is linearizable as Sketch is; an operation that
+// races a promotion may act on the generation set of just before it (the
+// package documentation, "Races with a promotion"), except
+// [Rotator.TryUpdate], which decides again.
+type Rotator struct {
+	// cur is the current generation set; replaced (never mutated) by the
+	// operation that claims its promotion.
+	cur      atomic.Pointer[genSet]
+	tb       *Timebase     // the one time scale and high-water mark of every generation
+	periodMs int64         // cfg.Period in ms, >= 1
+	cfg      RotatorConfig // normalized, as given to NewRotator
+
+	// Counters, written only by the operation performing a promotion.
+	promotions atomic.Uint64
+	periods    atomic.Uint64
+	created    atomic.Uint64
+}
+
+// genSet is an immutable set of live generations. Only claimed changes,
+// once, from false to true.
+type genSet struct {
+	// gens holds the N live generations, oldest first: gens[0] is the
+	// primary. Never modified after the set is published.
+	gens []*Sketch
+	// deadline is the clock reading (ms) at which gens[0] retires. Always
+	// creation time + a whole number of periods.
+	deadline int64
+	// next is the creation counter of the next generation to build; it
+	// picks that generation's seed (GenerationSeed).
+	next uint64
+	// claimed is set by the one operation that promotes this set.
+	claimed atomic.Bool
+}
+
+// Stats counts what the rotator has done since New. Counters only grow.
+type Stats struct {
+	// Promotions is the number of generation-set swaps: one per
+	// operation that found the deadline passed and won the claim.
+	Promotions uint64
+	// Periods is the number of whole periods the promotions accounted
+	// for: a clock jump of k periods counts k in one promotion.
+	Periods uint64
+	// Allocated is the number of sketches built, the N built by New
+	// included. Retired generations are never reused; the garbage
+	// collector frees them.
+	Allocated uint64
+}
+
+// NewRotator returns a rotator for cfg, with all N generations built and
+// empty, and the first rotation due one Period after the clock's current
+// reading. It returns an error naming the first invalid field (see
+// RotatorConfig.Normalize).
+func NewRotator(cfg RotatorConfig) (*Rotator, error) {
+	r := new(Rotator)
+	if err := r.Init(cfg); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// Init makes the zero Rotator r a rotator for cfg (NewRotator is
+// new(Rotator) and Init; a face that holds the engine by value calls Init
+// on it). It must not be called on a rotator in use.
+func (r *Rotator) Init(cfg RotatorConfig) error {
+	cfg, err := cfg.Normalize()
+	if err != nil {
+		return err
+	}
+	r.tb, r.periodMs, r.cfg = NewTimebase(cfg.Sketch.Clock), cfg.Period.Milliseconds(), cfg
+	n := int(cfg.Generations)
+	gs := &genSet{gens: make([]*Sketch, n)}
+	for i := range gs.gens {
+		gs.gens[i] = r.build(gs.next)
+		gs.next++
+	}
+	gs.deadline = addSat(r.tb.NowMillis(), r.periodMs)
+	r.cur.Store(gs)
+	return nil
+}
+
+// GenSet is a view of a rotator's current generation set, for tests: the
+// live generations oldest first (Gens[0] is the primary), the rotation
+// deadline (ms on the rotator's clock) and the creation counter of the
+// next generation to build.
+type GenSet struct {
+	Gens     []*Sketch
+	Deadline int64
+	Next     uint64
+}
+
+// Current returns the current generation set. Its Gens must not be
+// modified.
+func (r *Rotator) Current() GenSet {
+	gs := r.cur.Load()
+	return GenSet{Gens: gs.gens, Deadline: gs.deadline, Next: gs.next}
+}
+
+// SetManual turns rotation on access off, as RotatorConfig.Manual does,
+// on a rotator nobody else uses yet: grudge's ticker-driven rotator
+// builds its face with rotator.New, then calls it.
+func (r *Rotator) SetManual() { r.cfg.Manual = true }
+
+// build returns a fresh, empty generation hashing under the seed of
+// creation counter gen.
+func (r *Rotator) build(gen uint64) *Sketch {
+	c := r.cfg.Sketch
+	c.Clock = r.tb // one time scale for every generation
+	c.Seed = GenerationSeed(r.cfg.Sketch.Seed, gen)
+	s, err := New(c)
+	if err != nil {
+		// c is cfg.Sketch, validated by New; only the seed differs.
+		panic("rotator: building a generation failed: " + err.Error())
+	}
+	r.created.Add(1)
+	return s
+}
+
+// acquire returns the generation set to operate on and the time of the
+// operation: one clock read, and a promotion when the deadline has passed.
+func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(), r.tb.NowMillis()) }
+
+// settle returns the set to operate on at time now (promoting gs when its
+// deadline has passed) and now as the Timebase's time.Time, which every
+// generation converts back without reading the clock again.
+func (r *Rotator) settle(gs *genSet, now int64) (*genSet, time.Time) {
+	if now >= gs.deadline && !r.cfg.Manual {
+		gs = r.promote(gs, now)
+	}
+	return gs, r.tb.Time(now)
+}
+
+// Config returns the normalized configuration: defaults filled in, Clock
+// nil if it was nil, Sketch.Seed the base seed.
+func (r *Rotator) Config() RotatorConfig { return r.cfg }
+
+// Sizes returns the sum of the live generations' sizes, plus the rotator's
+// own structs in Total. A retired generation still referenced by an
+// operation in flight is not counted; it is garbage once that operation
+// returns.
+func (r *Rotator) Sizes() Sizes {
+	gs := r.cur.Load()
+	var sz Sizes
+	for _, s := range gs.gens {
+		g := s.Sizes()
+		sz.Cells += g.Cells
+		sz.Total += g.Total
+	}
+	sz.Total += int(unsafe.Sizeof(*r)) + int(unsafe.Sizeof(*gs)) + len(gs.gens)*int(unsafe.Sizeof(gs.gens[0]))
+	return sz
+}
+
+// Stats returns the rotation counters. Each counter is read atomically;
+// the three together are not a snapshot.
+func (r *Rotator) Stats() Stats {
+	return Stats{
+		Promotions: r.promotions.Load(),
+		Periods:    r.periods.Load(),
+		Allocated:  r.created.Load(),
+	}
+}
+
+// Close does nothing and may be called any number of times: the rotator
+// has no goroutine or ticker to stop. It exists so that code written for
+// grudge's rotator (defer r.Close()) compiles unchanged. The rotator
+// stays usable after Close.
+func (r *Rotator) Close() {}
+
+// Update adds delta to the key's score in every generation, at one time.
+// It panics if delta is NaN or ±Inf, before touching any cell.
+func (r *Rotator) Update(key []byte, delta float64) {
+	gs, t := r.acquire()
+	r.update(gs, t, bytesView(key), delta)
+}
+
+// UpdateString is Update for a string key, without allocating.
+func (r *Rotator) UpdateString(key string, delta float64) {
+	gs, t := r.acquire()
+	r.update(gs, t, key, delta)
+}
+
+// update adds delta to key in every generation of gs at t, through the
+// hashes r.hashed prefetched when Config.Prefetch is on. The first
+// generation's check panics on a non-finite delta before any cell is
+// written.
+func (r *Rotator) update(gs *genSet, t time.Time, key string, delta float64) {
+	var buf [maxInlineGens]Hashed
+	ks := r.hashed(gs, key, &buf)
+	for i, s := range gs.gens {
+		if ks != nil {
+			s.UpdateHashedAt(t, ks[i], delta)
+		} else {
+			s.UpdateStringAt(t, key, delta)
+		}
+	}
+}
+
+// updateAndQuery is update returning the primary's aggregate after its
+// update.
+func (r *Rotator) updateAndQuery(gs *genSet, t time.Time, key string, delta float64) float64 {
+	var buf [maxInlineGens]Hashed
+	ks := r.hashed(gs, key, &buf)
+	var v float64
+	if ks != nil {
+		v = gs.gens[0].UpdateAndQueryHashedAt(t, ks[0], delta)
+	} else {
+		v = gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
+	}
+	for i, s := range gs.gens[1:] {
+		if ks != nil {
+			s.UpdateHashedAt(t, ks[i+1], delta)
+		} else {
+			s.UpdateStringAt(t, key, delta)
+		}
+	}
+	return v
+}
+
+// Query returns the key's score in the primary (oldest) generation.
+func (r *Rotator) Query(key []byte) float64 {
+	gs, t := r.acquire()
+	return gs.gens[0].QueryAt(t, key)
+}
+
+// QueryString is Query for a string key, without allocating.
+func (r *Rotator) QueryString(key string) float64 {
+	gs, t := r.acquire()
+	return gs.gens[0].QueryStringAt(t, key)
+}
+
+// UpdateAndQuery adds delta as Update does and returns the primary's
+// aggregate after its update. It panics if delta is NaN or ±Inf.
+func (r *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
+	gs, t := r.acquire()
+	return r.updateAndQuery(gs, t, bytesView(key), delta)
+}
+
+// UpdateAndQueryString is UpdateAndQuery for a string key, without
+// allocating.
+func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
+	gs, t := r.acquire()
+	return r.updateAndQuery(gs, t, key, delta)
+}
+
+// TryUpdate adds delta to the key's score in every generation only if
+// the primary's aggregate plus delta is at most limit, and reports
+// whether it did; the decision is the primary's exact
+// Sketch.TryUpdate (any finite limit, above Hi too). It stays
+// exact across promotions: after the primary admits, the increment goes
+// to every younger generation, and the call keeps its admission only if
+// the generation set is still the one it decided on; otherwise it rolls
+// everything back (exactly, or not at all where a cell was written
+// since: see Refund) and decides again on the new set. A denial by the
+// primary writes nothing. It panics if delta or limit is NaN or ±Inf.
+func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
+	return r.tryUpdate(nil, bytesView(key), delta, limit, nil)
+}
+
+// TryUpdateString is TryUpdate for a string key, without allocating.
+func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
+	return r.tryUpdate(nil, key, delta, limit, nil)
+}
+
+// bytesView returns b's bytes as a string without copying. The sketches
+// only hash their keys (a read), and hash both forms alike.
+func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// maxInlineGens is how many generations' hashed keys and receipts an
+// operation keeps on the stack; a rotator with more allocates them.
+const maxInlineGens = 4
+
+// hashed returns nil without Config.Prefetch: the generations then hash
+// the key themselves, each when it acts. With it, it hashes key for every
+// generation of gs, oldest first, and prefetches each generation's cells
+// as soon as it has their hash, so the cache misses of all N generations
+// are in flight together, and the younger generations' hashing runs
+// under the primary's misses, before any generation is read or written.
+// It returns the hashes in buf[:N], or in a new slice for N > len(buf).
+func (r *Rotator) hashed(gs *genSet, key string, buf *[maxInlineGens]Hashed) []Hashed {
+	if !r.cfg.Prefetch {
+		return nil // inlined: the default path makes no call
+	}
+	return prefetchAll(gs, key, buf)
+}
+
+// prefetchAll is hashed with Config.Prefetch on.
+func prefetchAll(gs *genSet, key string, buf *[maxInlineGens]Hashed) []Hashed {
+	ks := buf[:]
+	if len(gs.gens) > len(buf) {
+		ks = make([]Hashed, len(gs.gens))
+	}
+	ks = ks[:len(gs.gens)]
+	for i, s := range gs.gens {
+		ks[i] = s.HashString(key)
+		s.Prefetch(ks[i])
+	}
+	return ks
+}
+
+// tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
+// and the call is admitted, it records every generation's receipt there.
+func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation) bool {
+	CheckTry(delta, limit)
+	var inline [maxInlineGens]Receipt
+	var keys [maxInlineGens]Hashed
+	for {
+		var gs *genSet
+		var t time.Time
+		if at == nil {
+			gs, t = r.acquire()
+		} else {
+			gs, t = r.acquireAt(*at)
+		}
+		// With Config.Prefetch, every generation's cells are prefetched
+		// before the primary decides, so that an admission finds the
+		// younger ones arriving; a denial pays their hashing and
+		// prefetch for nothing. Without it, the younger generations are
+		// hashed only once the primary has admitted.
+		var rc Receipt
+		var ok bool
+		ks := r.hashed(gs, key, &keys)
+		if ks != nil {
+			rc, ok = gs.gens[0].TryReserveHashedAt(t, ks[0], delta, limit)
+		} else {
+			rc, ok = gs.gens[0].TryReserveStringAt(t, key, delta, limit)
+		}
+		if !ok {
+			return false // the primary's denial: nothing written
+		}
+		rcs := inline[:]
+		if len(gs.gens) > maxInlineGens {
+			rcs = make([]Receipt, len(gs.gens))
+		}
+		rcs[0] = rc
+		for i, s := range gs.gens[1:] {
+			if ks != nil {
+				rcs[i+1] = s.AddHashedAt(t, ks[i+1], delta)
+			} else {
+				rcs[i+1] = s.AddStringAt(t, key, delta)
+			}
+		}
+		if r.cur.Load() == gs {
+			if res != nil {
+				*res = Reservation{gs: gs, rcs: append([]Receipt(nil), rcs[:len(gs.gens)]...)}
+			}
+			return true
+		}
+		// A promotion replaced the set while we decided: the primary
+		// that admitted is retired, and the new one may have admitted
+		// others before our increment reached it. Roll it all back
+		// (exactly, or where a cell was written since, not at all: an
+		// over-estimate) and decide again on the new set.
+		for i, s := range gs.gens {
+			s.Refund(&rcs[i])
+		}
+	}
+}
+
+// RotatorDetailed is Detailed on the primary (oldest) generation: its
+// per-level view of the key. It allocates the slice of levels.
+func RotatorDetailed[L any](r *Rotator, key []byte, mk func(level, index uint32, score float64) L) (float64, []L) {
+	gs, t := r.acquire()
+	s := gs.gens[0]
+	return detailed(s, s.hasher.Sum64(key), s.tb.Millis(t), mk)
+}

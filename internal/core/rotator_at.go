@@ -1,0 +1,133 @@
+package core
+
+import (
+	"time"
+)
+
+// The At twins take the time as their first argument, as
+// golang.org/x/time/rate's AllowN(t, n) does, and convert it once through
+// the rotator's Timebase (see Timebase: a t before a time already
+// used counts as that time, a t after the clock's current reading counts
+// as that reading). The time drives decay and rotation alike.
+
+// Timebase returns the time scale every generation shares.
+func (r *Rotator) Timebase() *Timebase { return r.tb }
+
+// acquireAt is acquire at time t.
+func (r *Rotator) acquireAt(t time.Time) (*genSet, time.Time) {
+	return r.settle(r.cur.Load(), r.tb.Millis(t))
+}
+
+// Rotate retires the primary now and builds a fresh newest generation,
+// whatever the deadline; the next deadline is one Period from now. It is
+// how a Manual rotator rotates (grudge's Ticker), and may be called on
+// any rotator. Safe for concurrent use: concurrent calls each rotate once.
+func (r *Rotator) Rotate() {
+	for {
+		gs := r.cur.Load()
+		if !gs.claimed.CompareAndSwap(false, true) {
+			continue // a promotion is being published; take the next set
+		}
+		now := r.tb.NowMillis()
+		next := r.successorN(gs, 1)
+		next.deadline = addSat(now, r.periodMs)
+		if !r.cur.CompareAndSwap(gs, next) {
+			panic("rotator: generation set replaced without its claim")
+		}
+		r.promotions.Add(1)
+		r.periods.Add(1)
+		return
+	}
+}
+
+// UpdateAt is Update at time t.
+func (r *Rotator) UpdateAt(t time.Time, key []byte, delta float64) {
+	gs, t := r.acquireAt(t)
+	r.update(gs, t, bytesView(key), delta)
+}
+
+// UpdateStringAt is UpdateString at time t.
+func (r *Rotator) UpdateStringAt(t time.Time, key string, delta float64) {
+	gs, t := r.acquireAt(t)
+	r.update(gs, t, key, delta)
+}
+
+// QueryAt is Query at time t.
+func (r *Rotator) QueryAt(t time.Time, key []byte) float64 {
+	gs, t := r.acquireAt(t)
+	return gs.gens[0].QueryAt(t, key)
+}
+
+// QueryStringAt is QueryString at time t.
+func (r *Rotator) QueryStringAt(t time.Time, key string) float64 {
+	gs, t := r.acquireAt(t)
+	return gs.gens[0].QueryStringAt(t, key)
+}
+
+// UpdateAndQueryAt is UpdateAndQuery at time t.
+func (r *Rotator) UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64 {
+	gs, t := r.acquireAt(t)
+	return r.updateAndQuery(gs, t, bytesView(key), delta)
+}
+
+// UpdateAndQueryStringAt is UpdateAndQueryString at time t.
+func (r *Rotator) UpdateAndQueryStringAt(t time.Time, key string, delta float64) float64 {
+	gs, t := r.acquireAt(t)
+	return r.updateAndQuery(gs, t, key, delta)
+}
+
+// TryUpdateAt is TryUpdate at time t.
+func (r *Rotator) TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool {
+	return r.tryUpdate(&t, bytesView(key), delta, limit, nil)
+}
+
+// TryUpdateStringAt is TryUpdateString at time t.
+func (r *Rotator) TryUpdateStringAt(t time.Time, key string, delta, limit float64) bool {
+	return r.tryUpdate(&t, key, delta, limit, nil)
+}
+
+// Reservation is what an admitted TryReserve added to the generations it
+// was admitted by, so that Refund can take it back (a limiter's Cancel, or
+// a multi-window decision undone). The zero Reservation refunds nothing.
+type Reservation struct {
+	gs  *genSet
+	rcs []Receipt
+}
+
+// TryReserveAt is TryUpdateAt that also returns a Reservation of what
+// the admitted call added. It allocates the Reservation's receipts.
+func (r *Rotator) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Reservation, bool) {
+	var res Reservation
+	ok := r.tryUpdate(&t, bytesView(key), delta, limit, &res)
+	return res, ok
+}
+
+// TryReserveStringAt is TryReserveAt for a string key.
+func (r *Rotator) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Reservation, bool) {
+	var res Reservation
+	ok := r.tryUpdate(&t, key, delta, limit, &res)
+	return res, ok
+}
+
+// Refund takes back what res added to each generation that is still
+// live, cell by cell as Sketch.Refund does: exactly where the cell
+// still holds the word the reservation stored, not at all where anything
+// else wrote it since (an over-estimate, never another key's mass).
+// Generations retired since need nothing. It reports whether everything
+// still live was given back; a second Refund of res does nothing.
+func (r *Rotator) Refund(res *Reservation) bool {
+	if res.gs == nil {
+		return true
+	}
+	all := true
+	live := r.cur.Load().gens
+	for i, s := range res.gs.gens {
+		for _, l := range live {
+			if l == s {
+				all = s.Refund(&res.rcs[i]) && all
+				break
+			}
+		}
+	}
+	return all
+}

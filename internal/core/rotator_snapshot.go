@@ -1,0 +1,242 @@
+package core
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// A rotator snapshot (docs/snapshots.md) is a 56-byte header, the N
+// generations' sketch snapshots oldest first (each complete, with its own
+// checksum), and a CRC-32C of everything before it:
+//
+//	0  "GRDG"          magic
+//	4  u8              format version (SnapshotVersion)
+//	5  u8              kind (SnapshotKindRotator)
+//	6  u16             reserved, 0
+//	8  u32             N, the generations
+//	12 u32             reserved, 0
+//	16 u64             next: the creation counter of the next generation
+//	24 i64             Period in ms
+//	32 i64             the rotation deadline, Unix ms (wall time)
+//	40 i64             the snapshot instant, Unix ms (wall time)
+//	48 u64             the base seed (Config.Sketch.Seed)
+//
+// Generation i (0 = the primary) was created as number next-N+i and
+// hashes under GenerationSeed(base seed, next-N+i); its own header records that
+// seed, so a restore rebuilds it under the same seed and every key maps to
+// the same cells.
+const rotHeaderSize = 56
+
+func rotCorrupt(field string, got, want any, cause error, format string, args ...any) error {
+	return NewSnapshotError(ErrCorruptSnapshot, "rotator", field, got, want, cause, "snapshot "+format, args...)
+}
+
+func rotMismatch(field string, got, want any) error {
+	return NewSnapshotError(ErrSnapshotMismatch, "rotator", field, got, want, nil,
+		"snapshot %s differs: got %v, the rotator has %v", field, got, want)
+}
+
+// SnapshotSize returns the exact length in bytes of the rotator's
+// snapshot.
+func (r *Rotator) SnapshotSize() int64 {
+	gs := r.cur.Load()
+	return rotHeaderSize + int64(len(gs.gens))*gs.gens[0].SnapshotSize() + 4
+}
+
+// MarshalBinary returns a snapshot of the rotator (encoding.BinaryMarshaler);
+// see WriteTo.
+func (r *Rotator) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(int(r.SnapshotSize()))
+	if _, err := r.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// countWriter counts the bytes written through it.
+type countWriter struct {
+	w io.Writer
+	n int64
+}
+
+func (c *countWriter) Write(p []byte) (int, error) {
+	n, err := c.w.Write(p)
+	c.n += int64(n)
+	return n, err
+}
+
+// WriteTo writes a snapshot of the rotator to w (io.WriterTo). It may run
+// concurrently with any operation: it encodes the generation set current
+// when it starts (a set is immutable, so a promotion meanwhile does not
+// mix two sets), each generation as Sketch.WriteTo does (each cell
+// one atomic load; the cells together are not an atomic snapshot, and
+// each generation has its own snapshot instant, read one after the other).
+func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
+	gs := r.cur.Load()
+	ms := r.tb.NowMillis()
+	var hdr [rotHeaderSize]byte
+	le := binary.LittleEndian
+	copy(hdr[0:4], SnapshotMagic)
+	hdr[4], hdr[5] = SnapshotVersion, SnapshotKindRotator
+	le.PutUint32(hdr[8:], uint32(len(gs.gens)))
+	le.PutUint64(hdr[16:], gs.next)
+	le.PutUint64(hdr[24:], uint64(r.periodMs))
+	le.PutUint64(hdr[32:], uint64(r.tb.Time(gs.deadline).UnixMilli()))
+	le.PutUint64(hdr[40:], uint64(r.tb.Time(ms).UnixMilli()))
+	le.PutUint64(hdr[48:], r.cfg.Sketch.Seed)
+
+	h := crc32.New(crcTable)
+	cw := &countWriter{w: w}
+	mw := io.MultiWriter(cw, h)
+	if _, err := mw.Write(hdr[:]); err != nil {
+		return cw.n, err
+	}
+	for _, g := range gs.gens {
+		if _, err := g.WriteTo(mw); err != nil {
+			return cw.n, err
+		}
+	}
+	le.PutUint32(hdr[:4], h.Sum32())
+	_, err := cw.Write(hdr[:4])
+	return cw.n, err
+}
+
+// UnmarshalBinary restores the rotator from a snapshot
+// (encoding.BinaryUnmarshaler); see ReadFrom. The whole checksum and the
+// length are verified first.
+func (r *Rotator) UnmarshalBinary(data []byte) error {
+	if len(data) < rotHeaderSize+4 {
+		return rotCorrupt("Length", len(data), r.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes, shorter than a header", len(data))
+	}
+	body := data[:len(data)-4]
+	if got, want := binary.LittleEndian.Uint32(data[len(body):]), crc32.Checksum(body, crcTable); got != want {
+		if int64(len(data)) < r.SnapshotSize() {
+			return rotCorrupt("Length", len(data), r.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes of %d", len(data), r.SnapshotSize())
+		}
+		return rotCorrupt("Checksum", got, want, nil, "checksum mismatch: stored %#08x, computed %#08x", got, want)
+	}
+	gs, n, err := r.decode(bytes.NewReader(data))
+	if err != nil {
+		return err
+	}
+	if n != int64(len(data)) {
+		return rotCorrupt("Length", len(data), n, nil, "has %d trailing bytes", int64(len(data))-n)
+	}
+	r.cur.Store(gs)
+	return nil
+}
+
+// ReadFrom restores the rotator from a snapshot read from rd
+// (io.ReaderFrom), reading exactly its bytes. The rotator must have been
+// built by New with the configuration the snapshot was taken under:
+// Generations, Period and the base seed are checked here, everything else
+// by each generation's header (Sketch.UnmarshalBinary). The
+// generations are rebuilt with the creation counters and so the seeds
+// they had, and restored as Sketch.ReadFrom restores (each cell
+// aged by the downtime, on the rotator's own clock). The rotation deadline
+// moves to the rotator's clock through its wall time: a deadline that
+// passed during the downtime promotes on the next access, as it would
+// have. On any error the rotator is left unchanged. Not atomic: call it
+// on a rotator nobody else is using. It builds N new generations before
+// it drops the old ones, so it needs the memory of 2N for a moment.
+func (r *Rotator) ReadFrom(rd io.Reader) (int64, error) {
+	gs, n, err := r.decode(rd)
+	if err == nil {
+		r.cur.Store(gs)
+	}
+	return n, err
+}
+
+// decode reads a snapshot from rd and returns the generation set it
+// describes, not yet published.
+func (r *Rotator) decode(rd io.Reader) (*genSet, int64, error) {
+	h := crc32.New(crcTable)
+	cr := &countReader{r: rd}
+	tr := io.TeeReader(cr, h)
+	truncated := func() error {
+		return rotCorrupt("Length", cr.n, r.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated after %d bytes", cr.n)
+	}
+	var hdr [rotHeaderSize]byte
+	if _, err := io.ReadFull(tr, hdr[:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, cr.n, truncated()
+		}
+		return nil, cr.n, err
+	}
+	le := binary.LittleEndian
+	switch {
+	case string(hdr[0:4]) != SnapshotMagic:
+		return nil, cr.n, rotCorrupt("Magic", string(hdr[0:4]), SnapshotMagic, nil, "magic is %q, want %q", hdr[0:4], SnapshotMagic)
+	case hdr[4] != SnapshotVersion:
+		return nil, cr.n, rotCorrupt("Version", hdr[4], SnapshotVersion, nil, "format version %d is not supported (this build reads %d)", hdr[4], SnapshotVersion)
+	case hdr[5] != SnapshotKindRotator:
+		return nil, cr.n, rotCorrupt("Kind", hdr[5], SnapshotKindRotator, nil, "kind %d is not a rotator snapshot (%d)", hdr[5], SnapshotKindRotator)
+	case hdr[6]|hdr[7] != 0 || le.Uint32(hdr[12:]) != 0:
+		return nil, cr.n, rotCorrupt("Reserved", nil, 0, nil, "reserved header bytes are not zero")
+	}
+	n := le.Uint32(hdr[8:])
+	next := le.Uint64(hdr[16:])
+	period := int64(le.Uint64(hdr[24:]))
+	deadlineWall := int64(le.Uint64(hdr[32:]))
+	seed := le.Uint64(hdr[48:])
+	switch {
+	case n != r.cfg.Generations:
+		return nil, cr.n, rotMismatch("Generations", n, r.cfg.Generations)
+	case period != r.periodMs:
+		return nil, cr.n, rotMismatch("Period", fmt.Sprintf("%dms", period), fmt.Sprintf("%dms", r.periodMs))
+	case seed != r.cfg.Sketch.Seed:
+		return nil, cr.n, rotMismatch("Seed", seed, r.cfg.Sketch.Seed)
+	case next < uint64(n):
+		return nil, cr.n, rotCorrupt("Next", next, n, nil, "creation counter %d is below Generations %d", next, n)
+	}
+	gs := &genSet{gens: make([]*Sketch, n), next: next}
+	for i := range gs.gens {
+		g := r.build(next - uint64(n) + uint64(i))
+		if _, err := g.ReadFrom(tr); err != nil {
+			return nil, cr.n, fmt.Errorf("rotator: snapshot generation %d of %d: %w", i, n, err)
+		}
+		gs.gens[i] = g
+	}
+	want := h.Sum32()
+	var sum [4]byte
+	if _, err := io.ReadFull(cr, sum[:]); err != nil {
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return nil, cr.n, truncated()
+		}
+		return nil, cr.n, err
+	}
+	if got := le.Uint32(sum[:]); got != want {
+		return nil, cr.n, rotCorrupt("Checksum", got, want, nil, "checksum mismatch: stored %#08x, computed %#08x", got, want)
+	}
+	ms := r.tb.NowMillis()
+	// The deadline's distance from now, bounded so that forged wall
+	// times cannot overflow: +-2^62 ms is 146 million years.
+	const far = int64(1) << 62
+	nowWall := r.tb.Time(ms).UnixMilli()
+	d := deadlineWall - nowWall
+	if deadlineWall > nowWall {
+		if d < 0 || d > far {
+			d = far
+		}
+	} else if d > 0 || d < -far {
+		d = -far
+	}
+	gs.deadline = ms + d
+	return gs, cr.n, nil
+}
+
+// countReader counts the bytes read through it.
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}

@@ -1,0 +1,371 @@
+package core
+
+import (
+	"math"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/internal/atom"
+)
+
+// Sketch is the lock-free decaying count-min sketch: L rows of M packed
+// cells (float32 score + 32-bit age in one atomic word), each row aligned
+// to and padded to whole cache lines.
+//
+// Create one with New; the zero Sketch is not usable. A Sketch is safe for
+// concurrent use by any number of goroutines; no method takes a lock,
+// starts a goroutine or allocates, except QueryDetailed, which allocates
+// its result. Update, UpdateAndQuery and Query are lock-free; Query and a
+// denied TryUpdate only read. The package documentation states the
+// guarantees; [Sketch.TryUpdate] the protocol's contract.
+type Sketch struct {
+	// Everything but due is written once by New and only read after, so
+	// these lines are shared read-only by all cores; the fields every
+	// operation reads come first (the first two cache lines).
+	cells    []atom.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
+	rules    *atom.Rules // decay law and clamp bounds
+	hasher   Hasher
+	tb       *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
+	epoch    int64     // clock reading at New; stamps count ms from here, mod 2^32
+	stride   int       // cells between row starts, a multiple of cellsPerLine
+	levels   uint32
+	m        uint32
+	due      atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
+	low      atomic.Int64            // an operation at a time below low is stale (horizon.go, fresh); written once per sweep
+	negative atomic.Bool             // a negative delta has been applied: roll-backs only restore exactly (tryupdate.go, rollback); written once
+	resets   atomic.Uint64           // Reset and snapshot loads so far: a Receipt from before one is void
+	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
+	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
+	hooks    *testHooks              // nil except in tests (export_test.go)
+	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
+	agg      Aggregator
+	cfg      Config // normalized, as given to New
+	bytes    int    // bytes allocated for cells and stripes
+
+	// sweep is the rest of the horizon state (horizon.go), written only by
+	// sweeps; on its own lines.
+	_     [cacheLine]byte
+	sweep sweeper
+	_     [cacheLine]byte
+}
+
+// New returns a lock-free sketch for cfg, or an error naming the first
+// invalid field (see Config.Normalize).
+func New(cfg Config) (*Sketch, error) {
+	s := new(Sketch)
+	if err := s.Init(cfg); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Init makes the zero Sketch s a sketch for cfg (New is new(Sketch) and
+// Init; a face that holds the engine by value calls Init on it). It
+// returns an error naming the first invalid field (see Config.Normalize)
+// and leaves s unusable then. Init must not be called on a sketch in use.
+func (s *Sketch) Init(cfg Config) error {
+	cfg, err := cfg.Normalize()
+	if err != nil {
+		return err
+	}
+	s.rules = atom.NewRules(cfg.Decay, cfg.Lo, cfg.Hi)
+	s.hasher = cfg.Hasher(cfg.Seed)
+	s.tb = NewTimebase(cfg.Clock)
+	s.stride = rowStride(cfg.CellsPerLevel)
+	s.levels = cfg.Levels
+	s.m = cfg.CellsPerLevel
+	s.agg = cfg.Aggregator
+	s.aggFunc = cfg.AggregateFunc
+	s.cfg = cfg
+	var n int
+	s.cells, n = allocRows(int(s.levels), s.stride)
+	s.stripes = allocStripes()
+	s.bytes = n + (numStripes+3)*cacheLine
+	s.hi32 = float32(s.rules.Hi())
+	s.epoch = s.nowMillis()
+	s.low.Store(math.MinInt64)
+	s.initHorizon(s.epoch)
+	return nil
+}
+
+// aggregate combines the per-level scores v with the configured
+// aggregator: the built-in one, or Config.AggregateFunc through
+// CustomAggregate (v does not escape either way).
+func (s *Sketch) aggregate(v []float64) float64 {
+	if s.aggFunc != nil {
+		return CustomAggregate(s.aggFunc, v)
+	}
+	return s.agg.Aggregate(v)
+}
+
+// Config returns the normalized configuration the sketch was built with.
+func (s *Sketch) Config() Config { return s.cfg }
+
+// Sizes reports the sketch's memory: Cells is the cell block as allocated
+// (alignment and guard lines included), Total adds the stripes, the decay
+// tables, the time high-water mark and the struct.
+func (s *Sketch) Sizes() Sizes {
+	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atom.Cell{}))
+	return Sizes{
+		Cells: cells,
+		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atom.Rules{})) + int(unsafe.Sizeof(Timebase{})),
+	}
+}
+
+// nowMillis reads the clock through the Timebase's high-water mark.
+func (s *Sketch) nowMillis() int64 { return s.tb.NowMillis() }
+
+// stamp converts a clock reading to a cell stamp: ms since epoch mod 2^32.
+func (s *Sketch) stamp(ms int64) uint32 { return uint32(ms - s.epoch) }
+
+// offsets fills off[:L] with the positions in s.cells of the key's cells,
+// one per level, in level order.
+func (s *Sketch) offsets(h uint64, off *[MaxLevels]int) {
+	for l := uint32(0); l < s.levels; l++ {
+		off[l] = int(l)*s.stride + int(Index(h, l, s.m))
+	}
+}
+
+// CheckFinite panics if v is NaN or ±Inf. v-v is 0 for every finite v and
+// NaN otherwise, so the hot path pays one subtraction and one compare.
+func CheckFinite(op, name string, v float64) {
+	if v-v != 0 {
+		panicNotFinite(op, name, v)
+	}
+}
+
+//go:noinline
+func panicNotFinite(op, name string, v float64) {
+	panic("sketch: " + op + " " + name + " must be finite; got " + formatFloat(v))
+}
+
+func formatFloat(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "NaN"
+	case math.IsInf(v, 1):
+		return "+Inf"
+	case math.IsInf(v, -1):
+		return "-Inf"
+	}
+	return "finite"
+}
+
+// Update adds delta to the key's score at every level: per cell, decay for
+// the cell's age, add, clamp to [Lo, Hi], round up to float32, one CAS.
+// It panics if delta is NaN or ±Inf, before touching any cell.
+func (s *Sketch) Update(key []byte, delta float64) {
+	CheckFinite("Update", "delta", delta)
+	s.update(s.hasher.Sum64(key), delta, s.nowMillis())
+}
+
+// UpdateString is Update for a string key, without allocating.
+func (s *Sketch) UpdateString(key string, delta float64) {
+	CheckFinite("Update", "delta", delta)
+	s.update(s.hasher.Sum64String(key), delta, s.nowMillis())
+}
+
+func (s *Sketch) update(h uint64, delta float64, ms int64) {
+	s.maintain(ms)
+	s.markNegative(delta)
+	var off [MaxLevels]int
+	var w [MaxLevels]atom.Word
+	s.offsets(h, &off)
+	// Load every cell before the first CAS: the loads are independent, so
+	// their cache misses overlap instead of queueing behind each locked
+	// CAS.
+	if s.hooks != nil {
+		s.hooks.call(s.hooks.load, 0)
+	}
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
+	// Compute every new word before the first CAS too: a locked
+	// instruction keeps later loads (the decay tables) from passing it,
+	// so interleaving compute and CAS would serialise L table lookups.
+	var nw [MaxLevels]atom.Word
+	s.rules.NextN(&w, s.levels, now, delta, &nw)
+	for l := range s.levels {
+		if s.cells[off[l]].CompareAndSwap(w[l], nw[l]) {
+			continue
+		}
+		// Lost a race: the key is hot. Back off so the winner keeps the
+		// line for a few operations (atom.ContentionBackoff), then
+		// CAS-loop on a fresh word. The words computed for the remaining
+		// cells are likely stale too, and a failed CAS costs a cache-line
+		// transfer, so they go straight to the CAS loop on fresh words.
+		s.addLoop(&s.cells[off[l]], &ms, delta, true)
+		for j := l + 1; j < s.levels; j++ {
+			s.addLoop(&s.cells[off[j]], &ms, delta, false)
+		}
+		return
+	}
+}
+
+// The operations load their L words inline (a call here would cost more
+// than the check), then check the time against the horizon:
+//
+//	for l := range s.levels { w[l] = s.cells[off[l]].Load() }
+//	if ms < s.low.Load() { s.reloadWords(&off, &w, &ms) }
+//
+// See fresh (horizon.go) for why a stale time must not be used.
+
+// reloadWords is the stale path of an operation's loads: a fresh time,
+// then the loads again, until the time is fresh after them.
+//
+//go:noinline
+func (s *Sketch) reloadWords(off *[MaxLevels]int, w *[MaxLevels]atom.Word, ms *int64) {
+	for !s.fresh(ms) {
+		for l := range s.levels {
+			w[l] = s.cells[off[l]].Load()
+		}
+	}
+}
+
+// addLoop adds delta to c by a CAS loop for an operation at *ms: load,
+// compute, CAS until it wins. With lost set (the caller has just lost a
+// CAS race on c) it backs off one round first, so the winner keeps the
+// line a while; after each lost round it backs off again. Every word it
+// loads is checked against the horizon (fresh), so a stale *ms is moved
+// to the clock's reading rather than used on a re-stamped word. It
+// returns the word it replaced and the word it stored.
+func (s *Sketch) addLoop(c *atom.Cell, ms *int64, delta float64, lost bool) (old, nw atom.Word) {
+	bo := atom.ContentionBackoff()
+	for {
+		if lost {
+			atom.Backoff(&bo)
+		}
+		lost = true
+		old = c.Load()
+		s.fresh(ms)
+		nw = s.rules.Next(old, s.stamp(*ms), delta)
+		if c.CompareAndSwap(old, nw) {
+			return old, nw
+		}
+	}
+}
+
+// UpdateAndQuery adds delta as Update does and returns the aggregate of the
+// scores it stored. It panics if delta is NaN or ±Inf.
+func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
+	CheckFinite("UpdateAndQuery", "delta", delta)
+	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.nowMillis())
+}
+
+// UpdateAndQueryString is UpdateAndQuery for a string key, without
+// allocating.
+func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
+	CheckFinite("UpdateAndQuery", "delta", delta)
+	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.nowMillis())
+}
+
+func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
+	s.maintain(ms)
+	s.markNegative(delta)
+	var off [MaxLevels]int
+	var w [MaxLevels]atom.Word
+	var v [MaxLevels]float64
+	s.offsets(h, &off)
+	if s.hooks != nil {
+		s.hooks.call(s.hooks.load, 0)
+	}
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
+	for l := range s.levels {
+		c := &s.cells[off[l]]
+		nw := s.rules.Next(w[l], now, delta)
+		if !c.CompareAndSwap(w[l], nw) {
+			_, nw = s.addLoop(c, &ms, delta, true)
+			now = s.stamp(ms)
+		}
+		v[l] = float64(nw.Score())
+	}
+	return s.aggregate(v[:s.levels])
+}
+
+// Query returns the key's aggregated score, decayed to now. It only reads:
+// it loads the L words and decays in registers, so any number of cores can
+// query a hot key without moving its cache lines.
+func (s *Sketch) Query(key []byte) float64 { return s.query(s.hasher.Sum64(key), s.nowMillis()) }
+
+// QueryString is Query for a string key, without allocating.
+func (s *Sketch) QueryString(key string) float64 {
+	return s.query(s.hasher.Sum64String(key), s.nowMillis())
+}
+
+func (s *Sketch) query(h uint64, ms int64) float64 {
+	s.maintain(ms)
+	var off [MaxLevels]int
+	var w [MaxLevels]atom.Word
+	var v [MaxLevels]float64
+	s.offsets(h, &off)
+	if s.hooks != nil {
+		s.hooks.call(s.hooks.load, 0)
+	}
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
+	s.rules.ValueN(&w, s.levels, now, &v) // one decay dispatch per key, as update does
+	return s.aggregate(v[:s.levels])
+}
+
+// Detailed is QueryDetailed: the aggregate of key's cells, decayed to
+// now, and each level's cell as mk builds it from the level, the cell's
+// index in its row and its decayed score (each face builds its own
+// per-level type). It only reads; it allocates the slice of levels.
+func Detailed[L any](s *Sketch, key []byte, mk func(level, index uint32, score float64) L) (float64, []L) {
+	return detailed(s, s.hasher.Sum64(key), s.nowMillis(), mk)
+}
+
+// DetailedAt is Detailed at time t for a string key.
+func DetailedAt[L any](s *Sketch, t time.Time, key string, mk func(level, index uint32, score float64) L) (float64, []L) {
+	return detailed(s, s.hasher.Sum64String(key), s.tb.Millis(t), mk)
+}
+
+func detailed[L any](s *Sketch, h uint64, ms int64, mk func(level, index uint32, score float64) L) (float64, []L) {
+	s.maintain(ms)
+	var off [MaxLevels]int
+	var v [MaxLevels]float64
+	s.offsets(h, &off)
+	levels := make([]L, s.levels)
+	for l := range s.levels {
+		// One level at a time: load, check the time (fresh), decay.
+		w := s.cells[off[l]].Load()
+		s.fresh(&ms)
+		v[l] = s.rules.Value(w, s.stamp(ms))
+		levels[l] = mk(l, uint32(off[l]-int(l)*s.stride), v[l])
+	}
+	return s.aggregate(v[:s.levels]), levels
+}
+
+// Reset sets every cell to score 0. It is not atomic: an operation that
+// runs concurrently may see some cells reset and others not, and its
+// writes may survive the reset. Call it on a sketch nobody else is using.
+// It does not allocate, but costs an atomic store per cell (milliseconds
+// at the default size). The epoch and seed stay as they were.
+func (s *Sketch) Reset() {
+	ms := s.nowMillis()
+	s.sweep.mu.Lock()
+	defer s.sweep.mu.Unlock()
+	w := atom.Pack(0, s.stamp(ms))
+	for i := range s.cells {
+		s.cells[i].Store(w)
+	}
+	s.resets.Add(1)
+	s.sweep.active = false
+	s.initHorizon(ms)
+}

@@ -1,0 +1,469 @@
+package core
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"math"
+
+	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/law"
+)
+
+// Snapshots (docs/snapshots.md has the byte table and the guarantees).
+//
+// A snapshot is a fixed 88-byte header, L*M cell records of 8 bytes and a
+// CRC-32C (Castagnoli) of everything before it, all little-endian. A cell
+// record is the float32 score bits and the cell's age in ms at the
+// snapshot instant. The header carries the snapshot instant as a wall
+// time (Unix ms), so a restore on another process clock decays every cell
+// by its age at the snapshot plus the downtime, never by a difference of
+// two unrelated epochs.
+
+// Snapshot format constants.
+const (
+	// SnapshotMagic opens every snapshot (sketch and rotator).
+	SnapshotMagic = "GRDG"
+	// SnapshotVersion is the format version this package writes and reads.
+	SnapshotVersion = 1
+	// SnapshotKindSketch and SnapshotKindRotator tell the two payloads apart.
+	SnapshotKindSketch  = 1
+	SnapshotKindRotator = 2
+
+	snapHeaderSize = 88
+	snapCellSize   = 8
+	snapCRCSize    = 4
+	// snapChunk is the buffer of the streaming encoder and decoder, in
+	// cell records.
+	snapChunk = 8192
+)
+
+// Hash kinds in the header. A custom hasher is recorded as 0; every kind
+// is also checked through the fingerprint (the hash of snapProbe).
+const (
+	hashKindCustom = 0
+	hashKindXXH3   = 1
+	hashKindSip    = 2
+)
+
+// snapProbe is the fixed key whose hash is the hasher's fingerprint.
+const snapProbe = "github.com/lfgrudge/grudge snapshot probe"
+
+// crcTable is the CRC-32C table of the snapshot checksum.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// CRC32C returns the CRC-32C (Castagnoli) of b, the snapshot checksum.
+func CRC32C(b []byte) uint32 { return crc32.Checksum(b, crcTable) }
+
+// SnapshotError reports a refused snapshot or merge: which header field,
+// the value found and the value expected. errors.Is matches it against
+// ErrCorruptSnapshot or ErrSnapshotMismatch (one of them), and Unwrap
+// gives the cause (io.ErrUnexpectedEOF for a truncated stream), if any.
+type SnapshotError struct {
+	Field     string // header field, e.g. "CellsPerLevel", "Checksum"
+	Got, Want any    // found in the snapshot (or the other sketch), expected
+	msg       string
+	kind      error // ErrCorruptSnapshot or ErrSnapshotMismatch
+	err       error
+}
+
+// NewSnapshotError returns a *SnapshotError of kind (ErrCorruptSnapshot or
+// ErrSnapshotMismatch) with message prefix + ": " + the formatted text.
+// cause may be nil.
+func NewSnapshotError(kind error, prefix, field string, got, want any, cause error, format string, args ...any) *SnapshotError {
+	return &SnapshotError{Field: field, Got: got, Want: want, kind: kind, err: cause,
+		msg: prefix + ": " + fmt.Sprintf(format, args...)}
+}
+
+func (e *SnapshotError) Error() string { return e.msg }
+
+// Is reports whether target is the error's kind.
+func (e *SnapshotError) Is(target error) bool { return target == e.kind }
+
+// Unwrap returns the cause, if any.
+func (e *SnapshotError) Unwrap() error { return e.err }
+
+func corrupt(field string, got, want any, cause error, format string, args ...any) *SnapshotError {
+	return NewSnapshotError(ErrCorruptSnapshot, "sketch", field, got, want, cause, "snapshot "+format, args...)
+}
+
+func mismatch(what, field string, got, want any) *SnapshotError {
+	return NewSnapshotError(ErrSnapshotMismatch, "sketch", field, got, want, nil,
+		"%s %s differs: got %v, the sketch has %v", what, field, got, want)
+}
+
+// snapHeader is the decoded header.
+type snapHeader struct {
+	version, kind     uint8
+	decayKind, agg    uint8
+	hashKind          uint8
+	levels, m         uint32
+	param, lo, hi     float64
+	seed, fingerprint uint64
+	epochWall, atWall int64 // Unix ms: the sketch's epoch, the snapshot instant
+	cells             uint64
+}
+
+// header returns s's header for a snapshot taken at wall time atWall.
+func (s *Sketch) header(atWall int64) snapHeader {
+	k, p := law.Params(s.cfg.Decay)
+	return snapHeader{
+		version: SnapshotVersion, kind: SnapshotKindSketch,
+		decayKind: uint8(k), agg: uint8(s.agg), hashKind: hashKindOf(s.hasher),
+		levels: s.levels, m: s.m,
+		param: p, lo: s.cfg.Lo, hi: s.cfg.Hi,
+		seed: s.cfg.Seed, fingerprint: s.hasher.Sum64String(snapProbe),
+		epochWall: s.tb.Time(s.epoch).UnixMilli(), atWall: atWall,
+		cells: uint64(s.levels) * uint64(s.m),
+	}
+}
+
+func hashKindOf(h Hasher) uint8 {
+	switch h.(type) {
+	case xxh3Hasher:
+		return hashKindXXH3
+	case sipHasher:
+		return hashKindSip
+	}
+	return hashKindCustom
+}
+
+func (h *snapHeader) put(b []byte) {
+	le := binary.LittleEndian
+	copy(b[0:4], SnapshotMagic)
+	b[4], b[5], b[6], b[7] = h.version, h.kind, h.decayKind, h.agg
+	b[8], b[9], b[10], b[11] = h.hashKind, 0, 0, 0
+	le.PutUint32(b[12:], h.levels)
+	le.PutUint32(b[16:], h.m)
+	le.PutUint32(b[20:], 0)
+	le.PutUint64(b[24:], math.Float64bits(h.param))
+	le.PutUint64(b[32:], math.Float64bits(h.lo))
+	le.PutUint64(b[40:], math.Float64bits(h.hi))
+	le.PutUint64(b[48:], h.seed)
+	le.PutUint64(b[56:], h.fingerprint)
+	le.PutUint64(b[64:], uint64(h.epochWall))
+	le.PutUint64(b[72:], uint64(h.atWall))
+	le.PutUint64(b[80:], h.cells)
+}
+
+// parseHeader decodes b (snapHeaderSize bytes) and checks what makes it
+// well formed on its own: magic, version, kind, reserved bytes, cell count.
+func parseHeader(b []byte) (snapHeader, error) {
+	le := binary.LittleEndian
+	var h snapHeader
+	if string(b[0:4]) != SnapshotMagic {
+		return h, corrupt("Magic", string(b[0:4]), SnapshotMagic, nil, "magic is %q, want %q", b[0:4], SnapshotMagic)
+	}
+	h.version, h.kind, h.decayKind, h.agg, h.hashKind = b[4], b[5], b[6], b[7], b[8]
+	if h.version != SnapshotVersion {
+		return h, corrupt("Version", h.version, SnapshotVersion, nil, "format version %d is not supported (this build reads %d)", h.version, SnapshotVersion)
+	}
+	if h.kind != SnapshotKindSketch {
+		return h, corrupt("Kind", h.kind, SnapshotKindSketch, nil, "kind %d is not a sketch snapshot (%d)", h.kind, SnapshotKindSketch)
+	}
+	if b[9]|b[10]|b[11] != 0 || le.Uint32(b[20:]) != 0 {
+		return h, corrupt("Reserved", nil, 0, nil, "reserved header bytes are not zero")
+	}
+	h.levels = le.Uint32(b[12:])
+	h.m = le.Uint32(b[16:])
+	h.param = math.Float64frombits(le.Uint64(b[24:]))
+	h.lo = math.Float64frombits(le.Uint64(b[32:]))
+	h.hi = math.Float64frombits(le.Uint64(b[40:]))
+	h.seed = le.Uint64(b[48:])
+	h.fingerprint = le.Uint64(b[56:])
+	h.epochWall = int64(le.Uint64(b[64:]))
+	h.atWall = int64(le.Uint64(b[72:]))
+	h.cells = le.Uint64(b[80:])
+	if h.cells != uint64(h.levels)*uint64(h.m) {
+		return h, corrupt("Cells", h.cells, uint64(h.levels)*uint64(h.m), nil, "cell count %d is not Levels x CellsPerLevel = %d x %d", h.cells, h.levels, h.m)
+	}
+	return h, nil
+}
+
+// check compares a parsed header with s's own (mine), field by field.
+// what names the other side in messages ("snapshot", "merged sketch").
+func (h *snapHeader) check(mine *snapHeader, what string) error {
+	f64 := func(a, b float64) bool { return math.Float64bits(a) == math.Float64bits(b) }
+	switch {
+	case h.levels != mine.levels:
+		return mismatch(what, "Levels", h.levels, mine.levels)
+	case h.m != mine.m:
+		return mismatch(what, "CellsPerLevel", h.m, mine.m)
+	case h.decayKind != mine.decayKind:
+		return mismatch(what, "Decay", law.Kind(h.decayKind), law.Kind(mine.decayKind))
+	case !f64(h.param, mine.param):
+		return mismatch(what, "Decay parameter", h.param, mine.param)
+	case !f64(h.lo, mine.lo):
+		return mismatch(what, "Lo", h.lo, mine.lo)
+	case !f64(h.hi, mine.hi):
+		return mismatch(what, "Hi", h.hi, mine.hi)
+	case h.agg != mine.agg:
+		return mismatch(what, "Aggregator", Aggregator(h.agg), Aggregator(mine.agg))
+	case h.hashKind != mine.hashKind:
+		return mismatch(what, "Hasher", hashKindName(h.hashKind), hashKindName(mine.hashKind))
+	case h.seed != mine.seed:
+		return mismatch(what, "Seed", h.seed, mine.seed)
+	case h.fingerprint != mine.fingerprint:
+		return mismatch(what, "Hasher fingerprint", fmt.Sprintf("%#016x", h.fingerprint), fmt.Sprintf("%#016x", mine.fingerprint))
+	}
+	return nil
+}
+
+func hashKindName(k uint8) string {
+	switch k {
+	case hashKindXXH3:
+		return "XXH3"
+	case hashKindSip:
+		return "SipHash"
+	case hashKindCustom:
+		return "custom"
+	}
+	return fmt.Sprintf("hash kind %d", k)
+}
+
+// SnapshotSize returns the exact length in bytes of s's snapshot.
+func (s *Sketch) SnapshotSize() int64 {
+	return snapHeaderSize + int64(s.levels)*int64(s.m)*snapCellSize + snapCRCSize
+}
+
+// MarshalBinary returns a snapshot of s (encoding.BinaryMarshaler). It is
+// WriteTo into one buffer of SnapshotSize bytes; see WriteTo for what a
+// snapshot taken under concurrent updates holds.
+func (s *Sketch) MarshalBinary() ([]byte, error) {
+	var b bytes.Buffer
+	b.Grow(int(s.SnapshotSize()))
+	if _, err := s.WriteTo(&b); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
+}
+
+// WriteTo writes a snapshot of s to w (io.WriterTo) through a fixed
+// 64 KiB buffer, and returns the bytes written.
+//
+// It may run concurrently with any other operation, Merge included. What
+// it then captures: the snapshot instant T is one clock reading taken at
+// the start; each cell is read with one atomic load, so each record is a
+// value the cell really held, at some moment during the encode, stated as
+// its age at T (a cell written at a time after T counts as age 0). The
+// set of cells is not an atomic snapshot: cells are read one after the
+// other, so each lies between its value at the start of the encode and
+// its value at the end. With non-negative deltas, every update that
+// completed before WriteTo was called is fully included (and decayed to
+// T); an update in flight may be included at some of its L cells and not
+// others, which under Min aggregation can only lower that key's estimate
+// to what it was before the update, never below. A TryUpdate is likewise
+// included or not per cell.
+func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
+	ms := s.nowMillis()
+	s.maintain(ms) // after it, ms - floor < 2^31: every age fits 32 bits
+	floor := s.sweep.floor.Load()
+	fs := s.stamp(floor)
+	h := s.header(s.tb.Time(ms).UnixMilli())
+
+	buf := make([]byte, snapChunk*snapCellSize)
+	h.put(buf[:snapHeaderSize])
+	crc := crc32.Update(0, crcTable, buf[:snapHeaderSize])
+	n, err := w.Write(buf[:snapHeaderSize])
+	total := int64(n)
+	if err != nil {
+		return total, err
+	}
+	le := binary.LittleEndian
+	pos := 0
+	flush := func() error {
+		crc = crc32.Update(crc, crcTable, buf[:pos])
+		n, err := w.Write(buf[:pos])
+		total += int64(n)
+		pos = 0
+		return err
+	}
+	for l := range int(s.levels) {
+		row := s.cells[l*s.stride : l*s.stride+int(s.m)]
+		for i := range row {
+			c := row[i].Load()
+			// The cell's absolute time: at or after floor (horizon
+			// invariant), so the offset from floor's stamp is exact.
+			age := ms - (floor + int64(c.Stamp()-fs))
+			age = min(max(age, 0), math.MaxUint32)
+			le.PutUint32(buf[pos:], uint32(c>>32))
+			le.PutUint32(buf[pos+4:], uint32(age))
+			pos += snapCellSize
+			if pos == len(buf) {
+				if err := flush(); err != nil {
+					return total, err
+				}
+			}
+		}
+	}
+	if pos > 0 {
+		if err := flush(); err != nil {
+			return total, err
+		}
+	}
+	le.PutUint32(buf[:4], crc)
+	n, err = w.Write(buf[:4])
+	return total + int64(n), err
+}
+
+// UnmarshalBinary restores s from a snapshot (encoding.BinaryUnmarshaler).
+// s must have been built by New with the configuration the snapshot was
+// taken under: the header is checked against s's own Levels,
+// CellsPerLevel, decay law and parameter, Lo, Hi, Aggregator, hasher kind,
+// Seed and hasher fingerprint (the hash of a fixed probe key, so custom
+// hashers are checked too, as far as one probe can). A custom decay law
+// is only checked to be custom on both sides: its parameters cannot be
+// verified. The checksum and length are verified before any cell is
+// touched; a refused snapshot leaves s unchanged, except for a
+// well-checksummed snapshot holding an invalid score, which leaves s
+// reset (empty).
+//
+// Every cell ages by its age at the snapshot instant plus the downtime:
+// the wall time of s's current reading (s's Timebase) minus the
+// snapshot's wall time, counted as 0 if negative (a restore clock behind
+// the snapshot's never makes scores grow). A cell whose total age is
+// below 2^29 ms (6.2 days) keeps its float32 score and is stamped that
+// age before now, so the restored sketch answers every later Query
+// exactly as the original would have at the same wall time; an older
+// cell is decayed once (Rules.Decay over the int64 age, years included),
+// rounded up and stamped now. The horizon restarts 2^29 ms before now.
+//
+// Like Reset, it is not atomic: call it on a sketch nobody else is using.
+// It allocates nothing in proportion to the header: lengths come from s's
+// configuration.
+func (s *Sketch) UnmarshalBinary(data []byte) error {
+	if len(data) < snapHeaderSize+snapCRCSize {
+		return corrupt("Length", len(data), s.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes, shorter than a header", len(data))
+	}
+	body := data[:len(data)-snapCRCSize]
+	if got, want := binary.LittleEndian.Uint32(data[len(body):]), crc32.Checksum(body, crcTable); got != want {
+		if int64(len(data)) < s.SnapshotSize() {
+			return corrupt("Length", len(data), s.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes of %d", len(data), s.SnapshotSize())
+		}
+		return corrupt("Checksum", got, want, nil, "checksum mismatch: stored %#08x, computed %#08x", got, want)
+	}
+	if _, err := s.readHeader(data[:snapHeaderSize]); err != nil {
+		return err
+	}
+	if int64(len(data)) != s.SnapshotSize() {
+		return corrupt("Length", len(data), s.SnapshotSize(), nil, "is %d bytes, want %d for Levels x CellsPerLevel = %d x %d", len(data), s.SnapshotSize(), s.levels, s.m)
+	}
+	_, err := s.ReadFrom(bytes.NewReader(data))
+	return err
+}
+
+// readHeader parses b and checks it against s.
+func (s *Sketch) readHeader(b []byte) (snapHeader, error) {
+	h, err := parseHeader(b)
+	if err != nil {
+		return h, err
+	}
+	mine := s.header(0)
+	return h, h.check(&mine, "snapshot")
+}
+
+// ReadFrom restores s from a snapshot read from r (io.ReaderFrom), reading
+// exactly the snapshot's bytes and no more, and returns the bytes read.
+// It checks and restores as UnmarshalBinary does, but streams the cells
+// through a fixed 64 KiB buffer into s as they arrive, so the checksum is
+// known only at the end: a refused header leaves s unchanged, and any
+// error after the header (truncation, an invalid score, a checksum
+// mismatch) leaves s reset (empty), never half restored. Not concurrent
+// with other use of s.
+func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
+	buf := make([]byte, snapChunk*snapCellSize)
+	var total int64
+	read := func(b []byte) error {
+		n, err := io.ReadFull(r, b)
+		total += int64(n)
+		if err == io.EOF || err == io.ErrUnexpectedEOF {
+			return corrupt("Length", total, s.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated after %d bytes of %d", total, s.SnapshotSize())
+		}
+		return err
+	}
+	if err := read(buf[:snapHeaderSize]); err != nil {
+		return total, err
+	}
+	h, err := s.readHeader(buf[:snapHeaderSize])
+	if err != nil {
+		return total, err
+	}
+	crc := crc32.Update(0, crcTable, buf[:snapHeaderSize])
+
+	ms := s.nowMillis()
+	// downtime >= 0, saturated: a forged instant near the ends of int64
+	// must not overflow it.
+	var downtime int64
+	if nowWall := s.tb.Time(ms).UnixMilli(); nowWall > h.atWall {
+		downtime = nowWall - h.atWall
+		if downtime < 0 {
+			downtime = math.MaxInt64
+		}
+	}
+	now := s.stamp(ms)
+	lo, hi := s.rules.Lo(), s.rules.Hi()
+	s.sweep.mu.Lock()
+	defer s.sweep.mu.Unlock()
+	s.resets.Add(1) // receipts issued before the load are void
+	fail := func(err error) (int64, error) {
+		w := atom.Pack(0, now)
+		for i := range s.cells {
+			s.cells[i].Store(w)
+		}
+		s.sweep.active = false
+		s.initHorizon(ms)
+		return total, err
+	}
+	le := binary.LittleEndian
+	left := int(s.levels) * int(s.m)
+	l, i := 0, 0 // next cell: row l, index i
+	for left > 0 {
+		k := min(left, snapChunk)
+		b := buf[:k*snapCellSize]
+		if err := read(b); err != nil {
+			return fail(err)
+		}
+		crc = crc32.Update(crc, crcTable, b)
+		for j := 0; j < len(b); j += snapCellSize {
+			score := math.Float32frombits(le.Uint32(b[j:]))
+			age := int64(le.Uint32(b[j+4:]))
+			v := float64(score)
+			if !(v >= lo && v <= hi) { // NaN fails both
+				return fail(corrupt("Cell", v, nil, nil, "cell %d of level %d holds %v, outside [%v, %v]", i, l, v, lo, hi))
+			}
+			total := age + downtime
+			if downtime > math.MaxInt64-age {
+				total = math.MaxInt64 // a forged instant decades back
+			}
+			s.markNegative(v)
+			w := atom.Pack(score, s.stamp(ms-total))
+			if total >= sweepKeep {
+				// Too old to keep its stamp inside the horizon:
+				// decay it once, round up, stamp it now.
+				w = atom.Pack(s.rules.Round(s.rules.Decay(v, total)), now)
+			}
+			s.cells[l*s.stride+i].Store(w)
+			if i++; i == int(s.m) {
+				// The row's padding cells are never used, but the
+				// sweeper visits them: stamp them now too, so every
+				// cell keeps the horizon invariant.
+				for p := l*s.stride + i; p < (l+1)*s.stride; p++ {
+					s.cells[p].Store(atom.Pack(0, now))
+				}
+				l, i = l+1, 0
+			}
+		}
+		left -= k
+	}
+	if err := read(buf[:snapCRCSize]); err != nil {
+		return fail(err)
+	}
+	if got := le.Uint32(buf[:snapCRCSize]); got != crc {
+		return fail(corrupt("Checksum", got, crc, nil, "checksum mismatch: stored %#08x, computed %#08x", got, crc))
+	}
+	s.sweep.active = false
+	s.initHorizon(ms - sweepKeep) // every stamp is at or after ms - sweepKeep
+	return total, nil
+}

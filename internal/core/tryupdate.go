@@ -1,0 +1,429 @@
+package core
+
+import (
+	"time"
+
+	"github.com/lfgrudge/grudge/internal/atom"
+)
+
+// TryUpdate adds delta to the key's score at every level only if the
+// aggregate (decayed to now) plus delta is at most limit, and reports
+// whether it did. Any finite limit is accepted, as in grudge: with limit
+// above Hi the decision is still aggregate + delta <= limit, and the
+// scores an admitted call stores are clamped at Hi. It panics if delta or
+// limit is NaN or ±Inf.
+//
+// Admitted TryUpdates are linearizable among themselves, for one key and
+// for keys that share cells: each decides on values that all L cells held
+// at one instant. So N goroutines racing TryUpdate(k, 1, 1000) with no
+// decay admit exactly 1000, and with every key colliding (CellsPerLevel=1)
+// the total admitted over all keys never exceeds the limit. A denial
+// writes nothing, except after a commit conflict whose roll-back could not
+// be exact (see [Sketch.Refund]): then the call's increment stays in the
+// cells it could not restore, an over-estimate. docs/design.md has the
+// protocol and its argument.
+func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
+	CheckTry(delta, limit)
+	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.nowMillis())
+}
+
+// TryUpdateString is TryUpdate for a string key, without allocating.
+func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
+	CheckTry(delta, limit)
+	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.nowMillis())
+}
+
+// CheckTry panics, with a message that starts "sketch:", if delta or
+// limit is NaN or ±Inf: one compare chain on the hot path, the message
+// from the slow path. Any finite limit is valid (above Hi too: the
+// decision is aggregate + delta <= limit).
+func CheckTry(delta, limit float64) {
+	if delta-delta != 0 || limit-limit != 0 {
+		CheckFinite("TryUpdate", "delta", delta)
+		CheckFinite("TryUpdate", "limit", limit)
+	}
+}
+
+// Receipt records, per level, the word an admitted call stored in the
+// key's cell and the word that takes the increment back out, so that
+// Refund can restore the cells nothing else has written since. The zero
+// Receipt refunds nothing. A Receipt is a value (no allocation) and
+// belongs to the sketch that issued it.
+type Receipt struct {
+	h      uint64 // the key's hash
+	resets uint64 // the sketch's Reset/load count when issued: a Receipt from before is void
+	levels uint32 // 0 for the zero Receipt
+	// stored[l] is the word the call left in level l's cell; restore[l]
+	// the cell's previous value decayed to that word's stamp (rounded up)
+	// at the same stamp. restore[l] == stored[l]: nothing to give back
+	// (a zero increment, or a level whose roll-back already failed).
+	stored, restore [MaxLevels]atom.Word
+}
+
+// TryReserveAt is TryUpdateAt that also returns a Receipt of the admitted
+// increment, for a caller that may have to take it back (the rotator's
+// generations, a limiter's reservation or a multi-window decision).
+func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Receipt, bool) {
+	CheckTry(delta, limit)
+	var rc Receipt
+	ok := s.tryUpdateReceipt(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t), &rc)
+	return rc, ok
+}
+
+// TryReserveStringAt is TryReserveAt for a string key.
+func (s *Sketch) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Receipt, bool) {
+	CheckTry(delta, limit)
+	var rc Receipt
+	ok := s.tryUpdateReceipt(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t), &rc)
+	return rc, ok
+}
+
+// Refund takes back what rc recorded, cell by cell, never taking another
+// key's mass, whatever the decay law:
+//   - a cell that still holds the very word the call stored gets its
+//     previous value back (decayed to the same time);
+//   - a cell written since, in the same millisecond, has the increment
+//     subtracted, provided no clamp can have cut an add meanwhile (its
+//     score is below Hi, and no negative delta has ever been applied to
+//     the sketch: see docs/design.md, "Roll-backs");
+//   - any other cell (time has passed, the cell is at Hi, the call's own
+//     add reached Hi, or negative deltas are in use) keeps the increment:
+//     an over-estimate.
+//
+// It reports whether every level was given back, and clears rc, so a
+// second Refund does nothing. The zero Receipt refunds nothing and
+// reports true. A Receipt is void after Reset or a snapshot load.
+func (s *Sketch) Refund(rc *Receipt) bool {
+	if rc.levels == 0 {
+		return true
+	}
+	levels := rc.levels
+	rc.levels = 0
+	if rc.resets != s.resets.Load() {
+		return false
+	}
+	var off [MaxLevels]int
+	s.offsets(rc.h, &off)
+	all := true
+	for l := range levels {
+		if !s.rollback(&s.cells[off[l]], rc.stored[l], rc.restore[l]) {
+			all = false
+		}
+	}
+	return all
+}
+
+// rollback takes an increment back out of c, which the call set from a
+// word worth restore to stored. It reports whether the cell no longer
+// holds the increment. Three cases, each safe (docs/design.md,
+// "Roll-backs"):
+//
+//   - stored at Hi: never. A later add that the clamp cut entirely would
+//     leave the very same word, so neither a CAS nor the score can tell
+//     whether the increment still stands alone above the others' mass.
+//   - the cell still holds stored: one CAS back to restore, exact for any
+//     law (restore is the previous value decayed to stored's stamp).
+//   - the cell was written since, at stored's stamp (no time has passed,
+//     so no decay), is below Hi, and the sketch has never applied a
+//     negative delta: subtract the increment. Without negative deltas a
+//     cell that reached Hi stays at Hi for the rest of that millisecond,
+//     so a cell below Hi has had no add cut since the call stored its
+//     word, and it holds the others' mass plus the increment exactly
+//     (rounded up).
+//
+// Otherwise the cell keeps the increment: an over-estimate.
+func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word) bool {
+	if stored == restore {
+		return true
+	}
+	if stored.Score() == s.hi32 {
+		return false
+	}
+	if c.CompareAndSwap(stored, restore) {
+		return true
+	}
+	inc := float64(stored.Score()) - float64(restore.Score())
+	for {
+		w := c.Load()
+		// The flag is read after the word: a negative write that changed
+		// the cell before that load had set it already.
+		if w.Stamp() != stored.Stamp() || w.Score() == s.hi32 || s.negative.Load() {
+			return false
+		}
+		if c.CompareAndSwap(w, atom.Pack(s.rules.Round(float64(w.Score())-inc), w.Stamp())) {
+			return true
+		}
+	}
+}
+
+// markNegative records that a negative delta reached the cells; from
+// then on roll-backs only restore exactly (see rollback). One compare on
+// the hot path; the store happens once.
+func (s *Sketch) markNegative(delta float64) {
+	if delta < 0 && !s.negative.Load() {
+		s.negative.Store(true)
+	}
+}
+
+// undoWord is the word that takes an increment back out of a cell that
+// held a word of value v (decayed to now) and was set to nw: v rounded up
+// as a cell stores it, at nw's stamp, so the horizon sweep sees the stamp
+// it already knows.
+func (s *Sketch) undoWord(v float64, nw atom.Word) atom.Word {
+	return atom.Pack(s.rules.Round(v), nw.Stamp())
+}
+
+// snapshot is a TryUpdate's view of the key's cells: the words it loaded
+// and their values decayed to now.
+type snapshot struct {
+	off [MaxLevels]int
+	w   [MaxLevels]atom.Word
+	v   [MaxLevels]float64
+}
+
+// loadAll fills the snapshot at *ms: it loads the L words, then decays
+// them in one batch (Rules.ValueN: one dispatch on the decay law, as
+// Query does). If the horizon moved past *ms meanwhile (a stale
+// operation), it moves *ms to the clock's reading first (see fresh).
+func (s *Sketch) loadAll(sn *snapshot, ms *int64) uint32 {
+	for l := range s.levels {
+		sn.w[l] = s.cells[sn.off[l]].Load()
+	}
+	if *ms < s.low.Load() {
+		s.reloadWords(&sn.off, &sn.w, ms)
+	}
+	now := s.stamp(*ms)
+	s.rules.ValueN(&sn.w, s.levels, now, &sn.v)
+	return now
+}
+
+func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
+	return s.tryUpdateReceipt(h, delta, limit, ms, nil)
+}
+
+// tryUpdateReceipt is TryUpdate at ms; when rc is not nil and the call is
+// admitted, it records the increments in rc.
+func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *Receipt) bool {
+	s.maintain(ms)
+	s.markNegative(delta)
+	var sn snapshot
+	s.offsets(h, &sn.off)
+	st := &s.stripes[stripeOf(h)]
+	bo := atom.ContentionBackoff()
+	for {
+		// Seqlock read side: seq, then the cells. If seq is unchanged when
+		// we acquire the stripe below, no TryUpdate of this stripe wrote
+		// in between, so the snapshot still holds every commit of the
+		// stripe in full.
+		seq := st.seq.Load()
+		now := s.loadAll(&sn, &ms)
+		if !(s.aggregate(sn.v[:s.levels])+delta <= limit) {
+			// Deny without writing anything. The cells hold every
+			// completed commit, plus possibly part of one in flight,
+			// which can only make the aggregate larger if the delta is
+			// positive; so a denial here is a denial at some point
+			// during the call.
+			return false
+		}
+		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
+			ok := s.commitAndRelease(st, &sn, ms, now, delta, limit, rc)
+			if ok && rc != nil {
+				rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+			}
+			return ok
+		}
+		// Another admitted TryUpdate holds the stripe (or took it
+		// first). Wait for its release watching seq alone: reloading the
+		// cells meanwhile would pull their lines out of the committer's
+		// cache in the middle of its CASes. After 10 rounds each round
+		// yields the processor, so a preempted holder gets to run. Keep
+		// ms: a snapshot decayed to a slightly stale time is higher,
+		// never lower, and stamps never move backwards.
+		bo.Spin()
+		for st.seq.Load()&1 != 0 {
+			bo.Spin()
+		}
+	}
+}
+
+// commitAndRelease commits the admitted TryUpdate and releases the stripe
+// (even again) even if a custom decay law or aggregator panics, so one
+// bad call cannot wedge every later TryUpdate on the stripe.
+// Precondition: the caller holds the stripe (its seq is odd).
+func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
+	defer st.seq.Add(1)
+	return s.commit(sn, ms, now, delta, limit, rc)
+}
+
+// commit applies delta to each cell, CASing it from the snapshot word,
+// level by level. If every CAS succeeds, the decision is sound: every
+// load preceded the first CAS and no cell changed between its load and
+// its CAS, so all L cells held the snapshot values together at the
+// instant after the last load. A CAS fails only when a writer outside the
+// stripe (an Update, or a TryUpdate of a colliding key on another stripe)
+// changed the cell; then the cells already committed are rolled back
+// (undo), and the call decides again from a fresh snapshot, still holding
+// the stripe. Each retry means another writer succeeded, so the loop is
+// lock-free.
+//
+// A level whose roll-back failed keeps the increment ("held"): in the
+// fresh snapshot its value includes the call's own increment, so the new
+// decision counts it twice (stricter, never looser), and a commit writes
+// it with a zero delta (a CAS that still proves the cell unchanged since
+// the snapshot), so an admitted call adds delta to every level once.
+//
+// On success, when rc is not nil, rc records per level the stored word
+// and its undo word (nothing for a held level, whose increment went in
+// with an earlier word).
+// Precondition: the caller holds the stripe.
+func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
+	var nw [MaxLevels]atom.Word
+	L := s.levels
+	i := uint32(0)
+	for ; i < L; i++ {
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.beforeCAS, i)
+		}
+		// sn.v[i] is sn.w[i] decayed to now, so this is
+		// Next(sn.w[i], now, delta) without a second decay.
+		nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, delta)
+		if !s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
+			break
+		}
+	}
+	if i < L {
+		return s.commitConflict(sn, &nw, i, ms, delta, limit, rc)
+	}
+	if rc != nil {
+		for l := range L {
+			rc.stored[l], rc.restore[l] = nw[l], s.undoWord(sn.v[l], nw[l])
+		}
+	}
+	return true
+}
+
+// commitConflict is commit after its CAS on level i failed (nw[:i] are
+// committed): roll back, decide again on a fresh snapshot, commit again,
+// until a commit completes or a decision denies. Kept out of commit so
+// the conflict-free path stays a tight loop.
+//
+//go:noinline
+func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32, ms int64, delta, limit float64, rc *Receipt) bool {
+	var held uint32 // bit l: level l holds this call's increment from an earlier attempt
+	L := s.levels
+	for {
+		// Conflict on cell i: roll back cells [0, i), then decide again
+		// on a fresh snapshot. Combining cells read at different times
+		// (the committed ones with our share taken out, and fresh ones)
+		// could mix a stale cell with a fresh one and over-admit.
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.conflict, i)
+		}
+		held |= s.undo(sn, nw, i, held)
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.reread, i)
+		}
+		now := s.loadAll(sn, &ms)
+		if !(s.aggregate(sn.v[:L])+delta <= limit) {
+			if s.hooks != nil {
+				for l := range L {
+					if held&(1<<l) != 0 {
+						s.hooks.call(s.hooks.held, l)
+					}
+				}
+			}
+			return false
+		}
+		for i = 0; i < L; i++ {
+			if s.hooks != nil {
+				s.hooks.call(s.hooks.beforeCAS, i)
+			}
+			d := delta
+			if held&(1<<i) != 0 {
+				d = 0
+			}
+			nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, d)
+			if !s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
+				break
+			}
+		}
+		if i == L {
+			if rc != nil {
+				for l := range L {
+					rc.stored[l], rc.restore[l] = nw[l], nw[l]
+					if held&(1<<l) == 0 {
+						rc.restore[l] = s.undoWord(sn.v[l], nw[l])
+					}
+				}
+			}
+			return true
+		}
+	}
+}
+
+// undo rolls this call's increment back out of cells [0, upto) and
+// returns the levels it could not (rollback: exactly, or by subtraction
+// in the same millisecond when no clamp can have cut an add; otherwise
+// the cell keeps the increment, held: an over-estimate, never another
+// key's mass). Levels already held carry no new increment
+// (their word was written with a zero delta) and stay held.
+func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32) uint32 {
+	var failed uint32
+	for j := range upto {
+		if held&(1<<j) != 0 {
+			continue
+		}
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.rollback, j)
+		}
+		if !s.rollback(&s.cells[sn.off[j]], nw[j], s.undoWord(sn.v[j], nw[j])) {
+			failed |= 1 << j
+		}
+	}
+	return failed
+}
+
+// AddAt is UpdateAt that returns a Receipt of what it added to each cell,
+// so that Refund can take it back (the rotator adds an admitted increment
+// to its younger generations, and refunds them if the generation set
+// changed under the decision).
+func (s *Sketch) AddAt(t time.Time, key []byte, delta float64) Receipt {
+	CheckFinite("Update", "delta", delta)
+	return s.add(s.hasher.Sum64(key), delta, s.tb.Millis(t))
+}
+
+// AddStringAt is AddAt for a string key.
+func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
+	CheckFinite("Update", "delta", delta)
+	return s.add(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
+}
+
+func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
+	s.maintain(ms)
+	var off [MaxLevels]int
+	var w [MaxLevels]atom.Word
+	var v [MaxLevels]float64
+	s.offsets(h, &off)
+	s.markNegative(delta)
+	rc := Receipt{h: h, levels: s.levels, resets: s.resets.Load()}
+	// As update: every load, then one batch of decay, before the first CAS.
+	for l := range s.levels {
+		w[l] = s.cells[off[l]].Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(&off, &w, &ms)
+	}
+	now := s.stamp(ms)
+	s.rules.ValueN(&w, s.levels, now, &v)
+	for l := range s.levels {
+		c := &s.cells[off[l]]
+		nw := s.rules.Apply(w[l], v[l], now, delta)
+		if !c.CompareAndSwap(w[l], nw) {
+			w[l], nw = s.addLoop(c, &ms, delta, true)
+			now = s.stamp(ms)
+			v[l] = s.rules.Value(w[l], now)
+		}
+		rc.stored[l], rc.restore[l] = nw, s.undoWord(v[l], nw)
+	}
+	return rc
+}

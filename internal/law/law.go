@@ -1,0 +1,165 @@
+// Package law is the arithmetic of the decay laws behind package decay:
+// the provided laws (None, Exponential, Linear, which package decay's
+// constructors return), their kinds and parameters (Params), the
+// validation sketch.New applies (Validate, Drains), and Compiled, the
+// form the engine's hot path uses (table-driven exponential decay biased
+// to the safe side, the two common laws inlined into batch loops, a
+// custom law's faults sanitized). decay's package documentation states
+// the laws' contract.
+package law
+
+import (
+	"fmt"
+	"math"
+)
+
+// Decay is decay.Decay: the engine's copy of the interface (values of
+// either type are assignable to the other).
+type Decay interface {
+	// Apply returns score after dtMillis ms of decay. dtMillis <= 0 returns
+	// score unchanged. Monotone toward 0, never crosses 0, and composes:
+	// Apply(Apply(s, a), b) == Apply(s, a+b) (within float tolerance).
+	Apply(score float64, dtMillis int64) float64
+}
+
+// Validator is implemented by laws that can check their own parameters.
+type Validator interface {
+	// Validate returns nil or an error that names the offending value.
+	Validate() error
+}
+
+// Drainer is implemented by laws that know whether they pull every finite
+// score to 0 (or near it) in finite time. A clamp bound of +Inf is only safe
+// with a law that drains.
+type Drainer interface {
+	Drains() bool
+}
+
+// Kind identifies a provided law so that hot paths can specialise on it.
+type Kind uint8
+
+const (
+	// KindCustom is any Decay not built by this package (or decay's).
+	KindCustom Kind = iota
+	// KindNone is the identity law.
+	KindNone
+	// KindExponential is score*exp(-lambda*seconds).
+	KindExponential
+	// KindLinear moves toward 0 by rate per second.
+	KindLinear
+)
+
+// String returns the law's name.
+func (k Kind) String() string {
+	switch k {
+	case KindNone:
+		return "none"
+	case KindExponential:
+		return "exponential"
+	case KindLinear:
+		return "linear"
+	default:
+		return "custom"
+	}
+}
+
+// Params reports which provided law d is and its per-second parameter
+// (lambda for Exponential, rate for Linear, 0 otherwise). A nil d is
+// KindNone, as sketch.Config treats it.
+func Params(d Decay) (Kind, float64) {
+	switch v := d.(type) {
+	case nil:
+		return KindNone, 0
+	case none:
+		return KindNone, 0
+	case exponential:
+		return KindExponential, v.lambda
+	case linear:
+		return KindLinear, v.rate
+	default:
+		return KindCustom, 0
+	}
+}
+
+// Validate checks d's parameters. nil is valid (it means None). Laws built
+// by this package are checked for NaN, Inf and non-positive parameters; a
+// custom law is checked through Validator if it implements it.
+func Validate(d Decay) error {
+	if d == nil {
+		return nil
+	}
+	if v, ok := d.(Validator); ok {
+		return v.Validate()
+	}
+	return nil
+}
+
+// Drains reports whether d pulls every finite score toward 0 over time.
+// Provided laws answer exactly; a custom law answers through Drainer, and
+// otherwise is probed: it drains if an hour of decay shrinks 1e6.
+func Drains(d Decay) bool {
+	if d == nil {
+		return false
+	}
+	if v, ok := d.(Drainer); ok {
+		return v.Drains()
+	}
+	return math.Abs(d.Apply(1e6, 3_600_000)) < 1e6
+}
+
+func checkParam(name string, v float64) error {
+	if math.IsNaN(v) || math.IsInf(v, 0) || v <= 0 {
+		return fmt.Errorf("decay: %s must be finite and > 0; got %v", name, v)
+	}
+	return nil
+}
+
+// None returns the identity law: scores never decay.
+func None() Decay { return none{} }
+
+type none struct{}
+
+func (none) Apply(score float64, _ int64) float64 { return score }
+func (none) Validate() error                      { return nil }
+func (none) Drains() bool                         { return false }
+
+// Exponential returns the law score*exp(-lambda*seconds): half-life
+// ln(2)/lambda seconds. lambda must be finite and > 0 (see Validate).
+func Exponential(lambda float64) Decay { return exponential{lambda: lambda} }
+
+type exponential struct {
+	lambda float64 // per second; valid when finite and > 0
+}
+
+func (e exponential) Apply(score float64, dtMillis int64) float64 {
+	if dtMillis <= 0 {
+		return score
+	}
+	return score * math.Exp(-e.lambda*float64(dtMillis)/1000)
+}
+func (e exponential) Validate() error { return checkParam("Exponential lambda", e.lambda) }
+func (e exponential) Drains() bool    { return e.lambda > 0 }
+
+// Linear returns the law that moves a score toward 0 by rate per second and
+// stops at 0 (a leaky bucket). rate must be finite and > 0 (see Validate).
+func Linear(rate float64) Decay { return linear{rate: rate} }
+
+type linear struct {
+	rate float64 // per second; valid when finite and > 0
+}
+
+func (l linear) Apply(score float64, dtMillis int64) float64 {
+	if dtMillis <= 0 || score == 0 {
+		return score
+	}
+	drop := l.rate * float64(dtMillis) / 1000
+	switch {
+	case score > 0:
+		return math.Max(score-drop, 0)
+	case score < 0:
+		return math.Min(score+drop, 0)
+	}
+	return score // NaN
+}
+func (l linear) Validate() error { return checkParam("Linear rate", l.rate) }
+func (l linear) Drains() bool    { return l.rate > 0 }
