@@ -203,7 +203,7 @@ func TestDifferential(t *testing.T) {
 		}
 		for i := range lines {
 			es, ml := e.state(i), m.lines[i]
-			ms := lineState{lw: ml.lw, floor: ml.floor, fp: ml.fp, stamp: ml.stamp}
+			ms := lineState(ml)
 			if es != ms {
 				rt.Fatalf("line %d: engine %+v != model %+v", i, es, ms)
 			}

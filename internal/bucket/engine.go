@@ -3,6 +3,7 @@ package bucket
 import (
 	"fmt"
 	"math"
+	"sync/atomic"
 	"time"
 	"unsafe"
 
@@ -52,6 +53,8 @@ type Engine struct {
 	sample int
 	seed   uint64
 	hooks  *testHooks // nil outside tests
+
+	satCalls atomic.Uint64 // Saturation's sample streams
 }
 
 // New returns an empty engine for cfg, or a *sketch.ConfigError (matched

@@ -57,14 +57,5 @@ func (e *Engine) poke(i, s int, fp uint16, st uint64) {
 	ln.w[j].Store(withEntry(w, sh, ent))
 }
 
-// setHeader writes line i's header: lw (ms) and floor (stamp, 0: none).
-func (e *Engine) setHeader(i int, lw, floor uint64) {
-	fo := uint64(0)
-	if lt := e.q.lo(lw); floor > lt {
-		fo = floor - lt
-	}
-	e.lines[i].w[0].Store(mkHdr(lw, fo))
-}
-
 // tick returns the engine's current tick (rounded down).
 func (e *Engine) tick() uint64 { lo, _ := e.q.ticks(e.now()); return lo }
