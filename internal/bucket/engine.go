@@ -29,7 +29,7 @@ type Config struct {
 	// Clock is the time source (nil means the monotonic system clock);
 	// a *sketch.Timebase is shared as is.
 	Clock sketch.Clock
-	// SaturationSamples is the number of line pairs Saturation reads
+	// SaturationSamples is the number of lines Saturation samples
 	// (0 means 4096).
 	SaturationSamples int
 }
@@ -55,6 +55,7 @@ type Engine struct {
 	hooks  *testHooks // nil outside tests
 
 	satCalls atomic.Uint64 // Saturation's sample streams
+	floors   floorHist     // the lines' floors by stamp, for Saturation
 }
 
 // New returns an empty engine for cfg, or a *sketch.ConfigError (matched
@@ -84,6 +85,7 @@ func New(cfg Config) (*Engine, error) {
 		e.sample = 4096
 	}
 	e.lines, e.bytes = allocLines(cfg.Lines)
+	e.floors.init(q.span)
 	e.n = uint64(cfg.Lines)
 	e.epoch = e.tb.NowMillis()
 	return e, nil
@@ -206,8 +208,28 @@ func (e *Engine) TryUpdateAt(t time.Time, key string, n, limit float64) bool {
 	return e.do(e.hash(key), e.at(t), opTry, n, limit).ok
 }
 
+// TryUpdateAndQuery is TryUpdate that also returns the key's load after
+// it: with n added if admitted, as it stands if denied (a limiter's
+// Decision in one pass: Remaining and RetryAfter from the load).
+func (e *Engine) TryUpdateAndQuery(key string, n, limit float64) (bool, float64) {
+	checkLoad("TryUpdateAndQuery", n)
+	checkLimit("TryUpdateAndQuery", limit)
+	r := e.do(e.hash(key), e.now(), opTry, n, limit)
+	return r.ok, e.q.value(r.stamp, r.t)
+}
+
+// TryUpdateAndQueryAt is TryUpdateAndQuery at time t.
+func (e *Engine) TryUpdateAndQueryAt(t time.Time, key string, n, limit float64) (bool, float64) {
+	checkLoad("TryUpdateAndQuery", n)
+	checkLimit("TryUpdateAndQuery", limit)
+	r := e.do(e.hash(key), e.at(t), opTry, n, limit)
+	return r.ok, e.q.value(r.stamp, r.t)
+}
+
 // TryReserve is TryUpdate that also returns a Receipt, with which Refund
-// can give the load back while nothing else has touched the key's entry.
+// can give the load back while nothing else has written the key's entry
+// (see Refund). The Receipt of a write that filled the key to Max, or of
+// the exponential law, refunds nothing.
 func (e *Engine) TryReserve(key string, n, limit float64) (Receipt, bool) {
 	checkLoad("TryReserve", n)
 	checkLimit("TryReserve", limit)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"strings"
 	"testing"
 	"time"
@@ -36,7 +37,7 @@ func TestLineLayout(t *testing.T) {
 	if a := uintptr(unsafe.Pointer(&e.lines[0])) % 64; a != 0 {
 		t.Fatalf("engine lines start at %d mod 64", a)
 	}
-	if e.Bytes() < 1000*LineBytes || e.Bytes() > 1002*LineBytes+512 {
+	if e.Bytes() != 1001*LineBytes+int(unsafe.Sizeof(Engine{})) {
 		t.Fatalf("Bytes = %d for 1000 lines", e.Bytes())
 	}
 }
@@ -418,5 +419,51 @@ func TestTryUpdateZero(t *testing.T) {
 	e.Update("a", 5)
 	if e.TryUpdate("a", 0, 4) || !e.TryUpdate("a", 0, 5) {
 		t.Fatal("n = 0 against the limit")
+	}
+}
+
+// TestDivide checks the multiply-shift division against the division
+// instruction, for divisors small and large and numerators at the edges
+// of the 48-bit range (and of divBits).
+func TestDivide(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	divisors := []uint64{2, 3, 5, 7, 10, 125, 1000, 1023, 1024, 1025, 65535, 1 << 20, 61035157, 1<<40 + 1, 1<<47 - 1}
+	for range 200 {
+		divisors = append(divisors, 2+r.Uint64N(1<<r.UintN(48)))
+	}
+	for _, d := range divisors {
+		q := quant{gn: 1, gd: d}
+		q.setDivisor()
+		xs := []uint64{0, 1, d - 1, d, d + 1, 2*d - 1, 1<<48 - 1, 1 << 48, 1<<divBits - 1, 1<<divBits - d}
+		for range 2000 {
+			xs = append(xs, r.Uint64N(1<<divBits))
+		}
+		for k := uint64(1); k < 50 && k*d < 1<<divBits; k++ {
+			xs = append(xs, k*d-1, k*d)
+		}
+		for _, x := range xs {
+			if x >= 1<<divBits {
+				continue
+			}
+			if got, want := q.divide(x), x/d; got != want {
+				t.Fatalf("divide(%d) by %d = %d, want %d", x, d, got, want)
+			}
+		}
+	}
+}
+
+func TestTryUpdateAndQuery(t *testing.T) {
+	e := newTest(t, 64, Linear(10, 40), nil)
+	for i := 1; i <= 20; i++ {
+		ok, q := e.TryUpdateAndQuery("a", 1, 20)
+		if !ok || q != float64(i) {
+			t.Fatalf("call %d: (%v, %v), want (true, %d)", i, ok, q, i)
+		}
+	}
+	if ok, q := e.TryUpdateAndQuery("a", 1, 20); ok || q != 20 {
+		t.Fatalf("denied: (%v, %v), want (false, 20)", ok, q)
+	}
+	if ok, q := e.TryUpdateAndQueryAt(e.Timebase().Now(), "b", 5, 20); !ok || q != 5 {
+		t.Fatalf("At: (%v, %v)", ok, q)
 	}
 }

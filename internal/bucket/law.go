@@ -3,6 +3,7 @@ package bucket
 import (
 	"fmt"
 	"math"
+	"math/bits"
 )
 
 // LawKind names a decay law.
@@ -92,6 +93,12 @@ type quant struct {
 	// Either gd == 1 (whole ticks per ms, so times convert exactly) or
 	// gn == 1 (one tick per gd ms).
 	gn, gd uint64
+	// divM, divS divide by gd without a division instruction:
+	// floor(x/gd) = hi64(x*divM) >> divS for every x < 2^divBits
+	// (Granlund and Montgomery, "Division by invariant integers using
+	// multiplication", PLDI 1994, with N = divBits).
+	divM uint64
+	divS uint
 	// span is the largest load in ticks: the stamp of a write at tick t
 	// is at most t + span.
 	span uint64
@@ -109,6 +116,13 @@ type quant struct {
 
 // newQuant validates law and picks its ticks.
 func newQuant(law Law) (quant, error) {
+	q, err := pickQuant(law)
+	q.setDivisor()
+	return q, err
+}
+
+// pickQuant is newQuant before the divisor's multiplier.
+func pickQuant(law Law) (quant, error) {
 	bad := func(field string, v any, format string, args ...any) (quant, error) {
 		return quant{}, newConfigError("Law."+field, v, format, args...)
 	}
@@ -215,6 +229,32 @@ func pickLinear(rate, umax float64) (u float64, gn, gd uint64, eff float64) {
 	return u, gn, gd, eff
 }
 
+// divBits is the width of the numerators divide handles: ms after the
+// epoch are below 2^48.
+const divBits = 50
+
+// setDivisor prepares divide for gd: with l = ceil(log2 gd) and
+// n = max(divBits, 64-l), the multiplier m = ceil(2^(n+l)/gd) has at most
+// n+1 <= 64 bits and floor(x*m / 2^(n+l)) = floor(x/gd) for every
+// x < 2^n; n+l >= 64, so the quotient is the high word shifted.
+func (q *quant) setDivisor() {
+	if q.gd <= 1 {
+		return
+	}
+	l := uint(bits.Len64(q.gd - 1)) // ceil(log2 gd), gd >= 2
+	n := max(uint(divBits), 64-l)
+	// m = floor((2^(n+l) - 1) / gd) + 1, in 128 bits (n+l in [64, 114]).
+	hi, lo := uint64(1)<<(n+l-64)-1, ^uint64(0)
+	m, _ := bits.Div64(hi, lo, q.gd)
+	q.divM, q.divS = m+1, n+l-64
+}
+
+// divide returns floor(x / gd) for x < 2^divBits (gd >= 2).
+func (q *quant) divide(x uint64) uint64 {
+	h, _ := bits.Mul64(x, q.divM)
+	return h >> q.divS
+}
+
 // ticks converts ms after the epoch to ticks, rounded down (lo) and up
 // (hi). Reads use lo (less drain: the safe side); a write stamps from hi
 // (a request made within a tick counts from the tick's end).
@@ -223,9 +263,9 @@ func (q *quant) ticks(ms uint64) (lo, hi uint64) {
 		t := ms*q.gn + tickBase
 		return t, t
 	}
-	lo = ms/q.gd + tickBase
-	hi = lo
-	if ms%q.gd != 0 {
+	d := q.divide(ms)
+	lo, hi = d+tickBase, d+tickBase
+	if d*q.gd != ms {
 		hi++
 	}
 	return lo, hi
@@ -236,7 +276,7 @@ func (q *quant) lo(ms uint64) uint64 {
 	if q.gd == 1 {
 		return ms*q.gn + tickBase
 	}
-	return ms/q.gd + tickBase
+	return q.divide(ms) + tickBase
 }
 
 // units converts a load to ticks, rounded up (linear and none).

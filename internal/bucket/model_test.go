@@ -110,13 +110,13 @@ func (m *model) do(key string, ms uint64, kind opKind, n, limit float64) (ok boo
 				tl, slot = 1, free[1]
 			}
 			if slot < 0 {
-				best, bestStamp := ^uint64(0), ^uint64(0)
+				best, bestFloor, bestStamp := ^uint64(0), uint64(0), ^uint64(0)
 				for l := 0; l < 2; l++ {
 					for s := 0; s < SlotsPerLine; s++ {
-						st := L[l].stamp[s]
-						cost := max(L[l].floor, st)
-						if cost < best || (cost == best && st < bestStamp) {
-							best, bestStamp, tl, slot = cost, st, l, s
+						st, fl := L[l].stamp[s], L[l].floor
+						cost := max(fl, st)
+						if cost < best || cost == best && (fl > bestFloor || fl == bestFloor && st < bestStamp) {
+							best, bestFloor, bestStamp, tl, slot = cost, fl, st, l, s
 						}
 					}
 				}

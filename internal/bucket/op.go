@@ -257,6 +257,9 @@ func (e *Engine) do(h, ms uint64, kind opKind, n, limit float64) (r result) {
 				if !ln.w[0].CompareAndSwap(hw, nh) {
 					continue
 				}
+				if old := floorOf(hw, lt); evict && fl != old {
+					e.floors.move(old, fl)
+				}
 				if nlt > lt {
 					sweep(ln, &v.w[tl], lt+q.span+1, nlt)
 				}
@@ -344,9 +347,12 @@ func candSum(q *quant, v *view, lt0, lt1, t uint64, fp uint16) (ticks uint64, va
 
 // victim returns the entry to evict when both lines are full of live
 // entries: the one whose eviction leaves its line's floor lowest (the
-// larger of the floor and the entry's stamp), ties to the smaller stamp.
+// larger of the floor and the entry's stamp); among equals, one in the
+// line whose floor is already highest (a line that already denies fresh
+// keys at that load absorbs the eviction without a second line starting
+// to), then the smaller stamp.
 func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64) {
-	best, bestStamp := ^uint64(0), ^uint64(0)
+	best, bestFloor, bestStamp := ^uint64(0), uint64(0), ^uint64(0)
 	for l := 0; l < 2; l++ {
 		top := lt[l] + span + 1
 		for s := 0; s < SlotsPerLine; s++ {
@@ -354,8 +360,8 @@ func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64)
 			ent := uint32(v.w[l][j] >> sh)
 			st := interp(entRes(ent), top)
 			cost := max(fl[l], st)
-			if cost < best || (cost == best && st < bestStamp) {
-				best, bestStamp, tl, slot = cost, st, l, s
+			if cost < best || cost == best && (fl[l] > bestFloor || fl[l] == bestFloor && st < bestStamp) {
+				best, bestFloor, bestStamp, tl, slot = cost, fl[l], st, l, s
 			}
 		}
 	}

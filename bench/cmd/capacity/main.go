@@ -1,0 +1,142 @@
+// Command capacity measures the innocent-denial rate of the count-min
+// limiter and of the bucketed engine on the same memory, against the
+// number of keys held at full debt (package bench/capacity; issue 26):
+//
+//	go run ./bench/cmd/capacity -plot docs/img
+//
+// prints a markdown table (and -csv writes the rows); -plot writes
+// capacity-denied.png and capacity-got.png into the folder given.
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"log"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lfgrudge/grudge/bench/capacity"
+	"github.com/lfgrudge/grudge/limit"
+)
+
+func main() {
+	keysFlag := flag.String("keys", "10000,100000,300000,1000000,1200000,1300000,1400000,1500000,2000000,3000000,10000000", "numbers of keys at full debt, comma-separated")
+	fresh := flag.Int("fresh", 100_000, "fresh keys asking for one token after them (each admitted one writes)")
+	peek := flag.Int("peek", 1_000_000, "fresh keys peeking (read only) at the state the keys left")
+	seed := flag.Uint64("seed", 1, "hash seed of every limiter")
+	plotDir := flag.String("plot", "", "folder for capacity-denied.png and capacity-got.png (none if empty)")
+	csvPath := flag.String("csv", "", "file for the rows as CSV (none if empty)")
+	flag.Parse()
+	var counts []int
+	for _, f := range strings.Split(*keysFlag, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			log.Fatalf("capacity: -keys: bad count %q", f)
+		}
+		counts = append(counts, n)
+	}
+	def := limit.MustNew(capacity.Rate, capacity.Burst).Sizes().Total
+	makers := []capacity.Maker{
+		capacity.CountMin("count-min (limit default)", 0, 0),
+		capacity.Bucket("bucket (same bytes)", def),
+		capacity.CountMin("count-min 8 MiB", 4, 131072),
+		capacity.Bucket("bucket 8 MiB", 8<<20),
+	}
+	fmt.Printf("# capacity: %s\n\n", meta())
+	var rows []capacity.Row
+	for _, n := range counts {
+		for _, m := range makers {
+			r, err := capacity.Measure(m, n, *peek, *fresh, *seed)
+			if err != nil {
+				log.Fatal(err)
+			}
+			rows = append(rows, r)
+			fmt.Fprintf(os.Stderr, "%-26s %9d keys: got %8.4f%%  fresh denied %8.4f%% (ask %8.4f%%)  saturation %8.4f%%  model %8.4f%%  %v\n",
+				r.Subject, r.Keys, 100*r.Got, 100*r.PeekDenied, 100*r.AskDenied, 100*r.Saturation, 100*r.PredictDenied, r.Elapsed.Round(time.Millisecond))
+		}
+	}
+	printTable(rows, makers)
+	if *csvPath != "" {
+		if err := writeCSV(*csvPath, rows); err != nil {
+			log.Fatal(err)
+		}
+	}
+	if *plotDir != "" {
+		if err := capacity.Plot(rows, filepath.Join(*plotDir, "capacity-denied.png"), filepath.Join(*plotDir, "capacity-got.png")); err != nil {
+			log.Fatal(err)
+		}
+	}
+}
+
+func pct(x float64) string {
+	if math.IsNaN(x) {
+		return "–"
+	}
+	return fmt.Sprintf("%.3f%%", 100*x)
+}
+
+func printTable(rows []capacity.Row, makers []capacity.Maker) {
+	fmt.Printf("| limiter | memory | keys at full debt | got their burst | fresh denied (peek, %d keys) | fresh denied (ask, %d keys) | saturation reading | model: denied | model: got |\n", rows[0].Peek, rows[0].Fresh)
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, m := range makers {
+		for _, r := range rows {
+			if r.Subject != m.Name {
+				continue
+			}
+			fmt.Printf("| %s | %s | %d | %s | %s | %s | %s | %s | %s |\n", r.Subject, capacity.MiB(r.Bytes), r.Keys,
+				pct(r.Got), pct(r.PeekDenied), pct(r.AskDenied), pct(r.Saturation), pct(r.PredictDenied), pct(r.PredictGot))
+		}
+	}
+}
+
+func writeCSV(path string, rows []capacity.Row) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := csv.NewWriter(f)
+	_ = w.Write([]string{"subject", "bytes", "keys", "got", "peek_denied", "ask_denied", "peek", "fresh", "saturation", "model_denied", "model_got", "elapsed_s"})
+	for _, r := range rows {
+		_ = w.Write([]string{r.Subject, strconv.Itoa(r.Bytes), strconv.Itoa(r.Keys), ftoa(r.Got), ftoa(r.PeekDenied), ftoa(r.AskDenied),
+			strconv.Itoa(r.Peek), strconv.Itoa(r.Fresh), ftoa(r.Saturation), ftoa(r.PredictDenied), ftoa(r.PredictGot), ftoa(r.Elapsed.Seconds())})
+	}
+	w.Flush()
+	if err := w.Error(); err != nil {
+		return err
+	}
+	return f.Close()
+}
+
+func ftoa(x float64) string { return strconv.FormatFloat(x, 'g', 8, 64) }
+
+// meta is the run's machine, Go version and commit.
+func meta() string {
+	commit := "unknown"
+	if out, err := exec.Command("git", "rev-parse", "--short", "HEAD").Output(); err == nil {
+		commit = strings.TrimSpace(string(out))
+	}
+	return fmt.Sprintf("%s, %d CPUs, %s %s/%s, commit %s, %s", cpuModel(), runtime.NumCPU(), runtime.Version(), runtime.GOOS, runtime.GOARCH, commit, time.Now().UTC().Format(time.RFC3339))
+}
+
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
+	if err != nil {
+		return "unknown CPU"
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown CPU"
+}
