@@ -4,6 +4,7 @@ import (
 	"image/color"
 	"math"
 	"slices"
+	"strconv"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -24,7 +25,7 @@ var okabeIto = []color.RGBA{
 var glyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PyramidGlyph{}, draw.CrossGlyph{}, draw.PlusGlyph{}}
 
 // floorPct is where a measured 0% is drawn on the log axis.
-const floorPct = 1e-3
+const floorPct = 1e-4
 
 // Plot writes two PNG plots of rows against the number of keys at their
 // limit (log scales): the fresh keys denied (measured, solid, and the
@@ -44,15 +45,18 @@ func Plot(rows []Row, deniedPath, gotPath string) error {
 		p.Y.Label.Text = ylabel
 		p.X.Scale = plot.LogScale{}
 		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
-		p.Legend.Top = true
-		p.Legend.Left = true
 		p.Add(plotter.NewGrid())
 		return p
 	}
-	den := mk("Fresh keys denied one token (innocent denials)", "fresh keys denied, % (0 drawn at 0.001)")
-	den.Y.Scale = plot.LogScale{}
-	den.Y.Tick.Marker = plot.LogTicks{Prec: -1}
+	den := mk("Fresh keys denied one token (innocent denials); dashed: the model", "fresh keys denied, % (0 drawn at 0.0001)")
+	// The y axis is linear in log10(%) with decade labels: gonum's
+	// LogScale left a band of empty space above the plot.
+	den.Y.Min, den.Y.Max = math.Log10(floorPct), 2
+	den.Y.Tick.Marker = plot.ConstantTicks(logTicks())
+	den.Legend.Top, den.Legend.Left = false, false // bottom right: empty there
 	got := mk("Keys that got their whole burst", "keys admitted their burst, %")
+	got.Y.Min, got.Y.Max = 0, 100
+	got.Legend.Top, got.Legend.Left = false, true // bottom left: empty there
 	for i, name := range names {
 		var meas, model, gotPts plotter.XYs
 		for _, r := range rows {
@@ -60,8 +64,8 @@ func Plot(rows []Row, deniedPath, gotPath string) error {
 				continue
 			}
 			x := float64(r.Keys)
-			meas = append(meas, plotter.XY{X: x, Y: math.Max(100*r.PeekDenied, floorPct)})
-			model = append(model, plotter.XY{X: x, Y: math.Max(100*r.PredictDenied, floorPct)})
+			meas = append(meas, plotter.XY{X: x, Y: math.Log10(math.Max(100*r.PeekDenied, floorPct))})
+			model = append(model, plotter.XY{X: x, Y: math.Log10(math.Max(100*r.PredictDenied, floorPct))})
 			gotPts = append(gotPts, plotter.XY{X: x, Y: 100 * r.Got})
 		}
 		c := okabeIto[i%len(okabeIto)]
@@ -76,7 +80,6 @@ func Plot(rows []Row, deniedPath, gotPath string) error {
 				l.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
 				l.Width = vg.Points(1)
 				p.Add(l)
-				p.Legend.Add(label, l)
 				return nil
 			}
 			p.Add(l, s)
@@ -86,7 +89,7 @@ func Plot(rows []Row, deniedPath, gotPath string) error {
 		if err := add(den, meas, name, false); err != nil {
 			return err
 		}
-		if err := add(den, model, name+" (model)", true); err != nil {
+		if err := add(den, model, "", true); err != nil {
 			return err
 		}
 		if err := add(got, gotPts, name, false); err != nil {
@@ -97,4 +100,13 @@ func Plot(rows []Row, deniedPath, gotPath string) error {
 		return err
 	}
 	return got.Save(8*vg.Inch, 5*vg.Inch, gotPath)
+}
+
+// logTicks labels the decades of the denial axis, 0.0001 to 100.
+func logTicks() []plot.Tick {
+	var ts []plot.Tick
+	for _, v := range []float64{1e-4, 1e-3, 1e-2, 0.1, 1, 10, 100} {
+		ts = append(ts, plot.Tick{Value: math.Log10(v), Label: strconv.FormatFloat(v, 'f', -1, 64)})
+	}
+	return ts
 }
