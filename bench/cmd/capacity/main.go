@@ -6,6 +6,12 @@
 //
 // prints a markdown table (and -csv writes the rows); -plot writes
 // capacity-denied.png and capacity-got.png into the folder given.
+//
+//	go run ./bench/cmd/capacity -sizing 100000,1000000,10000000
+//
+// prints the sizing table instead: the memory bucket.Suggest and
+// bucket.SuggestCountMin pick for each count and -deny rate, and the rate
+// measured at that size.
 package main
 
 import (
@@ -24,6 +30,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/bench/capacity"
+	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/limit"
 )
 
@@ -34,15 +41,15 @@ func main() {
 	seed := flag.Uint64("seed", 1, "hash seed of every limiter")
 	plotDir := flag.String("plot", "", "folder for capacity-denied.png and capacity-got.png (none if empty)")
 	csvPath := flag.String("csv", "", "file for the rows as CSV (none if empty)")
+	sizing := flag.String("sizing", "", "instead: sizing table for these key counts (comma-separated) at -deny rates")
+	denyFlag := flag.String("deny", "0.001,0.01", "sizing: acceptable fresh-key denial rates, comma-separated")
+	maxCM := flag.Int("maxcountmin", 512<<20, "sizing: measure a count-min only up to this many bytes")
 	flag.Parse()
-	var counts []int
-	for _, f := range strings.Split(*keysFlag, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(f))
-		if err != nil || n < 1 {
-			log.Fatalf("capacity: -keys: bad count %q", f)
-		}
-		counts = append(counts, n)
+	if *sizing != "" {
+		runSizing(ints(*sizing), floats(*denyFlag), *peek, *maxCM, *seed)
+		return
 	}
+	counts := ints(*keysFlag)
 	def := limit.MustNew(capacity.Rate, capacity.Burst).Sizes().Total
 	makers := []capacity.Maker{
 		capacity.CountMin("count-min (limit default)", 0, 0),
@@ -72,6 +79,66 @@ func main() {
 	if *plotDir != "" {
 		if err := capacity.Plot(rows, filepath.Join(*plotDir, "capacity-denied.png"), filepath.Join(*plotDir, "capacity-got.png")); err != nil {
 			log.Fatal(err)
+		}
+	}
+}
+
+func ints(list string) []int {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			log.Fatalf("capacity: bad count %q", f)
+		}
+		out = append(out, n)
+	}
+	return out
+}
+
+func floats(list string) []float64 {
+	var out []float64
+	for _, f := range strings.Split(list, ",") {
+		x, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+		if err != nil || !(x > 0 && x < 1) {
+			log.Fatalf("capacity: bad rate %q", f)
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// runSizing prints, for each key count and rate, the geometry Suggest
+// and SuggestCountMin pick and the rate measured at it (keys at their
+// burst, then peek fresh keys), and the share that got their burst.
+func runSizing(counts []int, rates []float64, peek, maxCM int, seed uint64) {
+	fmt.Printf("# capacity -sizing: %s\n\n", meta())
+	fmt.Println("| keys at full debt | target | bucket: lines | bucket: memory | bytes/key | measured denied | got burst | count-min: L x M | count-min: memory (2 generations) | measured denied | got burst |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, n := range counts {
+		for _, p := range rates {
+			g, err := bucket.Suggest(n, p)
+			if err != nil {
+				log.Fatal(err)
+			}
+			rb, err := capacity.Measure(capacity.Bucket("bucket", g.Bytes), n, peek, 1, seed)
+			if err != nil {
+				log.Fatal(err)
+			}
+			c, err := bucket.SuggestCountMin(n, p, 2)
+			if err != nil {
+				log.Fatal(err)
+			}
+			cmDenied, cmGot := "not run", ""
+			if c.Bytes <= maxCM {
+				rc, err := capacity.Measure(capacity.CountMin("count-min", c.Levels, c.Cells), n, peek, 1, seed)
+				if err != nil {
+					log.Fatal(err)
+				}
+				cmDenied, cmGot = pct(rc.PeekDenied), pct(rc.Got)
+			}
+			fmt.Printf("| %d | %s | %d | %s | %.1f | %s | %s | %d x %d | %s | %s | %s |\n", n, pct(p), g.Lines, capacity.MiB(rb.Bytes),
+				float64(rb.Bytes)/float64(n), pct(rb.PeekDenied), pct(rb.Got), c.Levels, c.Cells, capacity.MiB(c.Bytes), cmDenied, cmGot)
+			fmt.Fprintf(os.Stderr, "sizing %d keys at %v done\n", n, p)
 		}
 	}
 }
