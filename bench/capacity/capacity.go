@@ -42,7 +42,8 @@ type Maker struct {
 }
 
 // CountMin is limit.New(Rate, Burst) with WithSize(levels, cells) (0, 0:
-// the default, 4 x 100,000, 6.16 MiB with its two generations).
+// the default: 4 x 100,000 cells in each of two generations, 6.14 MiB
+// by Sizes, 6.16 MiB of heap in docs/readings.md).
 func CountMin(name string, levels, cells uint32) Maker {
 	return Maker{Name: name, New: func(clk *sketchtest.FakeClock, seed uint64) (*Subject, error) {
 		l, err := limit.New(Rate, Burst, limit.WithClock(clk), limit.WithSeed(seed), limit.WithSize(levels, cells))

@@ -147,6 +147,9 @@ func pct(x float64) string {
 	if math.IsNaN(x) {
 		return "–"
 	}
+	if 100*x < 0.1 {
+		return fmt.Sprintf("%.4f%%", 100*x)
+	}
 	return fmt.Sprintf("%.3f%%", 100*x)
 }
 
