@@ -47,3 +47,15 @@ func BenchmarkOps(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSaturation measures one reading on limit's default memory
+// holding 1M keys at their limit.
+func BenchmarkSaturation(b *testing.B) {
+	e := MustNew(Config{Lines: 100_600, Law: Linear(10, 40), Clock: frozenClock()})
+	fillAtLimit(e, 1_000_000, "sat")
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		e.Saturation(1, 20)
+	}
+}
