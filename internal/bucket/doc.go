@@ -76,10 +76,11 @@
 //	        CAS header: lw = t, floor = max(floor, victim)   // failed: loop
 //	        clear entries long expired (sweep)
 //	    CAS target word with (fp, ns)                         // failed: loop
-//	    reload both lines: if another entry of fp changed, a concurrent
-//	        write may be missing from est: undo ours exactly and loop
-//	        (TryUpdate denies after 4 rounds, or when ours cannot be
-//	        undone; Update then writes the sum of fp's entries instead)
+//	    reload both lines: if another entry of fp changed, or either
+//	        line's lw moved, a concurrent write may be missing from est
+//	        (or t be stale): undo ours exactly and loop (TryUpdate denies
+//	        after 4 rounds, or when ours cannot be undone; Update then
+//	        writes the sum of fp's entries instead)
 //	    return true
 //
 // Refund (of a TryReserve) is an exact undo: it restores the entry the

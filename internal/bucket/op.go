@@ -38,6 +38,7 @@ type Receipt struct {
 	ok        bool
 	written   uint32 // the entry the write stored
 	prev      uint32 // the entry it replaced
+	stamp     uint64 // written's stamp
 	prevStamp uint64 // prev's stamp (0 if prev was empty)
 }
 
@@ -290,11 +291,13 @@ func (e *Engine) do(h, ms uint64, kind opKind, n, limit float64) (r result) {
 		// an exponential one, whose small loads can round into a stamp
 		// unchanged.
 		refundable := q.kind != KindExponential && ns < thi+q.span
-		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe}
+		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns}
 		if oe != 0 {
 			r.rc.prevStamp = interp(entRes(oe), q.lo(lw)+q.span+1)
 		}
-		if !conflict(&v, l0, l1, fp, tl, slot) {
+		wantLW := [2]uint64{lw0, lw1}
+		wantLW[tl] = max(wantLW[tl], tms)
+		if !conflict(&v, l0, l1, fp, tl, slot, wantLW) {
 			return r
 		}
 
@@ -370,8 +373,11 @@ func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64)
 
 // conflict reports whether, reloading both lines, any slot other than the
 // target holds or held the key's fingerprint with a different entry than
-// view v read.
-func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int) bool {
+// view v read, or either line's lw is not what the operation left it at
+// (wantLW): a write made at a later time landed meanwhile, so the
+// operation's time may be stale, and the residues it compared may not
+// mean what they meant in its view.
+func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, wantLW [2]uint64) bool {
 	for l := 0; l < 2; l++ {
 		ln := l0
 		if l == 1 {
@@ -391,6 +397,9 @@ func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int) bool {
 					return true
 				}
 			}
+		}
+		if hdrLW(ln.w[0].Load()) != wantLW[l] {
+			return true
 		}
 	}
 	return false
@@ -414,7 +423,9 @@ func undo(ln *line, j int, sh uint, written, prev uint32) bool {
 // top top) whose stamp is sweepAge ticks or more before nlt, the line's
 // new lw tick: entries that long expired would otherwise drift towards
 // the bottom of the 16-bit window, where they would read as a phantom
-// load. An entry that changed since w was read is left alone.
+// load. They are judged in the window they were read in (once lw has
+// moved, the newest window may read them as phantoms); an entry that
+// changed since w was read is left alone.
 func sweep(ln *line, w *[wordsPerLine]uint64, top, nlt uint64) {
 	for j := 1; j < wordsPerLine; j++ {
 		x := w[j]
@@ -446,10 +457,22 @@ func (e *Engine) Refund(r *Receipt) bool {
 	}
 	r.ok = false
 	ln := &e.lines[r.line]
-	prev := r.prev
-	if prev != 0 && r.prevStamp <= e.q.lo(hdrLW(ln.w[0].Load())) {
-		prev = 0
-	}
 	j, sh := slotWord(int(r.slot))
-	return undo(ln, j, sh, r.written, prev)
+	for {
+		w := ln.w[j].Load()
+		lt := e.q.lo(hdrLW(ln.w[0].Load()))
+		// The entry must hold what the write stored, and mean it: a
+		// residue read in the window of the line's lw now names the
+		// written stamp only if nothing wrote the same bits since.
+		if uint32(w>>sh) != r.written || interp(entRes(r.written), lt+e.q.span+1) != r.stamp {
+			return false
+		}
+		prev := r.prev
+		if prev != 0 && r.prevStamp <= lt {
+			prev = 0
+		}
+		if ln.w[j].CompareAndSwap(w, withEntry(w, sh, prev)) {
+			return true
+		}
+	}
 }
