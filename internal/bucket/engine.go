@@ -197,7 +197,7 @@ func checkLimit(op string, l float64) {
 func (e *Engine) TryUpdate(key string, n, limit float64) bool {
 	checkLoad("TryUpdate", n)
 	checkLimit("TryUpdate", limit)
-	r := e.do(e.hash(key), e.now(), opTry, n, limit)
+	r := e.do(e.hash(key), time.Time{}, true, opTry, n, limit)
 	return r.ok
 }
 
@@ -205,7 +205,7 @@ func (e *Engine) TryUpdate(key string, n, limit float64) bool {
 func (e *Engine) TryUpdateAt(t time.Time, key string, n, limit float64) bool {
 	checkLoad("TryUpdate", n)
 	checkLimit("TryUpdate", limit)
-	return e.do(e.hash(key), e.at(t), opTry, n, limit).ok
+	return e.do(e.hash(key), t, false, opTry, n, limit).ok
 }
 
 // TryUpdateAndQuery is TryUpdate that also returns the key's load after
@@ -214,7 +214,7 @@ func (e *Engine) TryUpdateAt(t time.Time, key string, n, limit float64) bool {
 func (e *Engine) TryUpdateAndQuery(key string, n, limit float64) (bool, float64) {
 	checkLoad("TryUpdateAndQuery", n)
 	checkLimit("TryUpdateAndQuery", limit)
-	r := e.do(e.hash(key), e.now(), opTry, n, limit)
+	r := e.do(e.hash(key), time.Time{}, true, opTry, n, limit)
 	return r.ok, e.q.value(r.stamp, r.t)
 }
 
@@ -222,7 +222,7 @@ func (e *Engine) TryUpdateAndQuery(key string, n, limit float64) (bool, float64)
 func (e *Engine) TryUpdateAndQueryAt(t time.Time, key string, n, limit float64) (bool, float64) {
 	checkLoad("TryUpdateAndQuery", n)
 	checkLimit("TryUpdateAndQuery", limit)
-	r := e.do(e.hash(key), e.at(t), opTry, n, limit)
+	r := e.do(e.hash(key), t, false, opTry, n, limit)
 	return r.ok, e.q.value(r.stamp, r.t)
 }
 
@@ -233,7 +233,7 @@ func (e *Engine) TryUpdateAndQueryAt(t time.Time, key string, n, limit float64) 
 func (e *Engine) TryReserve(key string, n, limit float64) (Receipt, bool) {
 	checkLoad("TryReserve", n)
 	checkLimit("TryReserve", limit)
-	r := e.do(e.hash(key), e.now(), opTry, n, limit)
+	r := e.do(e.hash(key), time.Time{}, true, opTry, n, limit)
 	return r.rc, r.ok
 }
 
@@ -241,44 +241,44 @@ func (e *Engine) TryReserve(key string, n, limit float64) (Receipt, bool) {
 func (e *Engine) TryReserveAt(t time.Time, key string, n, limit float64) (Receipt, bool) {
 	checkLoad("TryReserve", n)
 	checkLimit("TryReserve", limit)
-	r := e.do(e.hash(key), e.at(t), opTry, n, limit)
+	r := e.do(e.hash(key), t, false, opTry, n, limit)
 	return r.rc, r.ok
 }
 
 // Update adds n to key's load now, unconditionally (clamped at Max).
 func (e *Engine) Update(key string, n float64) {
 	checkLoad("Update", n)
-	e.do(e.hash(key), e.now(), opAdd, n, 0)
+	e.do(e.hash(key), time.Time{}, true, opAdd, n, 0)
 }
 
 // UpdateAt is Update at time t.
 func (e *Engine) UpdateAt(t time.Time, key string, n float64) {
 	checkLoad("Update", n)
-	e.do(e.hash(key), e.at(t), opAdd, n, 0)
+	e.do(e.hash(key), t, false, opAdd, n, 0)
 }
 
 // UpdateAndQuery is Update returning the key's load after it.
 func (e *Engine) UpdateAndQuery(key string, n float64) float64 {
 	checkLoad("UpdateAndQuery", n)
-	r := e.do(e.hash(key), e.now(), opAdd, n, 0)
+	r := e.do(e.hash(key), time.Time{}, true, opAdd, n, 0)
 	return e.q.value(r.stamp, r.t)
 }
 
 // UpdateAndQueryAt is UpdateAndQuery at time t.
 func (e *Engine) UpdateAndQueryAt(t time.Time, key string, n float64) float64 {
 	checkLoad("UpdateAndQuery", n)
-	r := e.do(e.hash(key), e.at(t), opAdd, n, 0)
+	r := e.do(e.hash(key), t, false, opAdd, n, 0)
 	return e.q.value(r.stamp, r.t)
 }
 
 // Query returns key's load now: at least its true load. It never writes.
 func (e *Engine) Query(key string) float64 {
-	r := e.do(e.hash(key), e.now(), opQuery, 0, 0)
+	r := e.do(e.hash(key), time.Time{}, true, opQuery, 0, 0)
 	return e.q.value(r.stamp, r.t)
 }
 
 // QueryAt is Query at time t.
 func (e *Engine) QueryAt(t time.Time, key string) float64 {
-	r := e.do(e.hash(key), e.at(t), opQuery, 0, 0)
+	r := e.do(e.hash(key), t, false, opQuery, 0, 0)
 	return e.q.value(r.stamp, r.t)
 }

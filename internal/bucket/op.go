@@ -2,6 +2,7 @@ package bucket
 
 import (
 	"math/bits"
+	"time"
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/asm"
@@ -125,11 +126,20 @@ func occupancy(w *[wordsPerLine]uint64, top, t uint64) (live, free int) {
 // one entry with one CAS (after raising the line's header when needed),
 // then validate that no other candidate of the key changed meanwhile.
 // docs/design.md, "The bucket engine", has the argument.
-func (e *Engine) do(h, ms uint64, kind opKind, n, limit float64) (r result) {
+//
+// The operation's time is t, or the clock's reading when now is set: read
+// after the prefetch, so that the clock read overlaps the lines' misses.
+func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float64) (r result) {
 	i0, i1, fp := e.locate(h)
 	l0, l1 := &e.lines[i0], &e.lines[i1]
 	ps := [2]unsafe.Pointer{unsafe.Pointer(l0), unsafe.Pointer(l1)}
 	asm.Prefetch(ps[:])
+	var ms uint64
+	if now {
+		ms = e.now()
+	} else {
+		ms = e.at(t)
+	}
 	q := &e.q
 	var c, lim uint64
 	if q.kind != KindExponential {

@@ -130,3 +130,27 @@ func TestReplayMergeAfterFailedUndo(t *testing.T) {
 		t.Fatalf("x reads %v, below its true load 6", q)
 	}
 }
+
+// TestReplayStaleTime: A = TryUpdate(a, 5) reads its lines at t and is
+// held before its CAS; time moves 50 ms and B, another key of the same
+// lines, writes (lw moves to t+50 ms). A's CAS lands, but its validation
+// sees the moved lw: its stamp counted from t would drain 50 ms of a
+// debt taken at t+50 ms. A undoes, decides again at t+50 ms, and a's
+// debt reads 5, not 4.5. Without the lw check it reads 4.5 (rate 10/s).
+func TestReplayStaleTime(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000_000)
+	e := newTest(t, 2, Linear(10, 40), clk)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	e.setHooks(&testHooks{beforeCAS: pauseOnce(armedTrue(), paused, resume)})
+	var wg sync.WaitGroup
+	wg.Go(func() { e.TryUpdate("a", 5, 20) })
+	<-paused
+	clk.Advance(50 * time.Millisecond)
+	e.TryUpdate("b", 1, 20) // both lines are a's: lw moves to t+50 ms
+	close(resume)
+	wg.Wait()
+	if q := e.Query("a"); q != 5 {
+		t.Fatalf("a reads %v at t+50ms, want 5 (its debt taken then)", q)
+	}
+}
