@@ -93,7 +93,7 @@ func (tr *truth) below(q *quant, v, w float64) bool {
 var debugDiff = false
 
 var diffLaws = []Law{
-	Linear(10, 40),  // exact: 800 ticks per token, 8 per ms
+	Linear(10, 40),  // exact: 1500 ticks per token, 15 per ms
 	Linear(1000, 4), // exact, fast
 	Linear(1, 20),   // exact rate, one tick per 2 ms
 	Linear(3, 10),   // rate 3/s: quantized to a slightly slower drain

@@ -24,7 +24,7 @@
 // the load will have decayed to Resolution. The load at tick t is a
 // function of stamp - t; a stamp at or before t is a load of 0. Decay is
 // therefore free: nothing is rewritten as time passes. An entry stores the
-// stamp's low 16 bits; since every stamp is within Span ticks (< 2^15) of
+// stamp's low 16 bits; since every stamp is within Span ticks (< 2^16) of
 // its line's lw, the residue locates it in the window
 // (lw + Span + 1 - 2^16, lw + Span + 1], and an entry that long expired is
 // cleared by the next writer that moves lw past it.
@@ -50,13 +50,15 @@
 //   - Lock-free: 64-bit loads and CAS on the line's words, no lock, no
 //     goroutine, no allocation. An operation touches two cache lines,
 //     prefetched together.
-//   - Exact arithmetic: loads are whole ticks (Quantum.Unit: 1/800 of a
-//     token for limit.New(10, 20)); whole-token requests and limits are
-//     exact. The linear law drains at Quantum.Rate, equal to Rate for
-//     rates that divide evenly into ticks and otherwise slightly below it
-//     (the safe side); with a tick longer than 1 ms (slow rates, Quantum.Tick),
-//     a write counts from the end of its tick, so a debt can read up to one
-//     tick high.
+//   - Exact arithmetic: loads are whole ticks (Quantum.Unit: 1/1500 of a
+//     token for limit.New(10, 20), 15 ticks per ms); whole-token requests
+//     and limits are exact. The linear law drains at Quantum.Rate, equal
+//     to Rate for rates that divide evenly into ticks and otherwise
+//     slightly below it (the safe side). When MaxDebt takes longer than
+//     61 s to drain (limit.New(0.5, 20)), a tick is longer than 1 ms
+//     (Quantum.Tick): a write counts from the end of its tick, so a debt
+//     can read up to one tick high, and a key asking for its burst one
+//     token at a time within one tick may get one token fewer.
 //
 // # The operation
 //

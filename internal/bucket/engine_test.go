@@ -97,7 +97,7 @@ func TestConfigErrors(t *testing.T) {
 		{Config{Lines: 2, Law: Linear(1, 0)}, "Law.Max"},
 		{Config{Lines: 2, Law: Linear(1, math.NaN())}, "Law.Max"},
 		{Config{Lines: 2, Law: Linear(1, math.Inf(1))}, "Law.Max"},
-		{Config{Lines: 2, Law: Linear(1, 40000)}, "Law.Max"},
+		{Config{Lines: 2, Law: Linear(1, 70000)}, "Law.Max"},
 		{Config{Lines: 2, Law: Linear(0, 1)}, "Law.Rate"},
 		{Config{Lines: 2, Law: Linear(-1, 1)}, "Law.Rate"},
 		{Config{Lines: 2, Law: Linear(math.Inf(1), 1)}, "Law.Rate"},
@@ -129,13 +129,14 @@ func TestQuantum(t *testing.T) {
 		rate   float64
 		approx bool // the rate is quantized below the law's
 	}{
-		{Linear(10, 40), 1.0 / 800, 125 * time.Microsecond, 10, false}, // limit.New(10, 20)
-		{Linear(1000, 20), 1.0 / 1638, time.Millisecond / 1638, 1000, false},
-		{Linear(1, 40), 1.0 / 500, 2 * time.Millisecond, 1, false}, // exact rate, 2 ms ticks
+		{Linear(10, 40), 1.0 / 1500, time.Millisecond / 15, 10, false}, // limit.New(10, 20)
+		{Linear(1000, 20), 1.0 / 3071, time.Millisecond / 3071, 1000, false},
+		{Linear(1, 40), 1.0 / 1000, time.Millisecond, 1, false},         // limit.New(1, 20): 1 ms ticks
+		{Linear(0.5, 40), 1.0 / 1000, 2 * time.Millisecond, 0.5, false}, // exact rate, 2 ms ticks
 		{Linear(3, 10), 0, 0, 3, true},
 		{Linear(1.0/3600, 200), 0, 0, 1.0 / 3600, true}, // 1 per hour
 		{Linear(1e9, 2), 0, 0, 1e9, true},               // capped tick rate
-		{None(100), 1.0 / 327, 0, 0, false},
+		{None(100), 1.0 / 614, 0, 0, false},
 	}
 	for _, c := range cases {
 		e := newTest(t, 2, c.law, nil)
@@ -206,29 +207,28 @@ func TestTokenBucket(t *testing.T) {
 	if q := e.UpdateAndQuery("a", 100); q != 40 {
 		t.Fatalf("clamped debt = %v, want 40", q)
 	}
-	if q := e.UpdateAndQuery("b", 0.0001); q != 1.0/800 {
-		t.Fatalf("a fraction of a tick reads %v, want one tick %v", q, 1.0/800)
+	if q := e.UpdateAndQuery("b", 0.0001); q != 1.0/1500 {
+		t.Fatalf("a fraction of a tick reads %v, want one tick %v", q, 1.0/1500)
 	}
 }
 
-// TestLongTicks: with 2 ms ticks (rate 1/s, burst 20) a debt can read
-// up to one tick high, never low, and a fresh key still takes its whole
-// burst.
+// TestLongTicks: with 2 ms ticks (rate 0.5/s, burst 20, MaxDebt 40:
+// 80 s to drain) a debt can read up to one tick high, never low, and a
+// fresh key still takes its whole burst at once.
 func TestLongTicks(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
-	clk.Set(7_000_001) // an odd ms: between two ticks
-	e := newTest(t, 64, Linear(1, 40), clk)
+	clk.Set(7_000_000)
+	e := newTest(t, 64, Linear(0.5, 40), clk)
+	clk.Advance(time.Millisecond) // between two ticks
 	if !e.TryUpdate("a", 20, 20) {
 		t.Fatal("a fresh key's full burst denied between ticks")
 	}
-	if q := e.Query("a"); q < 20 || q > 20+1.0/500 {
+	if q := e.Query("a"); q < 20 || q > 20+1.0/1000 {
 		t.Fatalf("debt = %v, want 20 up to one tick more", q)
 	}
-	for ms := 0; ms < 1100; ms++ {
-		ok := e.TryUpdate("probe", 0, 0) // never writes
-		_ = ok
+	for ms := 0; ms < 3000; ms++ {
 		q := e.Query("a")
-		if want := math.Max(20-float64(ms)/1000, 0); q < want-1e-12 {
+		if want := math.Max(20-float64(ms)*0.5/1000, 0); q < want-1e-12 {
 			t.Fatalf("after %d ms debt reads %v below the truth %v", ms, q, want)
 		}
 		clk.Advance(time.Millisecond)
@@ -348,7 +348,7 @@ func TestRefund(t *testing.T) {
 }
 
 // TestIdleLine: a line idle for longer than the 16-bit window (here 2^16
-// ticks = 8.2 s at 8 ticks/ms, then an hour) reads its expired entries as
+// ticks = 4.4 s at 15 ticks/ms, then an hour) reads its expired entries as
 // 0, not as a phantom debt, before and after a writer moves its lw.
 func TestIdleLine(t *testing.T) {
 	clk := sketchtest.NewFakeClock()

@@ -72,12 +72,15 @@ func Exponential(lambda, max, resolution float64) Law {
 // load of 0. Stamps are at most span ticks after the time they were
 // written, so a 16-bit residue locates one (see docs/design.md).
 const (
-	// maxSpan bounds span: entries within 2^15 ticks of the top of their
-	// window, stale ones swept at sweepAge, leave 2^14 ticks of slack.
-	maxSpan = 1<<15 - 2
 	// sweepAge: a writer that moves a line's lw clears every entry whose
 	// stamp is this many ticks or more before the new lw.
-	sweepAge = 1 << 14
+	sweepAge = 1 << 12
+	// maxSpan bounds span. The window a residue is read in is
+	// (lw + span + 1 - 2^16, lw + span + 1]: every live stamp is in it,
+	// and an expired one falls out of it (to read as a phantom) only
+	// after 2^16 - span - 1 = sweepAge + 1 ticks, by which time the
+	// writer that moved lw there has cleared it.
+	maxSpan = 1<<16 - sweepAge - 2
 	// tickBase is added to every tick so that window arithmetic near the
 	// epoch never goes below 0.
 	tickBase = 1 << 17

@@ -15,7 +15,7 @@ import (
 // is taken out of do().
 
 // replayEngine returns an engine of two lines on a fake clock at 1 token
-// per ms (1092 ticks per ms), the line indexes of key x in view order,
+// per ms (2047 ticks per ms), the line indexes of key x in view order,
 // and x's fingerprint.
 func replayEngine(t *testing.T) (*Engine, *sketchtest.FakeClock, [2]int, uint16) {
 	t.Helper()
