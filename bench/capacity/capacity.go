@@ -71,15 +71,24 @@ func CountMin(name string, levels, cells uint32) Maker {
 }
 
 // Bucket is the bucketed engine with the limiter's law (Linear(Rate,
-// 2 x Burst)) in bytes of memory (rounded down to whole lines), deciding
-// as limit does: admitted iff debt + n <= Burst.
+// 2 x Burst)) in at most bytes of memory (Engine.Bytes: its lines, their
+// alignment slack and its own struct), deciding as limit does: admitted
+// iff debt + n <= Burst.
 func Bucket(name string, bytes int) Maker {
 	return Maker{Name: name, New: func(clk *sketchtest.FakeClock, seed uint64) (*Subject, error) {
-		lines := bytes/bucket.LineBytes - 1 // one line of alignment slack
-		e, err := bucket.New(bucket.Config{Lines: lines, Law: bucket.Linear(Rate, 2*Burst), Clock: clk, Seed: seed, SeedSet: true})
+		cfg := bucket.Config{Lines: bytes/bucket.LineBytes - 1, Law: bucket.Linear(Rate, 2*Burst), Clock: clk, Seed: seed, SeedSet: true}
+		e, err := bucket.New(cfg)
 		if err != nil {
 			return nil, err
 		}
+		if over := e.Bytes() - bytes; over > 0 {
+			// Within the budget, the engine's own struct included.
+			cfg.Lines -= (over + bucket.LineBytes - 1) / bucket.LineBytes
+			if e, err = bucket.New(cfg); err != nil {
+				return nil, err
+			}
+		}
+		lines := cfg.Lines
 		return &Subject{
 			Name: name,
 			allowN: func(t time.Time, key []byte, n int) bool {
