@@ -3,6 +3,7 @@ package bucket
 import (
 	"fmt"
 	"math"
+	"unsafe"
 )
 
 // The capacity model (docs/capacity.md, "Sizing"). Keys arrive at their
@@ -76,10 +77,13 @@ func PredictDenial(keys, lines int) (deny, got float64) {
 	return fluid(float64(keys) / float64(lines))
 }
 
+// engineBytes is Engine.Bytes for an engine of lines lines.
+func engineBytes(lines int) int { return (lines+1)*LineBytes + int(unsafe.Sizeof(Engine{})) }
+
 // Geometry is a size for an engine.
 type Geometry struct {
 	Lines int     // Config.Lines
-	Bytes int     // the memory the lines take (Lines x 64, plus one line of alignment)
+	Bytes int     // the memory the engine will hold (Engine.Bytes: the lines, one line of alignment, its struct)
 	Deny  float64 // the predicted fresh-key denial rate at the capacity asked
 	Got   float64 // the predicted share of the keys that get their burst
 }
@@ -115,7 +119,7 @@ func Suggest(keys int, deny float64) (Geometry, error) {
 		}
 	}
 	d, g := PredictDenial(keys, hi)
-	return Geometry{Lines: hi, Bytes: (hi + 1) * LineBytes, Deny: d, Got: g}, nil
+	return Geometry{Lines: hi, Bytes: engineBytes(hi), Deny: d, Got: g}, nil
 }
 
 // CountMinGeometry is a size for the count-min rotator limit uses today.
