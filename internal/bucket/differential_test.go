@@ -1,0 +1,212 @@
+package bucket
+
+import (
+	"fmt"
+	"math"
+	"testing"
+	"time"
+
+	"pgregory.net/rapid"
+
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+// truth is the exact per-key load of the law (float64, at the law's own
+// rate, not the engine's quantized one), replayed from the writes that
+// took effect.
+type truth struct {
+	law  Law
+	ops  map[string][]truthOp
+	next int
+}
+
+type truthOp struct {
+	id  int
+	ms  uint64
+	n   float64
+	off bool // refunded
+}
+
+func newTruth(law Law) *truth { return &truth{law: law, ops: map[string][]truthOp{}} }
+
+func (tr *truth) add(key string, ms uint64, n float64) int {
+	tr.next++
+	tr.ops[key] = append(tr.ops[key], truthOp{id: tr.next, ms: ms, n: n})
+	return tr.next
+}
+
+func (tr *truth) refund(key string, id int) {
+	for i := range tr.ops[key] {
+		if tr.ops[key][i].id == id {
+			tr.ops[key][i].off = true
+		}
+	}
+}
+
+// value returns key's true load at ms.
+func (tr *truth) value(key string, ms uint64) float64 {
+	l := tr.law
+	switch l.Kind {
+	case KindLinear:
+		tat := 0.0 // ms at which the debt is 0
+		for _, o := range tr.ops[key] {
+			if o.off {
+				continue
+			}
+			t := float64(o.ms)
+			tat = math.Min(math.Max(tat, t)+o.n*1000/l.Rate, t+l.Max*1000/l.Rate)
+		}
+		return math.Max(tat-float64(ms), 0) * l.Rate / 1000
+	case KindExponential:
+		s, last := 0.0, uint64(0)
+		for _, o := range tr.ops[key] {
+			if o.off {
+				continue
+			}
+			s = math.Min(s*math.Exp(-l.Lambda*float64(o.ms-last)/1000)+o.n, l.Max)
+			last = o.ms
+		}
+		return s * math.Exp(-l.Lambda*float64(ms-last)/1000)
+	default:
+		s := 0.0
+		for _, o := range tr.ops[key] {
+			if !o.off {
+				s = math.Min(s+o.n, l.Max)
+			}
+		}
+		return s
+	}
+}
+
+// below reports whether an engine reading v is below the true value w,
+// beyond the law's allowance: float64 rounding of the truth itself, and
+// for the exponential law the remainders below Resolution it drops, at
+// most one per tick, which add up to at most Resolution/(1-exp(-kappa)).
+func (tr *truth) below(q *quant, v, w float64) bool {
+	slack := 1e-9 * math.Max(1, w)
+	if tr.law.Kind == KindExponential {
+		slack += 1.01 * q.eps / -math.Expm1(-q.kappa)
+	}
+	return v < w-slack
+}
+
+var debugDiff = false
+
+var diffLaws = []Law{
+	Linear(10, 40),  // exact: 1500 ticks per token, 15 per ms
+	Linear(1000, 4), // exact, fast
+	Linear(1, 20),   // exact rate, one tick per 2 ms
+	Linear(3, 10),   // rate 3/s: quantized to a slightly slower drain
+	Linear(0.01, 5), // slow: long ticks
+	None(100),       // a counter
+	Exponential(0.5, 100, 0),
+	Exponential(20, 50, 1e-6),
+}
+
+// TestDifferential runs random operation sequences on the engine and on
+// the mutex model of the same rules, sequentially: every answer and, at
+// the end, every line must agree; and every key's load must stay at or
+// above its true load (one-sided) after every operation.
+func TestDifferential(t *testing.T) {
+	rapid.Check(t, func(rt *rapid.T) {
+		law := rapid.SampledFrom(diffLaws).Draw(rt, "law")
+		lines := rapid.IntRange(2, 6).Draw(rt, "lines")
+		nkeys := rapid.IntRange(1, 120).Draw(rt, "keys")
+		clk := sketchtest.NewFakeClock()
+		clk.Set(1_000_000)
+		e := MustNew(Config{Lines: lines, Law: law, Clock: clk, SeedSet: true, Seed: rapid.Uint64().Draw(rt, "seed")})
+		m := newModel(e)
+		tr := newTruth(law)
+		type pending struct {
+			key string
+			id  int
+			er  Receipt
+			mr  modelReceipt
+		}
+		var open []pending
+		keys := make([]string, nkeys)
+		for i := range keys {
+			keys[i] = fmt.Sprintf("k%d", i)
+		}
+		steps := rapid.IntRange(1, 400).Draw(rt, "steps")
+		for step := range steps {
+			switch rapid.IntRange(0, 9).Draw(rt, "advance") {
+			case 0, 1:
+				clk.Advance(time.Duration(rapid.IntRange(1, 50).Draw(rt, "ms")) * time.Millisecond)
+			case 2:
+				clk.Advance(time.Duration(rapid.IntRange(50, 200_000).Draw(rt, "bigms")) * time.Millisecond)
+			}
+			ms := e.now()
+			key := keys[rapid.IntRange(0, nkeys-1).Draw(rt, "key")]
+			n := float64(rapid.IntRange(0, 8).Draw(rt, "n"))
+			if rapid.IntRange(0, 4).Draw(rt, "frac") == 0 {
+				n = rapid.Float64Range(0, 3).Draw(rt, "nf")
+			}
+			limit := float64(rapid.IntRange(0, int(law.Max)+2).Draw(rt, "limit"))
+			var eok, mok bool
+			var ev, mv float64
+			switch op := rapid.IntRange(0, 5).Draw(rt, "op"); op {
+			case 0:
+				eok = e.TryUpdate(key, n, limit)
+				mok, _, _ = m.do(key, ms, opTry, n, limit)
+				if eok && n > 0 {
+					tr.add(key, ms, n)
+				}
+			case 1:
+				e.Update(key, n)
+				mok, _, _ = m.do(key, ms, opAdd, n, 0)
+				eok = mok
+				if n > 0 {
+					tr.add(key, ms, n)
+				}
+			case 2:
+				ev = e.UpdateAndQuery(key, n)
+				_, mv, _ = m.do(key, ms, opAdd, n, 0)
+				if n > 0 {
+					tr.add(key, ms, n)
+				}
+			case 3:
+				ev = e.Query(key)
+				_, mv, _ = m.do(key, ms, opQuery, 0, 0)
+			case 4:
+				var er Receipt
+				var mr modelReceipt
+				er, eok = e.TryReserve(key, n, limit)
+				mok, _, mr = m.do(key, ms, opTry, n, limit)
+				if eok && n > 0 {
+					open = append(open, pending{key, tr.add(key, ms, n), er, mr})
+				}
+			case 5:
+				if len(open) == 0 {
+					continue
+				}
+				i := rapid.IntRange(0, len(open)-1).Draw(rt, "refund")
+				p := open[i]
+				open = append(open[:i], open[i+1:]...)
+				eok = e.Refund(&p.er)
+				mok = m.refund(&p.mr)
+				if eok {
+					tr.refund(p.key, p.id)
+				}
+			}
+			if eok != mok || ev != mv {
+				rt.Fatalf("step %d: engine (%v, %v) != model (%v, %v)", step, eok, ev, mok, mv)
+			}
+			if debugDiff {
+				rt.Logf("step %d ms %d tick %d: %v/%v; k0 %v truth %v; l0 %+v l1 %+v", step, ms, e.tick(), eok, ev, e.Query(keys[0]), tr.value(keys[0], ms), e.state(0), e.state(1))
+			}
+			for _, k := range keys {
+				if v, w := e.Query(k), tr.value(k, e.now()); tr.below(e.Q(), v, w) {
+					rt.Fatalf("step %d: key %s reads %v below its true load %v", step, k, v, w)
+				}
+			}
+		}
+		for i := range lines {
+			es, ml := e.state(i), m.lines[i]
+			ms := lineState(ml)
+			if es != ms {
+				rt.Fatalf("line %d: engine %+v != model %+v", i, es, ms)
+			}
+		}
+	})
+}

@@ -1,0 +1,284 @@
+package bucket
+
+import (
+	"fmt"
+	"math"
+	"sync/atomic"
+	"time"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Config configures New.
+type Config struct {
+	// Lines is the number of 64-byte lines (buckets), at least 2. Memory
+	// is Lines x 64 bytes (plus one line of alignment slack), whatever the
+	// number of keys. [Suggest] picks it from a capacity target.
+	Lines int
+	// Law is the decay law and the clamp ([Linear] for a limiter's debt,
+	// [Exponential] for a meter's rate, [None]).
+	Law Law
+	// Hasher hashes keys (nil means sketch.SipHash(), the keyed PRF: a
+	// client that does not know the seed cannot aim at a line).
+	Hasher sketch.HasherFactory
+	// Seed is the hash seed, used when SeedSet; otherwise New draws one
+	// from crypto/rand (sketch.RandomSeed).
+	Seed    uint64
+	SeedSet bool
+	// Clock is the time source (nil means the monotonic system clock);
+	// a *sketch.Timebase is shared as is.
+	Clock sketch.Clock
+	// SaturationSamples is the number of lines Saturation samples
+	// (0 means 4096).
+	SaturationSamples int
+}
+
+// Engine is a table of keyed loads in constant memory: Lines cache lines
+// of SlotsPerLine entries, a key living in one of two lines chosen by a
+// keyed hash, identified there by a 16-bit fingerprint. The package
+// documentation has the model and the guarantees.
+//
+// Create one with New; the zero Engine is not usable. An Engine is safe
+// for concurrent use by any number of goroutines; it takes no lock,
+// starts no goroutine, and its operations do not allocate.
+type Engine struct {
+	lines  []line
+	n      uint64 // len(lines)
+	hasher sketch.Hasher
+	tb     *sketch.Timebase
+	epoch  int64 // the clock reading (ms) that is ms 0 of the line headers
+	q      quant
+	bytes  int
+	sample int
+	seed   uint64
+	hooks  *testHooks // nil outside tests
+
+	satCalls atomic.Uint64 // Saturation's sample streams
+	floors   floorHist     // the lines' floors by stamp, for Saturation
+}
+
+// New returns an empty engine for cfg, or a *sketch.ConfigError (matched
+// by errors.Is(err, sketch.ErrInvalidConfig)) naming the first invalid
+// field.
+func New(cfg Config) (*Engine, error) {
+	if cfg.Lines < 2 || cfg.Lines > 1<<32-1 {
+		return nil, newConfigError("Lines", cfg.Lines, "must be >= 2 and < 2^32; got %d", cfg.Lines)
+	}
+	if cfg.SaturationSamples < 0 {
+		return nil, newConfigError("SaturationSamples", cfg.SaturationSamples, "must be >= 0; got %d", cfg.SaturationSamples)
+	}
+	q, err := newQuant(cfg.Law)
+	if err != nil {
+		return nil, err
+	}
+	hf := cfg.Hasher
+	if hf == nil {
+		hf = sketch.SipHash()
+	}
+	seed := cfg.Seed
+	if !cfg.SeedSet {
+		seed = sketch.RandomSeed()
+	}
+	e := &Engine{q: q, hasher: hf(seed), tb: sketch.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
+	if e.sample == 0 {
+		e.sample = 4096
+	}
+	e.lines, e.bytes = allocLines(cfg.Lines)
+	e.floors.init(q.span)
+	e.n = uint64(cfg.Lines)
+	e.epoch = e.tb.NowMillis()
+	return e, nil
+}
+
+// MustNew is New that panics on an error.
+func MustNew(cfg Config) *Engine {
+	e, err := New(cfg)
+	if err != nil {
+		panic(err)
+	}
+	return e
+}
+
+// Lines returns the number of lines.
+func (e *Engine) Lines() int { return int(e.n) }
+
+// Bytes returns the memory the engine holds: its lines (with the
+// alignment slack) and its own struct.
+func (e *Engine) Bytes() int { return e.bytes + int(unsafe.Sizeof(*e)) }
+
+// Timebase returns the engine's time scale, for converting a time.Time
+// to the milliseconds the At forms take (Timebase.Millis).
+func (e *Engine) Timebase() *sketch.Timebase { return e.tb }
+
+// Quantum describes how the engine represents its law: Unit is the load
+// of one tick (linear and none: loads are whole multiples of it), Tick
+// the time of one tick (0: time does not matter), Rate the linear drain
+// per second actually applied (<= the law's Rate; equal to it for
+// rates that divide evenly), Span the largest load in ticks.
+type Quantum struct {
+	Unit float64
+	Tick time.Duration
+	Rate float64
+	Span uint64
+}
+
+// Quantum returns the engine's quantization of its law.
+func (e *Engine) Quantum() Quantum {
+	q := Quantum{Span: e.q.span, Rate: e.q.rate}
+	if e.q.kind != KindExponential {
+		q.Unit = 1 / e.q.u
+	}
+	if e.q.gn != 0 {
+		q.Tick = time.Duration(float64(time.Millisecond) * float64(e.q.gd) / float64(e.q.gn))
+	}
+	return q
+}
+
+// locate returns a key's two lines and its fingerprint. The lines are
+// distinct; the fingerprint is never 0.
+func (e *Engine) locate(h uint64) (i0, i1 uint64, fp uint16) {
+	i0 = uint64(uint32(h)) * e.n >> 32
+	i1 = (h >> 32) * e.n >> 32
+	if i1 == i0 {
+		i1++
+		if i1 == e.n {
+			i1 = 0
+		}
+	}
+	// The fingerprint comes from a bijective mix of all 64 bits, so it is
+	// independent of the two indexes for all practical purposes.
+	m := h * 0x9E3779B97F4A7C15
+	m ^= m >> 29
+	m *= 0xBF58476D1CE4E5B9
+	fp = uint16(m >> 48)
+	if fp == 0 {
+		fp = 1
+	}
+	return i0, i1, fp
+}
+
+// rel returns ms on the engine's scale: milliseconds after the epoch,
+// at least 0, at most 2^48-1.
+func (e *Engine) rel(ms int64) uint64 {
+	d := ms - e.epoch
+	if d <= 0 {
+		return 0
+	}
+	if d > lwMask {
+		return lwMask
+	}
+	return uint64(d)
+}
+
+func (e *Engine) now() uint64 { return e.rel(e.tb.NowMillis()) }
+
+func (e *Engine) at(t time.Time) uint64 { return e.rel(e.tb.Millis(t)) }
+
+func (e *Engine) hash(key string) uint64 { return e.hasher.Sum64String(key) }
+
+// checkLoad panics on a NaN, infinite or negative load: a programmer
+// error that would corrupt the estimate.
+func checkLoad(op string, n float64) {
+	if !(n >= 0) || math.IsInf(n, 1) {
+		panic(fmt.Sprintf("bucket: %s: n must be finite and >= 0; got %v", op, n))
+	}
+}
+
+// checkLimit panics on a NaN or infinite limit.
+func checkLimit(op string, l float64) {
+	if math.IsNaN(l) || math.IsInf(l, 0) {
+		panic(fmt.Sprintf("bucket: %s: limit must be finite; got %v", op, l))
+	}
+}
+
+// TryUpdate adds n to key's load now if the load plus n is at most limit,
+// and reports whether it did. For one key it is exact under contention.
+func (e *Engine) TryUpdate(key string, n, limit float64) bool {
+	checkLoad("TryUpdate", n)
+	checkLimit("TryUpdate", limit)
+	r := e.do(e.hash(key), time.Time{}, true, opTry, n, limit)
+	return r.ok
+}
+
+// TryUpdateAt is TryUpdate at time t (see sketch.Timebase.Millis).
+func (e *Engine) TryUpdateAt(t time.Time, key string, n, limit float64) bool {
+	checkLoad("TryUpdate", n)
+	checkLimit("TryUpdate", limit)
+	return e.do(e.hash(key), t, false, opTry, n, limit).ok
+}
+
+// TryUpdateAndQuery is TryUpdate that also returns the key's load after
+// it: with n added if admitted, as it stands if denied (a limiter's
+// Decision in one pass: Remaining and RetryAfter from the load).
+func (e *Engine) TryUpdateAndQuery(key string, n, limit float64) (bool, float64) {
+	checkLoad("TryUpdateAndQuery", n)
+	checkLimit("TryUpdateAndQuery", limit)
+	r := e.do(e.hash(key), time.Time{}, true, opTry, n, limit)
+	return r.ok, e.q.value(r.stamp, r.t)
+}
+
+// TryUpdateAndQueryAt is TryUpdateAndQuery at time t.
+func (e *Engine) TryUpdateAndQueryAt(t time.Time, key string, n, limit float64) (bool, float64) {
+	checkLoad("TryUpdateAndQuery", n)
+	checkLimit("TryUpdateAndQuery", limit)
+	r := e.do(e.hash(key), t, false, opTry, n, limit)
+	return r.ok, e.q.value(r.stamp, r.t)
+}
+
+// TryReserve is TryUpdate that also returns a Receipt, with which Refund
+// can give the load back while nothing else has written the key's entry
+// (see Refund). The Receipt of a write that filled the key to Max, or of
+// the exponential law, refunds nothing.
+func (e *Engine) TryReserve(key string, n, limit float64) (Receipt, bool) {
+	checkLoad("TryReserve", n)
+	checkLimit("TryReserve", limit)
+	r := e.do(e.hash(key), time.Time{}, true, opTry, n, limit)
+	return r.rc, r.ok
+}
+
+// TryReserveAt is TryReserve at time t.
+func (e *Engine) TryReserveAt(t time.Time, key string, n, limit float64) (Receipt, bool) {
+	checkLoad("TryReserve", n)
+	checkLimit("TryReserve", limit)
+	r := e.do(e.hash(key), t, false, opTry, n, limit)
+	return r.rc, r.ok
+}
+
+// Update adds n to key's load now, unconditionally (clamped at Max).
+func (e *Engine) Update(key string, n float64) {
+	checkLoad("Update", n)
+	e.do(e.hash(key), time.Time{}, true, opAdd, n, 0)
+}
+
+// UpdateAt is Update at time t.
+func (e *Engine) UpdateAt(t time.Time, key string, n float64) {
+	checkLoad("Update", n)
+	e.do(e.hash(key), t, false, opAdd, n, 0)
+}
+
+// UpdateAndQuery is Update returning the key's load after it.
+func (e *Engine) UpdateAndQuery(key string, n float64) float64 {
+	checkLoad("UpdateAndQuery", n)
+	r := e.do(e.hash(key), time.Time{}, true, opAdd, n, 0)
+	return e.q.value(r.stamp, r.t)
+}
+
+// UpdateAndQueryAt is UpdateAndQuery at time t.
+func (e *Engine) UpdateAndQueryAt(t time.Time, key string, n float64) float64 {
+	checkLoad("UpdateAndQuery", n)
+	r := e.do(e.hash(key), t, false, opAdd, n, 0)
+	return e.q.value(r.stamp, r.t)
+}
+
+// Query returns key's load now: at least its true load. It never writes.
+func (e *Engine) Query(key string) float64 {
+	r := e.do(e.hash(key), time.Time{}, true, opQuery, 0, 0)
+	return e.q.value(r.stamp, r.t)
+}
+
+// QueryAt is Query at time t.
+func (e *Engine) QueryAt(t time.Time, key string) float64 {
+	r := e.do(e.hash(key), t, false, opQuery, 0, 0)
+	return e.q.value(r.stamp, r.t)
+}

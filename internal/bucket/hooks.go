@@ -1,0 +1,9 @@
+package bucket
+
+// testHooks are the points where deterministic tests hold an operation
+// (set per engine from export_test.go; nil in production, so the hot
+// path pays one nil check on a field of a read-only line).
+type testHooks struct {
+	beforeCAS func() // after the decision and the header, before the entry's CAS
+	afterCAS  func() // after a successful entry CAS, before the validation
+}

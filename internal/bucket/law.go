@@ -1,0 +1,326 @@
+package bucket
+
+import (
+	"fmt"
+	"math"
+	"math/bits"
+)
+
+// LawKind names a decay law.
+type LawKind uint8
+
+const (
+	// KindNone: loads never decay (a counter that only grows, up to Max).
+	KindNone LawKind = iota
+	// KindLinear: a load drains at Rate per second and stops at 0, the
+	// debt form of a token bucket (package limit).
+	KindLinear
+	// KindExponential: a load decays as exp(-Lambda * seconds), a decaying
+	// rate estimate (package meter).
+	KindExponential
+)
+
+func (k LawKind) String() string {
+	switch k {
+	case KindNone:
+		return "none"
+	case KindLinear:
+		return "linear"
+	case KindExponential:
+		return "exponential"
+	}
+	return fmt.Sprintf("LawKind(%d)", uint8(k))
+}
+
+// Law is an engine's decay law and the most a key can hold. Build one with
+// [None], [Linear] or [Exponential].
+type Law struct {
+	Kind LawKind
+	// Rate is the linear law's drain, in load units per second (> 0).
+	Rate float64
+	// Lambda is the exponential law's decay constant, per second (> 0).
+	Lambda float64
+	// Max is the most a key can hold (the clamp; > 0). A load never
+	// exceeds it, as the count-min's Hi.
+	Max float64
+	// Resolution is the exponential law's smallest load: a load that
+	// decays below it reads as 0 (0 means Max / 2^48). The other laws
+	// ignore it. Dropping those remainders is the one way an exponential
+	// estimate can fall below the truth, by at most about
+	// Resolution / kappa (kappa: the log-growth of one tick; about 1e-12
+	// x Max with the default).
+	Resolution float64
+}
+
+// None returns the law of loads that never decay, clamped at max.
+func None(max float64) Law { return Law{Kind: KindNone, Max: max} }
+
+// Linear returns the linear law: a load drains at rate per second and
+// stops at 0, clamped at max.
+func Linear(rate, max float64) Law { return Law{Kind: KindLinear, Rate: rate, Max: max} }
+
+// Exponential returns the exponential law exp(-lambda * seconds), clamped
+// at max, with loads below resolution reading as 0 (0 means max / 2^48).
+func Exponential(lambda, max, resolution float64) Law {
+	return Law{Kind: KindExponential, Lambda: lambda, Max: max, Resolution: resolution}
+}
+
+// Stamps. A key's state is one stamp, a tick count that does not change as
+// time passes: the linear law stores the tick at which the debt will be 0
+// (GCRA's theoretical arrival time), the exponential law the tick at which
+// the load will have decayed to Resolution. A stamp at or before now is a
+// load of 0. Stamps are at most span ticks after the time they were
+// written, so a 16-bit residue locates one (see docs/design.md).
+const (
+	// sweepAge: a writer that moves a line's lw clears every entry whose
+	// stamp is this many ticks or more before the new lw.
+	sweepAge = 1 << 12
+	// maxSpan bounds span. The window a residue is read in is
+	// (lw + span + 1 - 2^16, lw + span + 1]: every live stamp is in it,
+	// and an expired one falls out of it (to read as a phantom) only
+	// after 2^16 - span - 1 = sweepAge + 1 ticks, by which time the
+	// writer that moved lw there has cleared it.
+	maxSpan = 1<<16 - sweepAge - 2
+	// tickBase is added to every tick so that window arithmetic near the
+	// epoch never goes below 0.
+	tickBase = 1 << 17
+	// maxTicksPerMs caps the tick rate so that tick arithmetic on 48-bit
+	// millisecond times stays within 64 bits.
+	maxTicksPerMs = 1 << 14
+)
+
+// quant is a law quantized to integer ticks. All fields are fixed at New.
+type quant struct {
+	kind LawKind
+	// gn/gd are the ticks per millisecond (gn == 0: time stands still).
+	// Either gd == 1 (whole ticks per ms, so times convert exactly) or
+	// gn == 1 (one tick per gd ms).
+	gn, gd uint64
+	// divM, divS divide by gd without a division instruction:
+	// floor(x/gd) = hi64(x*divM) >> divS for every x < 2^divBits
+	// (Granlund and Montgomery, "Division by invariant integers using
+	// multiplication", PLDI 1994, with N = divBits).
+	divM uint64
+	divS uint
+	// span is the largest load in ticks: the stamp of a write at tick t
+	// is at most t + span.
+	span uint64
+
+	// Linear and None: u is the number of ticks (units) per load unit, an
+	// integer, so whole loads are exact; rate is the effective rate
+	// 1000*gn/(gd*u) per second, <= the law's Rate.
+	u    float64
+	rate float64
+	max  float64
+
+	// Exponential: a stamp s at tick t reads eps * exp(kappa * (s - t)).
+	kappa, eps float64
+}
+
+// newQuant validates law and picks its ticks.
+func newQuant(law Law) (quant, error) {
+	q, err := pickQuant(law)
+	q.setDivisor()
+	return q, err
+}
+
+// pickQuant is newQuant before the divisor's multiplier.
+func pickQuant(law Law) (quant, error) {
+	bad := func(field string, v any, format string, args ...any) (quant, error) {
+		return quant{}, newConfigError("Law."+field, v, format, args...)
+	}
+	m := law.Max
+	if math.IsNaN(m) || math.IsInf(m, 0) || m <= 0 {
+		return bad("Max", m, "must be finite and > 0; got %v", m)
+	}
+	q := quant{kind: law.Kind, gd: 1, max: m}
+	switch law.Kind {
+	case KindNone, KindLinear:
+		umax := math.Floor(maxSpan / m)
+		if umax < 1 {
+			return bad("Max", m, "must be <= %d for 16-bit loads; got %v", maxSpan, m)
+		}
+		if law.Kind == KindNone {
+			q.u = umax
+			q.span = uint64(math.Floor(m * q.u))
+			return q, nil
+		}
+		r := law.Rate
+		if math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
+			return bad("Rate", r, "must be finite and > 0; got %v", r)
+		}
+		q.u, q.gn, q.gd, q.rate = pickLinear(r, umax)
+		q.span = uint64(math.Floor(m * q.u))
+		return q, nil
+	case KindExponential:
+		l := law.Lambda
+		if math.IsNaN(l) || math.IsInf(l, 0) || l <= 0 {
+			return bad("Lambda", l, "must be finite and > 0; got %v", l)
+		}
+		eps := law.Resolution
+		if eps == 0 {
+			eps = m / (1 << 48)
+		}
+		if math.IsNaN(eps) || math.IsInf(eps, 0) || eps <= 0 || eps >= m {
+			return bad("Resolution", law.Resolution, "must be > 0 and < Max (%v); got %v", m, law.Resolution)
+		}
+		q.eps = eps
+		lnSpan := math.Log(m / eps)
+		kmin := lnSpan / (maxSpan - 1) // ln-growth per tick at least this
+		// tick length in ms at least 1000*kmin/lambda
+		tms := 1000 * kmin / l
+		if tms <= 1 {
+			q.gn = uint64(math.Min(math.Floor(1/tms), maxTicksPerMs))
+			q.kappa = l / (1000 * float64(q.gn))
+		} else {
+			q.gn, q.gd = 1, uint64(math.Ceil(tms))
+			q.kappa = l * float64(q.gd) / 1000
+		}
+		q.span = uint64(math.Ceil(lnSpan / q.kappa))
+		return q, nil
+	}
+	return bad("Kind", law.Kind, "must be None, Linear or Exponential; got %v", law.Kind)
+}
+
+// pickLinear chooses u ticks per load unit (1 <= u <= umax) and gn/gd
+// ticks per ms for a drain of rate per second, preferring in order: an
+// exact rate with whole ticks per ms (every time converts exactly), an
+// exact rate with one tick per gd ms, then the largest effective rate
+// <= rate (draining slower than asked is the safe side); ties go to the
+// larger u (finer loads).
+func pickLinear(rate, umax float64) (u float64, gn, gd uint64, eff float64) {
+	const tol = 1e-12
+	bestClass := -1
+	for ui := umax; ui >= 1; ui-- {
+		g := rate * ui / 1000 // ticks per ms for this u
+		var cn, cd uint64
+		var e float64
+		class := 0
+		if g >= 1 {
+			gi := math.Floor(g)
+			if rg := math.Round(g); math.Abs(g-rg) <= tol*g {
+				gi = rg
+			}
+			if gi > maxTicksPerMs {
+				gi = maxTicksPerMs
+			}
+			cn, cd = uint64(gi), 1
+			e = 1000 * gi / ui
+			if gi == math.Round(g) && math.Abs(g-gi) <= tol*g {
+				class = 2
+			}
+		} else {
+			mm := 1000 / (rate * ui) // ms per tick
+			mi := math.Ceil(mm)
+			if rm := math.Round(mm); math.Abs(mm-rm) <= tol*mm {
+				mi = rm
+				class = 1
+			}
+			cn, cd = 1, uint64(mi)
+			e = 1000 / (ui * mi)
+		}
+		if e > rate {
+			e = rate // a rounding artefact of an exact pick
+		}
+		if class > bestClass || (class == bestClass && e > eff) {
+			bestClass, u, gn, gd, eff = class, ui, cn, cd, e
+		}
+		if class == 2 {
+			break // the largest u with an exact whole-tick rate
+		}
+	}
+	return u, gn, gd, eff
+}
+
+// divBits is the width of the numerators divide handles: ms after the
+// epoch are below 2^48.
+const divBits = 50
+
+// setDivisor prepares divide for gd: with l = ceil(log2 gd) and
+// n = max(divBits, 64-l), the multiplier m = ceil(2^(n+l)/gd) has at most
+// n+1 <= 64 bits and floor(x*m / 2^(n+l)) = floor(x/gd) for every
+// x < 2^n; n+l >= 64, so the quotient is the high word shifted.
+func (q *quant) setDivisor() {
+	if q.gd <= 1 {
+		return
+	}
+	l := uint(bits.Len64(q.gd - 1)) // ceil(log2 gd), gd >= 2
+	n := max(uint(divBits), 64-l)
+	// m = floor((2^(n+l) - 1) / gd) + 1, in 128 bits (n+l in [64, 114]).
+	hi, lo := uint64(1)<<(n+l-64)-1, ^uint64(0)
+	m, _ := bits.Div64(hi, lo, q.gd)
+	q.divM, q.divS = m+1, n+l-64
+}
+
+// divide returns floor(x / gd) for x < 2^divBits (gd >= 2).
+func (q *quant) divide(x uint64) uint64 {
+	h, _ := bits.Mul64(x, q.divM)
+	return h >> q.divS
+}
+
+// ticks converts ms after the epoch to ticks, rounded down (lo) and up
+// (hi). Reads use lo (less drain: the safe side); a write stamps from hi
+// (a request made within a tick counts from the tick's end).
+func (q *quant) ticks(ms uint64) (lo, hi uint64) {
+	if q.gd == 1 {
+		t := ms*q.gn + tickBase
+		return t, t
+	}
+	d := q.divide(ms)
+	lo, hi = d+tickBase, d+tickBase
+	if d*q.gd != ms {
+		hi++
+	}
+	return lo, hi
+}
+
+// lo is ticks' lower value alone.
+func (q *quant) lo(ms uint64) uint64 {
+	if q.gd == 1 {
+		return ms*q.gn + tickBase
+	}
+	return q.divide(ms) + tickBase
+}
+
+// units converts a load to ticks, rounded up (linear and none).
+func (q *quant) units(n float64) uint64 { return uint64(math.Ceil(n * q.u)) }
+
+// limitUnits converts a limit to ticks, rounded down, saturating.
+func (q *quant) limitUnits(l float64) uint64 {
+	v := math.Floor(l * q.u)
+	if v >= 1<<62 {
+		return 1 << 62
+	}
+	if v < 0 {
+		return 0
+	}
+	return uint64(v)
+}
+
+// value returns the load stamp s stands for at tick t.
+func (q *quant) value(s, t uint64) float64 {
+	if s <= t {
+		return 0
+	}
+	if q.kind != KindExponential {
+		return float64(s-t) / q.u
+	}
+	v := q.eps * math.Exp(q.kappa*float64(s-t)) * (1 + 1e-12)
+	return math.Min(v, q.max)
+}
+
+// expStamp returns the stamp of load v written at tick th (exponential):
+// the least tick s with eps*exp(kappa*(s-th)) >= v, at most th+span.
+func (q *quant) expStamp(v float64, th uint64) uint64 {
+	if v < q.eps {
+		if v <= 0 {
+			return 0
+		}
+		return th + 1 // reads as eps (>= v) until th+1
+	}
+	d := math.Ceil(math.Log(v/q.eps)/q.kappa + 1e-9)
+	if d >= float64(q.span) {
+		return th + q.span
+	}
+	return th + uint64(d)
+}

@@ -1,0 +1,488 @@
+package bucket
+
+import (
+	"math/bits"
+	"time"
+	"unsafe"
+
+	"github.com/lfgrudge/grudge/asm"
+)
+
+// opKind is what do does after reading a key's lines.
+type opKind uint8
+
+const (
+	opQuery opKind = iota // read only
+	opTry                 // add n if load + n <= limit
+	opAdd                 // add n unconditionally (clamped)
+)
+
+// maxConflicts bounds the undo-and-retry rounds of one operation (see
+// docs/design.md, "The bucket engine": conflicts). After it, TryUpdate
+// denies and Update merges.
+const maxConflicts = 4
+
+// result is what do returns.
+type result struct {
+	ok    bool   // admitted (opTry), or written (opAdd)
+	stamp uint64 // the key's stamp after the operation (before it for a denial or a query)
+	t     uint64 // the operation's tick (rounded down)
+	rc    Receipt
+}
+
+// Receipt identifies one admitted write, for Refund. The zero Receipt
+// refunds nothing. A Receipt is a value; Refund through one pointer is
+// not safe for concurrent use.
+type Receipt struct {
+	line      uint32
+	slot      uint8
+	ok        bool
+	written   uint32 // the entry the write stored
+	prev      uint32 // the entry it replaced
+	stamp     uint64 // written's stamp
+	prevStamp uint64 // prev's stamp (0 if prev was empty)
+}
+
+// view is one read of a key's two lines: entries first, then headers.
+type view struct {
+	w [2][wordsPerLine]uint64
+}
+
+// load reads the entries of both lines, then both headers (the order the
+// one-sided argument needs: a header read after an entry is at least as
+// new as the write that produced the entry).
+func (v *view) load(l0, l1 *line) {
+	for j := 1; j < wordsPerLine; j++ {
+		v.w[0][j] = l0.w[j].Load()
+	}
+	for j := 1; j < wordsPerLine; j++ {
+		v.w[1][j] = l1.w[j].Load()
+	}
+	v.w[0][0] = l0.w[0].Load()
+	v.w[1][0] = l1.w[0].Load()
+}
+
+// interp returns the stamp whose low 16 bits are res in the window
+// (top-2^16, top]. A stamp below the window reads higher by a multiple of
+// 2^16 (the safe side); none can be above it.
+func interp(res uint16, top uint64) uint64 {
+	return top - uint64(uint16(uint16(top)-res))
+}
+
+// floorOf returns the eviction floor of header h, whose lw is lt ticks,
+// as a stamp (0: none).
+func floorOf(h, lt uint64) uint64 {
+	if fo := hdrFO(h); fo != 0 {
+		return lt + fo
+	}
+	return 0
+}
+
+// matchFP returns the slots of w (a line read into a view) holding
+// fingerprint fp: bit s for slot s. Two entries per word, compared at
+// once: an entry matches when its fingerprint half of w^pat is zero.
+func matchFP(w *[wordsPerLine]uint64, fp uint16) (mask uint16) {
+	pat := uint64(fp)<<16 | uint64(fp)<<48
+	for j := 1; j < wordsPerLine; j++ {
+		y := w[j] ^ pat
+		if y&0xFFFF0000 == 0 {
+			mask |= 1 << (2 * (j - 1))
+		}
+		if y>>48 == 0 {
+			mask |= 2 << (2 * (j - 1))
+		}
+	}
+	return mask
+}
+
+// candEst returns the largest stamp among the slots of mask in w, with
+// window top top (0 if mask is empty).
+func candEst(w *[wordsPerLine]uint64, mask uint16, top uint64) (est uint64) {
+	for m := mask; m != 0; m &= m - 1 {
+		j, sh := slotWord(bits.TrailingZeros16(m))
+		est = max(est, interp(entRes(uint32(w[j]>>sh)), top))
+	}
+	return est
+}
+
+// occupancy returns the number of live entries of w (stamp after t, with
+// window top top) and its first free slot (empty or expired; -1 if none).
+func occupancy(w *[wordsPerLine]uint64, top, t uint64) (live, free int) {
+	free = -1
+	for s := 0; s < SlotsPerLine; s++ {
+		j, sh := slotWord(s)
+		ent := uint32(w[j] >> sh)
+		if ent != 0 && interp(entRes(ent), top) > t {
+			live++
+		} else if free < 0 {
+			free = s
+		}
+	}
+	return live, free
+}
+
+// do is every operation: read the key's two lines, estimate its stamp
+// (the largest of its candidates and of the two floors), decide, write
+// one entry with one CAS (after raising the line's header when needed),
+// then validate that no other candidate of the key changed meanwhile.
+// docs/design.md, "The bucket engine", has the argument.
+//
+// The operation's time is t, or the clock's reading when now is set: read
+// after the prefetch, so that the clock read overlaps the lines' misses.
+func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float64) (r result) {
+	i0, i1, fp := e.locate(h)
+	l0, l1 := &e.lines[i0], &e.lines[i1]
+	ps := [2]unsafe.Pointer{unsafe.Pointer(l0), unsafe.Pointer(l1)}
+	asm.Prefetch(ps[:])
+	var ms uint64
+	if now {
+		ms = e.now()
+	} else {
+		ms = e.at(t)
+	}
+	q := &e.q
+	var c, lim uint64
+	if q.kind != KindExponential {
+		c, lim = q.units(n), q.limitUnits(limit)
+	}
+	conflicts := 0
+	merge := false // sum the candidates instead of taking their max
+	extra := true  // merge: this operation's own n is not in the table yet
+	var v view
+	for {
+		v.load(l0, l1)
+		h0, h1 := v.w[0][0], v.w[1][0]
+		lw0, lw1 := hdrLW(h0), hdrLW(h1)
+		tms := max(ms, lw0, lw1) // never before a write already made to either line
+		tlo, thi := q.ticks(tms)
+		lt0, lt1 := q.lo(lw0), q.lo(lw1)
+		f0, f1 := floorOf(h0, lt0), floorOf(h1, lt1)
+		top0, top1 := lt0+q.span+1, lt1+q.span+1
+		m0, m1 := matchFP(&v.w[0], fp), matchFP(&v.w[1], fp)
+		est := max(f0, f1)
+		if m0|m1 != 0 {
+			est = max(est, candEst(&v.w[0], m0, top0), candEst(&v.w[1], m1, top1))
+		}
+		r.t = tlo
+		if kind == opQuery {
+			r.stamp = est
+			return r
+		}
+
+		// Decide and compute the new stamp ns.
+		var ns uint64
+		if q.kind != KindExponential {
+			if merge {
+				// The sum of the candidates' loads and the higher floor's:
+				// at least the key's load however its writes were split.
+				sum, _ := candSum(q, &v, lt0, lt1, tlo, fp)
+				if fl := max(f0, f1); fl > tlo {
+					sum += fl - tlo
+				}
+				if extra {
+					sum += c
+				}
+				est = tlo + min(sum, q.span)
+			}
+			debt := uint64(0)
+			if est > tlo {
+				debt = est - tlo
+			}
+			if kind == opTry && debt+c > lim {
+				r.stamp = est
+				return r
+			}
+			if c == 0 && !merge {
+				r.ok, r.stamp = true, est
+				return r
+			}
+			ns = min(max(est, thi)+c, thi+q.span)
+			if merge {
+				ns = max(est, thi)
+			}
+		} else {
+			cur := q.value(est, tlo)
+			add := n
+			if merge {
+				_, sum := candSum(q, &v, lt0, lt1, tlo, fp)
+				cur = sum + q.value(max(f0, f1), tlo)
+				if !extra {
+					add = 0
+				}
+			}
+			if kind == opTry && cur+n > limit {
+				r.stamp = est
+				return r
+			}
+			if n == 0 && !merge {
+				r.ok, r.stamp = true, est
+				return r
+			}
+			ns = max(q.expStamp(min(cur+add, q.max), thi), est)
+		}
+
+		// Choose the target slot: the key's first candidate; else a free
+		// slot in the line with fewer live entries (two choices); else
+		// evict the entry that raises a floor least.
+		tl, slot := 0, 0
+		evict := false
+		var vstamp uint64
+		switch {
+		case m0 != 0:
+			slot = bits.TrailingZeros16(m0)
+		case m1 != 0:
+			tl, slot = 1, bits.TrailingZeros16(m1)
+		default:
+			live0, free0 := occupancy(&v.w[0], top0, tlo)
+			live1, free1 := occupancy(&v.w[1], top1, tlo)
+			slot = free0
+			if live1 < live0 {
+				tl, slot = 1, free1
+			}
+			if slot < 0 {
+				tl, slot, vstamp = victim(&v, [2]uint64{lt0, lt1}, [2]uint64{f0, f1}, q.span)
+				evict = true
+			}
+		}
+		ln := l0
+		if tl == 1 {
+			ln = l1
+		}
+
+		// The header: lw up to the operation's time (every stamp in the
+		// line stays <= lw's tick + span + 1), the floor up to the victim.
+		hw := v.w[tl][0]
+		lw := hdrLW(hw)
+		if tms > lw || evict {
+			nlw := max(lw, tms)
+			lt, nlt := q.lo(lw), q.lo(nlw)
+			fl := floorOf(hw, lt)
+			if evict {
+				fl = max(fl, vstamp)
+			}
+			fo := uint64(0)
+			if fl > nlt {
+				fo = fl - nlt
+			}
+			if nh := mkHdr(nlw, fo); nh != hw {
+				if !ln.w[0].CompareAndSwap(hw, nh) {
+					continue
+				}
+				if old := floorOf(hw, lt); evict && fl != old {
+					e.floors.move(old, fl)
+				}
+				if nlt > lt {
+					sweep(ln, &v.w[tl], lt+q.span+1, nlt)
+				}
+			}
+		}
+
+		// The entry.
+		j, sh := slotWord(slot)
+		ow := v.w[tl][j]
+		oe, ne := uint32(ow>>sh), mkEnt(fp, ns)
+		if e.hooks != nil && e.hooks.beforeCAS != nil {
+			e.hooks.beforeCAS()
+		}
+		if !ln.w[j].CompareAndSwap(ow, withEntry(ow, sh, ne)) {
+			continue
+		}
+		if e.hooks != nil && e.hooks.afterCAS != nil {
+			e.hooks.afterCAS()
+		}
+		idx := i0
+		if tl == 1 {
+			idx = i1
+		}
+		r.ok, r.stamp = true, ns
+		// A write that filled the key to Max cannot be refunded: a later
+		// write at the same tick would leave the entry as it is (clamped),
+		// and an exact undo would then take that write back too. Nor can
+		// an exponential one, whose small loads can round into a stamp
+		// unchanged.
+		refundable := q.kind != KindExponential && ns < thi+q.span
+		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns}
+		if oe != 0 {
+			r.rc.prevStamp = interp(entRes(oe), q.lo(lw)+q.span+1)
+		}
+		wantLW := [2]uint64{lw0, lw1}
+		wantLW[tl] = max(wantLW[tl], tms)
+		if !conflict(&v, l0, l1, fp, tl, slot, wantLW) {
+			return r
+		}
+
+		// Another candidate of the key changed between our loads and our
+		// CAS: our decision may have missed a concurrent write. Undo ours
+		// exactly and decide again; if ours cannot be undone (someone
+		// wrote on top of it) or conflicts persist, a TryUpdate denies
+		// (keeping what it wrote: an over-count) and an Update merges:
+		// it writes the sum of the candidates' loads, which covers the
+		// key's load however the racing writes were split.
+		conflicts++
+		if merge {
+			// A merge is never undone: it only raises. Merge again on
+			// top of it (it now holds this operation's n).
+			extra = false
+			continue
+		}
+		undone := undo(ln, j, sh, ne, oe)
+		r.ok, r.rc = false, Receipt{}
+		if undone && conflicts < maxConflicts {
+			continue
+		}
+		if kind == opTry {
+			r.stamp = est
+			return r
+		}
+		merge, extra = true, undone
+	}
+}
+
+// candSum returns the sum of the loads of the key's candidates in view v
+// at tick t: in ticks (linear, none) and as values (exponential).
+func candSum(q *quant, v *view, lt0, lt1, t uint64, fp uint16) (ticks uint64, vals float64) {
+	for l, lt := range [2]uint64{lt0, lt1} {
+		top := lt + q.span + 1
+		for s := 0; s < SlotsPerLine; s++ {
+			j, sh := slotWord(s)
+			ent := uint32(v.w[l][j] >> sh)
+			if ent == 0 || entFP(ent) != fp {
+				continue
+			}
+			if st := interp(entRes(ent), top); st > t {
+				ticks += st - t
+				vals += q.value(st, t)
+			}
+		}
+	}
+	return ticks, vals
+}
+
+// victim returns the entry to evict when both lines are full of live
+// entries: the one whose eviction leaves its line's floor lowest (the
+// larger of the floor and the entry's stamp); among equals, one in the
+// line whose floor is already highest (a line that already denies fresh
+// keys at that load absorbs the eviction without a second line starting
+// to), then the smaller stamp.
+func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64) {
+	best, bestFloor, bestStamp := ^uint64(0), uint64(0), ^uint64(0)
+	for l := 0; l < 2; l++ {
+		top := lt[l] + span + 1
+		for s := 0; s < SlotsPerLine; s++ {
+			j, sh := slotWord(s)
+			ent := uint32(v.w[l][j] >> sh)
+			st := interp(entRes(ent), top)
+			cost := max(fl[l], st)
+			if cost < best || cost == best && (fl[l] > bestFloor || fl[l] == bestFloor && st < bestStamp) {
+				best, bestFloor, bestStamp, tl, slot = cost, fl[l], st, l, s
+			}
+		}
+	}
+	return tl, slot, bestStamp
+}
+
+// conflict reports whether, reloading both lines, any slot other than the
+// target holds or held the key's fingerprint with a different entry than
+// view v read, or either line's lw is not what the operation left it at
+// (wantLW): a write made at a later time landed meanwhile, so the
+// operation's time may be stale, and the residues it compared may not
+// mean what they meant in its view.
+func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, wantLW [2]uint64) bool {
+	for l := 0; l < 2; l++ {
+		ln := l0
+		if l == 1 {
+			ln = l1
+		}
+		for j := 1; j < wordsPerLine; j++ {
+			nw, ow := ln.w[j].Load(), v.w[l][j]
+			if nw == ow {
+				continue
+			}
+			for h := 0; h < 2; h++ {
+				if l == tl && 2*(j-1)+h == slot {
+					continue
+				}
+				oe, ne := uint32(ow>>(32*h)), uint32(nw>>(32*h))
+				if oe != ne && (entFP(oe) == fp || entFP(ne) == fp) {
+					return true
+				}
+			}
+		}
+		if hdrLW(ln.w[0].Load()) != wantLW[l] {
+			return true
+		}
+	}
+	return false
+}
+
+// undo puts entry prev back at word j, shift sh of ln if it still holds
+// exactly written, and reports whether it did.
+func undo(ln *line, j int, sh uint, written, prev uint32) bool {
+	for {
+		w := ln.w[j].Load()
+		if uint32(w>>sh) != written {
+			return false
+		}
+		if ln.w[j].CompareAndSwap(w, withEntry(w, sh, prev)) {
+			return true
+		}
+	}
+}
+
+// sweep clears, best effort, the entries of ln (as read into w, window
+// top top) whose stamp is sweepAge ticks or more before nlt, the line's
+// new lw tick: entries that long expired would otherwise drift towards
+// the bottom of the 16-bit window, where they would read as a phantom
+// load. They are judged in the window they were read in (once lw has
+// moved, the newest window may read them as phantoms); an entry that
+// changed since w was read is left alone.
+func sweep(ln *line, w *[wordsPerLine]uint64, top, nlt uint64) {
+	for j := 1; j < wordsPerLine; j++ {
+		x := w[j]
+		for h := uint(0); h < 64; h += 32 {
+			ent := uint32(x >> h)
+			if ent == 0 || interp(entRes(ent), top)+sweepAge > nlt {
+				continue
+			}
+			cur := ln.w[j].Load()
+			if uint32(cur>>h) == ent {
+				ln.w[j].CompareAndSwap(cur, withEntry(cur, h, 0))
+			}
+		}
+	}
+}
+
+// Refund gives back the write a Receipt records, if the entry still holds
+// exactly what that write stored: an exact undo. Otherwise (the key was
+// written since, or its entry evicted) it does nothing, so the debt stays
+// (never an under-count). It reports whether it gave the write back, and
+// clears the Receipt, so a second call does nothing.
+//
+// An entry the write replaced that has expired since (or was empty) comes
+// back as an empty slot: the same load, 0, without a stamp that could
+// drift out of its window.
+func (e *Engine) Refund(r *Receipt) bool {
+	if !r.ok {
+		return false
+	}
+	r.ok = false
+	ln := &e.lines[r.line]
+	j, sh := slotWord(int(r.slot))
+	for {
+		w := ln.w[j].Load()
+		lt := e.q.lo(hdrLW(ln.w[0].Load()))
+		// The entry must hold what the write stored, and mean it: a
+		// residue read in the window of the line's lw now names the
+		// written stamp only if nothing wrote the same bits since.
+		if uint32(w>>sh) != r.written || interp(entRes(r.written), lt+e.q.span+1) != r.stamp {
+			return false
+		}
+		prev := r.prev
+		if prev != 0 && r.prevStamp <= lt {
+			prev = 0
+		}
+		if ln.w[j].CompareAndSwap(w, withEntry(w, sh, prev)) {
+			return true
+		}
+	}
+}

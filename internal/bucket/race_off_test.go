@@ -1,0 +1,5 @@
+//go:build !race
+
+package bucket
+
+const raceOn = false

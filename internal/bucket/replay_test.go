@@ -1,0 +1,156 @@
+package bucket
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+// Deterministic replays of the races the validation exists for. Each
+// holds one operation inside do() through the test hooks while others
+// run, then lets it finish; each fails if the validation (or the merge)
+// is taken out of do().
+
+// replayEngine returns an engine of two lines on a fake clock at 1 token
+// per ms (2047 ticks per ms), the line indexes of key x in view order,
+// and x's fingerprint.
+func replayEngine(t *testing.T) (*Engine, *sketchtest.FakeClock, [2]int, uint16) {
+	t.Helper()
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000_000)
+	e := newTest(t, 2, Linear(1000, 30), clk)
+	i0, i1, fp := e.Locate("x")
+	return e, clk, [2]int{int(i0), int(i1)}, fp
+}
+
+// fill writes n filler entries (fingerprints other than avoid) into line
+// i from slot from, each with a load of ms milliseconds from now.
+func fill(e *Engine, i, from, n int, avoid uint16, ms uint64) {
+	now := e.tick()
+	for s := from; s < from+n; s++ {
+		fp := uint16(0x100 + 17*s + 1000*i)
+		if fp == avoid {
+			fp++
+		}
+		e.poke(i, s, fp, now+ms*e.q.gn/e.q.gd)
+	}
+}
+
+// pauseOnce returns a hook that, the first time it is called while armed
+// is set, signals paused and waits for resume; other calls pass.
+func pauseOnce(armed *atomic.Bool, paused, resume chan struct{}) func() {
+	var done atomic.Bool // not a sync.Once: Once.Do would block the other callers
+	return func() {
+		if armed.Load() && done.CompareAndSwap(false, true) {
+			close(paused)
+			<-resume
+		}
+	}
+}
+
+func armedTrue() *atomic.Bool {
+	var a atomic.Bool
+	a.Store(true)
+	return &a
+}
+
+// TestReplayRacingInserts: A and B both TryUpdate(x, 1, limit 1) on a
+// key not yet in the table. A reads first and picks line 1 (fewer live
+// entries), then is held before its CAS; time moves on, two short-lived
+// entries of line 0 expire, so B picks line 0 and is admitted. A's CAS
+// then succeeds (its word did not change) but its validation sees B's
+// entry: A undoes, decides again on B's debt, and is denied. Without the
+// validation both are admitted: 2 past a limit of 1.
+func TestReplayRacingInserts(t *testing.T) {
+	e, clk, ln, fp := replayEngine(t)
+	fill(e, ln[0], 0, 11, fp, 20) // line 0: 11 long-lived
+	fill(e, ln[0], 11, 2, fp, 2)  //         + 2 expiring in 2 ms = 13 live
+	fill(e, ln[1], 0, 12, fp, 20) // line 1: 12 live: A picks it
+	paused, resume := make(chan struct{}), make(chan struct{})
+	e.setHooks(&testHooks{beforeCAS: pauseOnce(armedTrue(), paused, resume)})
+	var aOK bool
+	var wg sync.WaitGroup
+	wg.Go(func() { aOK = e.TryUpdate("x", 1, 1) })
+	<-paused
+	clk.Advance(3 * time.Millisecond) // line 0 now has 11 live: B picks it
+	bOK := e.TryUpdate("x", 1, 1)
+	close(resume)
+	wg.Wait()
+	if !bOK || aOK {
+		t.Fatalf("A admitted %v, B admitted %v: want only B", aOK, bOK)
+	}
+	if q := e.Query("x"); q != 1 {
+		t.Fatalf("x reads %v, want 1 (B's token)", q)
+	}
+	cands := 0
+	for _, i := range ln {
+		st := e.state(i)
+		for s := range SlotsPerLine {
+			if st.fp[s] == fp {
+				cands++
+			}
+		}
+	}
+	if cands != 1 {
+		t.Fatalf("%d entries of x, want 1 (A's undone)", cands)
+	}
+}
+
+// TestReplayMergeAfterFailedUndo: A = Update(x, 3) picks line 0 and is
+// held before its CAS; other keys fill line 0, so B = Update(x, 1) puts x
+// in line 1. A's CAS lands, and A is held again before validating; C =
+// Update(x, 2) writes on top of A's entry (x's first entry), from a view
+// holding both. A's validation sees B's entry, cannot undo (C wrote on
+// top), and merges: x must read at least 3+1+2 = 6. Without the merge it
+// reads max(3+2, 1) = 5.
+func TestReplayMergeAfterFailedUndo(t *testing.T) {
+	e, _, ln, fp := replayEngine(t)
+	fill(e, ln[0], 4, 8, fp, 20)  // line 0: 8 live, slots 0..3 free: A takes slot 0
+	fill(e, ln[1], 0, 10, fp, 20) // line 1: 10 live
+	pausedA, resumeA := make(chan struct{}), make(chan struct{})
+	pausedV, resumeV := make(chan struct{}), make(chan struct{})
+	var armV atomic.Bool // A's validation is held, not B's or C's
+	e.setHooks(&testHooks{beforeCAS: pauseOnce(armedTrue(), pausedA, resumeA), afterCAS: pauseOnce(&armV, pausedV, resumeV)})
+	var wg sync.WaitGroup
+	wg.Go(func() { e.Update("x", 3) })
+	<-pausedA
+	fill(e, ln[0], 2, 2, fp, 20)  // other keys take slots 2, 3 of line 0 (not A's word): 10 live
+	fill(e, ln[0], 12, 2, fp, 20) //                                          + 2 = 12 live
+	e.Update("x", 1)              // B: line 1 (10 live) < line 0 (12): slot 10
+	armV.Store(true)
+	close(resumeA) // A's CAS lands in line 0, slot 0
+	<-pausedV
+	e.Update("x", 2) // C: x's first entry is A's: on top of it
+	close(resumeV)
+	wg.Wait()
+	if q := e.Query("x"); q < 6 {
+		t.Fatalf("x reads %v, below its true load 6", q)
+	}
+}
+
+// TestReplayStaleTime: A = TryUpdate(a, 5) reads its lines at t and is
+// held before its CAS; time moves 50 ms and B, another key of the same
+// lines, writes (lw moves to t+50 ms). A's CAS lands, but its validation
+// sees the moved lw: its stamp counted from t would drain 50 ms of a
+// debt taken at t+50 ms. A undoes, decides again at t+50 ms, and a's
+// debt reads 5, not 4.5. Without the lw check it reads 4.5 (rate 10/s).
+func TestReplayStaleTime(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000_000)
+	e := newTest(t, 2, Linear(10, 40), clk)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	e.setHooks(&testHooks{beforeCAS: pauseOnce(armedTrue(), paused, resume)})
+	var wg sync.WaitGroup
+	wg.Go(func() { e.TryUpdate("a", 5, 20) })
+	<-paused
+	clk.Advance(50 * time.Millisecond)
+	e.TryUpdate("b", 1, 20) // both lines are a's: lw moves to t+50 ms
+	close(resume)
+	wg.Wait()
+	if q := e.Query("a"); q != 5 {
+		t.Fatalf("a reads %v at t+50ms, want 5 (its debt taken then)", q)
+	}
+}

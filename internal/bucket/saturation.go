@@ -1,0 +1,80 @@
+package bucket
+
+import (
+	"math"
+	"time"
+
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// Saturation returns the estimated probability that a fresh key (one the
+// engine has never seen) asking for n now under limit is denied: the
+// engine's rate of innocent denials, the figure an operator alerts on
+// (docs/capacity.md). It reads a histogram of the lines' eviction floors
+// (2 KiB) and samples Config.SaturationSamples lines (4096 by default:
+// 256 KiB, well under a millisecond); it never writes and does not
+// allocate.
+func (e *Engine) Saturation(n, limit float64) float64 { return e.saturation(e.now(), n, limit) }
+
+// SaturationAt is Saturation at time t.
+func (e *Engine) SaturationAt(t time.Time, n, limit float64) float64 {
+	return e.saturation(e.at(t), n, limit)
+}
+
+// saturation: a fresh key is denied when either of its two lines (drawn
+// independently) has a floor that denies it, or, failing that, when its
+// fingerprint matches one of the entries of its lines that deny it
+// (probability 1/65535 each):
+//
+//	P = 1 - (1-q)^2 (1 - 1/65535)^(2h)
+//
+// with q the share of lines whose floor denies (from the floor
+// histogram: exact but for the bucket at the threshold) and h the mean
+// number of denying entries per line (sampled).
+func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
+	checkLoad("Saturation", n)
+	checkLimit("Saturation", limit)
+	q := &e.q
+	t, _ := q.ticks(ms)
+	// theta: the largest stamp that does not deny.
+	var theta uint64
+	if q.kind != KindExponential {
+		c, lim := q.units(n), q.limitUnits(limit)
+		if c > lim {
+			return 1
+		}
+		theta = t + (lim - c)
+	} else {
+		room := limit - n
+		if room < 0 {
+			return 1
+		}
+		if room < q.eps {
+			theta = t
+		} else {
+			theta = t + uint64(math.Floor(math.Log(room/q.eps)/q.kappa))
+		}
+	}
+	qf := math.Min(e.floors.above(theta)/float64(e.n), 1)
+
+	samples := min(e.sample, int(e.n))
+	st := e.seed ^ e.satCalls.Add(0x9E3779B97F4A7C15)
+	heavy := 0
+	for range samples {
+		i := sketch.SplitMix64(&st) >> 32 * e.n >> 32
+		ln := &e.lines[i]
+		var w [wordsPerLine]uint64
+		for j := 1; j < wordsPerLine; j++ {
+			w[j] = ln.w[j].Load()
+		}
+		top := q.lo(hdrLW(ln.w[0].Load())) + q.span + 1
+		for s := range SlotsPerLine {
+			j, sh := slotWord(s)
+			if ent := uint32(w[j] >> sh); ent != 0 && interp(entRes(ent), top) > theta {
+				heavy++
+			}
+		}
+	}
+	h := float64(heavy) / float64(samples)
+	return 1 - (1-qf)*(1-qf)*math.Exp(2*h*math.Log1p(-1.0/65535))
+}

@@ -1,0 +1,193 @@
+package bucket
+
+import (
+	"fmt"
+	"math"
+	"unsafe"
+)
+
+// The capacity model (docs/capacity.md, "Sizing"). Keys arrive at their
+// limit, each taking a free slot in the less occupied of its two lines
+// (two choices with lines of b = 14 slots); a key whose lines are both
+// full evicts an entry, and the line it evicts from gets a floor at the
+// limit, unless one of the two already has one (the victim rule prefers
+// such a line). A fresh key is then denied when one of its lines has a
+// floor, or when its fingerprint matches one of the entries of its lines
+// (probability 1/65535 per entry). In the fluid limit (Mitzenmacher,
+// "The power of two choices in randomized load balancing", 2001), with
+// tau keys per line, s_i the fraction of lines holding at least i keys
+// and r the fraction with a floor:
+//
+//	ds_i/dtau = s_{i-1}^2 - s_i^2      (i = 1..b, s_0 = 1)
+//	dr/dtau   = (s_b - r)^2            (both lines full, neither floored)
+//	P(fresh denied) = 1 - (1-r)^2 (1 - 1/65535)^(2 sum_i s_i)
+//
+// and a key gets its whole burst unless it was denied on arrival, so the
+// share that got it is 1 minus the mean of P(denied) over the arrivals.
+
+// fluid integrates the model to tau keys per line and returns the fresh
+// denial probability there and the share of the tau keys that got their
+// burst on arrival.
+func fluid(tau float64) (deny, got float64) {
+	const b = SlotsPerLine
+	const step = 1.0 / 256
+	var s [b + 1]float64
+	s[0] = 1
+	r := 0.0
+	denyAt := func() float64 {
+		occ := 0.0
+		for i := 1; i <= b; i++ {
+			occ += s[i]
+		}
+		return 1 - (1-r)*(1-r)*math.Exp(2*occ*math.Log1p(-1.0/65535))
+	}
+	integral := 0.0
+	for t := 0.0; t < tau; {
+		h := math.Min(step, tau-t)
+		integral += h * denyAt()
+		// Explicit midpoint (second order): ample at this step for the
+		// smooth profiles of the model.
+		var mid [b + 1]float64
+		mid[0] = 1
+		for i := 1; i <= b; i++ {
+			mid[i] = s[i] + h/2*(s[i-1]*s[i-1]-s[i]*s[i])
+		}
+		rm := r + h/2*(s[b]-r)*(s[b]-r)
+		for i := 1; i <= b; i++ {
+			s[i] += h * (mid[i-1]*mid[i-1] - mid[i]*mid[i])
+		}
+		r = math.Min(r+h*(mid[b]-rm)*(mid[b]-rm), s[b])
+		t += h
+	}
+	deny = denyAt()
+	if tau <= 0 {
+		return deny, 1
+	}
+	return deny, 1 - integral/tau
+}
+
+// PredictDenial returns the model's probability that a fresh key asking
+// for one token is denied by an engine of lines lines holding keys keys
+// at their limit, and the share of those keys that got their whole
+// burst on arrival.
+func PredictDenial(keys, lines int) (deny, got float64) {
+	if lines <= 0 {
+		return 1, 0
+	}
+	return fluid(float64(keys) / float64(lines))
+}
+
+// engineBytes is Engine.Bytes for an engine of lines lines.
+func engineBytes(lines int) int { return (lines+1)*LineBytes + int(unsafe.Sizeof(Engine{})) }
+
+// Geometry is a size for an engine.
+type Geometry struct {
+	Lines int     // Config.Lines
+	Bytes int     // the memory the engine will hold (Engine.Bytes: the lines, one line of alignment, its struct)
+	Deny  float64 // the predicted fresh-key denial rate at the capacity asked
+	Got   float64 // the predicted share of the keys that get their burst
+}
+
+// Suggest returns the smallest engine that holds keys keys at their
+// limit with a fresh-key denial rate of at most deny: the model is asked
+// for half of deny, a margin for what a mean-field limit leaves out (the
+// measured rates at the sizes it picks are in docs/capacity.md; the
+// margin costs about 1% of memory, the rate falls that steeply). It
+// returns an error for keys < 1 or deny outside (0, 1).
+func Suggest(keys int, deny float64) (Geometry, error) {
+	if keys < 1 {
+		return Geometry{}, fmt.Errorf("bucket: Suggest: keys must be >= 1; got %d", keys)
+	}
+	if !(deny > 0 && deny < 1) {
+		return Geometry{}, fmt.Errorf("bucket: Suggest: deny must be in (0, 1); got %v", deny)
+	}
+	ok := func(lines int) bool { d, _ := PredictDenial(keys, lines); return d <= deny/2 }
+	lo, hi := 2, max(2, (keys+SlotsPerLine-1)/SlotsPerLine)
+	for !ok(hi) {
+		lo = hi + 1
+		if hi > (1<<32-1)/2 {
+			return Geometry{}, fmt.Errorf("bucket: Suggest: %d keys at a denial rate of %v need more than 2^32 lines", keys, deny)
+		}
+		hi *= 2
+	}
+	for lo < hi {
+		mid := lo + (hi-lo)/2
+		if ok(mid) {
+			hi = mid
+		} else {
+			lo = mid + 1
+		}
+	}
+	d, g := PredictDenial(keys, hi)
+	return Geometry{Lines: hi, Bytes: engineBytes(hi), Deny: d, Got: g}, nil
+}
+
+// CountMinGeometry is a size for the count-min rotator limit uses today.
+type CountMinGeometry struct {
+	Levels      uint32  // sketch.Config.Levels
+	Cells       uint32  // sketch.Config.CellsPerLevel
+	Generations int     // the rotator's generations (memory is per generation)
+	Bytes       int     // Generations x Levels x Cells x 8
+	Deny        float64 // predicted fresh-key denial rate
+	Got         float64 // predicted share of the keys that got their burst
+}
+
+// PredictCountMinDenial returns the count-min's predicted fresh-key
+// denial rate with keys keys at their limit in levels rows of cells
+// cells (every generation holds all of them: the keys arrived within a
+// period): a fresh key is denied when each of its cells holds a key at
+// its limit, (1 - e^(-keys/cells))^levels, the Bloom filter's false
+// positive rate; and the share of keys that got their burst (the mean of
+// that rate over the arrivals).
+func PredictCountMinDenial(keys int, levels, cells uint32) (deny, got float64) {
+	fp := func(n float64) float64 { return math.Pow(-math.Expm1(-n/float64(cells)), float64(levels)) }
+	deny = fp(float64(keys))
+	const steps = 512
+	sum := 0.0
+	for i := range steps {
+		sum += fp((float64(i) + 0.5) / steps * float64(keys))
+	}
+	return deny, 1 - sum/steps
+}
+
+// SuggestCountMin returns the smallest count-min (Levels 1..8, as the
+// sketch allows) holding keys keys at their limit with a predicted
+// fresh-key denial rate of at most deny, for a rotator of generations
+// generations. The optimum is the Bloom filter's: about
+// log2(1/deny) levels of keys/ln 2 cells, 1.44 log2(1/deny) cells per
+// key and generation.
+func SuggestCountMin(keys int, deny float64, generations int) (CountMinGeometry, error) {
+	if keys < 1 {
+		return CountMinGeometry{}, fmt.Errorf("bucket: SuggestCountMin: keys must be >= 1; got %d", keys)
+	}
+	if !(deny > 0 && deny < 1) {
+		return CountMinGeometry{}, fmt.Errorf("bucket: SuggestCountMin: deny must be in (0, 1); got %v", deny)
+	}
+	if generations < 1 {
+		return CountMinGeometry{}, fmt.Errorf("bucket: SuggestCountMin: generations must be >= 1; got %d", generations)
+	}
+	var best CountMinGeometry
+	for l := uint32(1); l <= 8; l++ {
+		// (1 - e^(-k/m))^l <= deny  <=>  m >= -k / ln(1 - deny^(1/l))
+		m := math.Ceil(-float64(keys) / math.Log1p(-math.Pow(deny, 1/float64(l))))
+		if m > 1<<30 {
+			continue
+		}
+		c := uint32(m)
+		for c > 1 {
+			if d, _ := PredictCountMinDenial(keys, l, c-1); d > deny {
+				break
+			}
+			c--
+		}
+		bytes := generations * int(l) * int(c) * 8
+		if best.Levels == 0 || bytes < best.Bytes {
+			d, g := PredictCountMinDenial(keys, l, c)
+			best = CountMinGeometry{Levels: l, Cells: c, Generations: generations, Bytes: bytes, Deny: d, Got: g}
+		}
+	}
+	if best.Levels == 0 {
+		return best, fmt.Errorf("bucket: SuggestCountMin: %d keys at a denial rate of %v need more than 2^30 cells per level", keys, deny)
+	}
+	return best, nil
+}
