@@ -7,7 +7,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Config configures New.
@@ -19,16 +19,16 @@ type Config struct {
 	// Law is the decay law and the clamp ([Linear] for a limiter's debt,
 	// [Exponential] for a meter's rate, [None]).
 	Law Law
-	// Hasher hashes keys (nil means sketch.SipHash(), the keyed PRF: a
+	// Hasher hashes keys (nil means core.SipHash(), the keyed PRF: a
 	// client that does not know the seed cannot aim at a line).
-	Hasher sketch.HasherFactory
+	Hasher core.HasherFactory
 	// Seed is the hash seed, used when SeedSet; otherwise New draws one
 	// from crypto/rand (sketch.RandomSeed).
 	Seed    uint64
 	SeedSet bool
 	// Clock is the time source (nil means the monotonic system clock);
-	// a *sketch.Timebase is shared as is.
-	Clock sketch.Clock
+	// a *core.Timebase is shared as is.
+	Clock core.Clock
 	// SaturationSamples is the number of lines Saturation samples
 	// (0 means 4096).
 	SaturationSamples int
@@ -45,8 +45,8 @@ type Config struct {
 type Engine struct {
 	lines  []line
 	n      uint64 // len(lines)
-	hasher sketch.Hasher
-	tb     *sketch.Timebase
+	hasher core.Hasher
+	tb     *core.Timebase
 	epoch  int64 // the clock reading (ms) that is ms 0 of the line headers
 	q      quant
 	bytes  int
@@ -74,13 +74,13 @@ func New(cfg Config) (*Engine, error) {
 	}
 	hf := cfg.Hasher
 	if hf == nil {
-		hf = sketch.SipHash()
+		hf = core.SipHash()
 	}
 	seed := cfg.Seed
 	if !cfg.SeedSet {
-		seed = sketch.RandomSeed()
+		seed = core.RandomSeed()
 	}
-	e := &Engine{q: q, hasher: hf(seed), tb: sketch.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
+	e := &Engine{q: q, hasher: hf(seed), tb: core.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
 	if e.sample == 0 {
 		e.sample = 4096
 	}
@@ -109,7 +109,7 @@ func (e *Engine) Bytes() int { return e.bytes + int(unsafe.Sizeof(*e)) }
 
 // Timebase returns the engine's time scale, for converting a time.Time
 // to the milliseconds the At forms take (Timebase.Millis).
-func (e *Engine) Timebase() *sketch.Timebase { return e.tb }
+func (e *Engine) Timebase() *core.Timebase { return e.tb }
 
 // Quantum describes how the engine represents its law: Unit is the load
 // of one tick (linear and none: loads are whole multiples of it), Tick

@@ -5,7 +5,7 @@ import (
 	"time"
 	"unsafe"
 
-	"github.com/lfgrudge/grudge/asm"
+	"github.com/lfgrudge/grudge/internal/hw"
 )
 
 // opKind is what do does after reading a key's lines.
@@ -133,7 +133,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 	i0, i1, fp := e.locate(h)
 	l0, l1 := &e.lines[i0], &e.lines[i1]
 	ps := [2]unsafe.Pointer{unsafe.Pointer(l0), unsafe.Pointer(l1)}
-	asm.Prefetch(ps[:])
+	hw.Prefetch(ps[:])
 	var ms uint64
 	if now {
 		ms = e.now()

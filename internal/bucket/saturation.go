@@ -4,7 +4,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Saturation returns the estimated probability that a fresh key (one the
@@ -61,7 +61,7 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	st := e.seed ^ e.satCalls.Add(0x9E3779B97F4A7C15)
 	heavy := 0
 	for range samples {
-		i := sketch.SplitMix64(&st) >> 32 * e.n >> 32
+		i := core.SplitMix64(&st) >> 32 * e.n >> 32
 		ln := &e.lines[i]
 		var w [wordsPerLine]uint64
 		for j := 1; j < wordsPerLine; j++ {
