@@ -59,9 +59,11 @@ func CountMin(name string, levels, cells uint32) Maker {
 		}
 		return &Subject{
 			Name:   name,
-			allowN: l.AllowN,
+			allowN: func(t time.Time, key []byte, n int) bool {
+				return l.AllowN(t, view(key), n)
+			},
 			peek: func(t time.Time, key []byte, n int) bool {
-				return l.Peek(t, key, n).Allowed
+				return l.PeekN(t, view(key), n).Allowed
 			},
 			Bytes:      l.Sizes().Total,
 			saturation: func(time.Time) float64 { return math.NaN() },
