@@ -33,7 +33,7 @@ func BenchmarkAllow(b *testing.B) {
 		new  func(r float64, burst int) func(string) bool
 	}{
 		{"limit", func(r float64, burst int) func(string) bool {
-			return limit.MustNew(limit.Limit(r), burst).AllowString
+			return limit.MustNew(limit.Limit(r), burst).Allow
 		}},
 		{"bucket", func(r float64, burst int) func(string) bool {
 			bytes := limit.MustNew(limit.Limit(r), burst).Sizes().Total
