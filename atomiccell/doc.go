@@ -49,7 +49,11 @@
 //			s := r.Decay(w.Score(), Elapsed(w.Stamp(), now)) // float64
 //			s = clamp(s+delta, r.Lo, r.Hi)
 //			nw := Pack(RoundUp(s), newer(w.Stamp(), now))
-//			if c.CompareAndSwap(w, nw) { // also when nw == w: w may be stale
+//			if nw == w { // nothing changes (pinned at Hi or Lo, delta 0)
+//				if c.Load() == w { // w may be stale: only a load proves it
+//					return w // no write: the line stays shared
+//				}
+//			} else if c.CompareAndSwap(w, nw) {
 //				return nw
 //			}
 //			bo.Spin()    // someone else won: let it keep the line a while

@@ -14,7 +14,12 @@ import (
 // Create one with New; the zero Sketch is not usable. A Sketch is safe
 // for concurrent use by any number of goroutines; no method takes a lock,
 // starts a goroutine or allocates, except QueryDetailed, which allocates
-// its result. The package documentation states the guarantees.
+// its result. The package documentation states the guarantees. A write
+// that would leave a cell as it is (a score pinned at Hi or Lo within the
+// same millisecond, a zero delta) does not write it, and an admitted
+// TryUpdate that changes no cell writes nothing at all, so many cores on
+// a saturated key only read its cache lines (docs/design.md, "No write
+// when nothing changes").
 type Sketch struct {
 	e   core.Sketch
 	cfg Config // normalized, as given to New

@@ -55,7 +55,10 @@ func ContentionBackoff() asm.Backoff {
 // word it stored (or found already equal). w is the caller's last view of
 // the cell (a Load); passing a stale word is allowed and costs a retry
 // and one round of backoff. delta must be finite. Lock-free: each failed
-// CAS means another update succeeded.
+// CAS means another update succeeded. An add that leaves the word as it
+// is (a score pinned at Hi or Lo at the same stamp, a zero delta) stores
+// nothing: it loads the cell once more, and if the cell still holds w the
+// add took effect at that load.
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 	bo := ContentionBackoff()
 	return c.add(r, now, delta, w, &bo)
@@ -73,9 +76,16 @@ func Backoff(bo *asm.Backoff) {
 func (c *Cell) add(r *Rules, now uint32, delta float64, w Word, bo *asm.Backoff) Word {
 	for {
 		nw := r.Next(w, now, delta)
-		// No shortcut for nw == w: w may be stale, and only the CAS
-		// proves the cell still holds it.
-		if c.w.CompareAndSwap(uint64(w), uint64(nw)) {
+		if nw == w {
+			// Nothing to write, if the cell still holds w. w may be the
+			// caller's stale view, so only a load made inside this call
+			// proves it (as a CAS from w to w would, without taking the
+			// line exclusive): the add then takes effect at that load
+			// (docs/design.md, "No write when nothing changes").
+			if Word(c.w.Load()) == w {
+				return w
+			}
+		} else if c.w.CompareAndSwap(uint64(w), uint64(nw)) {
 			return nw
 		}
 		if useBackoff {

@@ -12,7 +12,8 @@ type testHooks struct {
 	reread    func(level uint32) // commit, after the undo, before the fresh snapshot
 	rollback  func(level uint32) // undo, before each level's undo
 	held      func(level uint32) // commit, denied after a conflict: a level that keeps the call's increment
-	load      func(level uint32) // Query, Update, UpdateAndQuery: after reading the time, before loading (level 0)
+	load      func(level uint32) // Query, Update, UpdateAndQuery, TryUpdate: after reading the time (TryUpdate: and the stripe), before loading (level 0)
+	skip      func(level uint32) // Update's first pass, UpdateAndQuery, AddAt, TryUpdate's commit and read-only admission: a level whose new word equals its loaded word, not written
 }
 
 func (h *testHooks) call(f func(uint32), level uint32) {
@@ -29,13 +30,20 @@ type Hooks struct {
 	Reread    func(level uint32) // commit, after the undo, before the fresh snapshot
 	Rollback  func(level uint32) // undo, before each level's undo
 	Held      func(level uint32) // commit, denied after a conflict: a level that keeps the call's increment
-	Load      func(level uint32) // Query, Update, UpdateAndQuery: before loading the cells
+	Load      func(level uint32) // Query, Update, UpdateAndQuery, TryUpdate: before loading the cells (TryUpdate: after reading the stripe's seq)
+	Skip      func(level uint32) // Update's first pass, UpdateAndQuery, AddAt, TryUpdate's commit and read-only admission: a level whose new word equals its loaded word, not written (TryUpdate: before the load that checks it)
 }
 
 // SetHooks installs h on s, for deterministic tests. It must not run
 // concurrently with s's operations.
 func SetHooks(s *Sketch, h Hooks) {
-	s.hooks = &testHooks{beforeCAS: h.BeforeCAS, conflict: h.Conflict, reread: h.Reread, rollback: h.Rollback, held: h.Held, load: h.Load}
+	s.hooks = &testHooks{beforeCAS: h.BeforeCAS, conflict: h.Conflict, reread: h.Reread, rollback: h.Rollback, held: h.Held, load: h.Load, skip: h.Skip}
+}
+
+// StripeSeq returns the sequence of key's TryUpdate stripe in s: even
+// when no commit of the stripe is in flight, and 2 more after each.
+func StripeSeq(s *Sketch, key []byte) uint64 {
+	return s.stripes[stripeOf(s.hasher.Sum64(key))].seq.Load()
 }
 
 // StripeOf returns the TryUpdate stripe of key in s.

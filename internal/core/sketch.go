@@ -191,6 +191,18 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	var nw [MaxLevels]atom.Word
 	s.rules.NextN(&w, s.levels, now, delta, &nw)
 	for l := range s.levels {
+		// A write that changes nothing does not write: the cell held
+		// w[l] at its load, inside this call, and the add leaves it as
+		// it is (a score pinned at Hi or Lo at the same stamp), so the
+		// add takes effect at that load (docs/design.md, "No write when
+		// nothing changes"). Many cores on a saturated key then share
+		// its lines instead of passing them round.
+		if nw[l] == w[l] {
+			if s.hooks != nil {
+				s.hooks.call(s.hooks.skip, l)
+			}
+			continue
+		}
 		if s.cells[off[l]].CompareAndSwap(w[l], nw[l]) {
 			continue
 		}
@@ -233,7 +245,9 @@ func (s *Sketch) reloadWords(off *[MaxLevels]int, w *[MaxLevels]atom.Word, ms *i
 // line a while; after each lost round it backs off again. Every word it
 // loads is checked against the horizon (fresh), so a stale *ms is moved
 // to the clock's reading rather than used on a re-stamped word. It
-// returns the word it replaced and the word it stored.
+// returns the word it replaced and the word it stored; when the add
+// leaves the freshly loaded word as it is, it stores nothing and returns
+// that word twice.
 func (s *Sketch) addLoop(c *atom.Cell, ms *int64, delta float64, lost bool) (old, nw atom.Word) {
 	bo := atom.ContentionBackoff()
 	for {
@@ -244,7 +258,7 @@ func (s *Sketch) addLoop(c *atom.Cell, ms *int64, delta float64, lost bool) (old
 		old = c.Load()
 		s.fresh(ms)
 		nw = s.rules.Next(old, s.stamp(*ms), delta)
-		if c.CompareAndSwap(old, nw) {
+		if nw == old || c.CompareAndSwap(old, nw) {
 			return old, nw
 		}
 	}
@@ -284,7 +298,12 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	for l := range s.levels {
 		c := &s.cells[off[l]]
 		nw := s.rules.Next(w[l], now, delta)
-		if !c.CompareAndSwap(w[l], nw) {
+		if nw == w[l] {
+			// No write when nothing changes, as in update.
+			if s.hooks != nil {
+				s.hooks.call(s.hooks.skip, l)
+			}
+		} else if !c.CompareAndSwap(w[l], nw) {
 			_, nw = s.addLoop(c, &ms, delta, true)
 			now = s.stamp(ms)
 		}

@@ -216,6 +216,9 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		// in between, so the snapshot still holds every commit of the
 		// stripe in full.
 		seq := st.seq.Load()
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.load, 0)
+		}
 		now := s.loadAll(&sn, &ms)
 		if !(s.aggregate(sn.v[:s.levels])+delta <= limit) {
 			// Deny without writing anything. The cells hold every
@@ -225,12 +228,39 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 			// during the call.
 			return false
 		}
-		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
-			ok := s.commitAndRelease(st, &sn, ms, now, delta, limit, rc)
-			if ok && rc != nil {
-				rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+		// Admitted: the new words, before taking the stripe. sn.v[l] is
+		// sn.w[l] decayed to now, so each is Next(sn.w[l], now, delta)
+		// without a second decay.
+		var nw [MaxLevels]atom.Word
+		same := true
+		for l := range s.levels {
+			nw[l] = s.rules.Apply(sn.w[l], sn.v[l], now, delta)
+			same = same && nw[l] == sn.w[l]
+		}
+		if seq&1 == 0 {
+			if same {
+				// An admission that changes no cell (every level pinned
+				// at Hi or Lo at the same stamp, or a zero delta) is a
+				// read: it validates the snapshot instead of taking the
+				// stripe, so many cores on a saturated key write nothing
+				// (docs/design.md, "No write when nothing changes").
+				if s.unchanged(&sn, st, seq) {
+					if rc != nil {
+						rc.stored, rc.restore = sn.w, sn.w // nothing to give back
+						rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+					}
+					return true
+				}
+				bo.Spin() // a writer got in: decide again
+				continue
 			}
-			return ok
+			if st.seq.CompareAndSwap(seq, seq+1) {
+				ok := s.commitAndRelease(st, &sn, &nw, ms, delta, limit, rc)
+				if ok && rc != nil {
+					rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+				}
+				return ok
+			}
 		}
 		// Another admitted TryUpdate holds the stripe (or took it
 		// first). Wait for its release watching seq alone: reloading the
@@ -246,53 +276,87 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 	}
 }
 
+// unchanged is the validation of an admission that writes nothing: every
+// cell still holds its snapshot word, loaded after all of the snapshot's
+// loads, and the stripe's seq is still the even seq read before them. So
+// every cell held its word at the instant after the snapshot's last load
+// (as a CAS from that word would have proved), and no commit of the
+// stripe was in flight at any time from the first seq read to the last:
+// the call is what an admission holding the stripe would have been, with
+// L successful CASes that each stored the word they replaced.
+func (s *Sketch) unchanged(sn *snapshot, st *stripe, seq uint64) bool {
+	for l := range s.levels {
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.skip, l)
+		}
+		if s.cells[sn.off[l]].Load() != sn.w[l] {
+			return false
+		}
+	}
+	return st.seq.Load() == seq
+}
+
+// put is one level of a commit: the CAS from the snapshot word w to nw,
+// or, when nw == w (the add changes nothing), a load that checks the cell
+// still holds w. Either way it reports whether the cell held w at that
+// instant, which is all the decision-instant argument uses; the load
+// leaves the line shared where the CAS would take it exclusive.
+func (s *Sketch) put(c *atom.Cell, w, nw atom.Word, level uint32) bool {
+	if nw == w {
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.skip, level)
+		}
+		return c.Load() == w
+	}
+	return c.CompareAndSwap(w, nw)
+}
+
 // commitAndRelease commits the admitted TryUpdate and releases the stripe
 // (even again) even if a custom decay law or aggregator panics, so one
 // bad call cannot wedge every later TryUpdate on the stripe.
 // Precondition: the caller holds the stripe (its seq is odd).
-func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
+func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta, limit float64, rc *Receipt) bool {
 	defer st.seq.Add(1)
-	return s.commit(sn, ms, now, delta, limit, rc)
+	return s.commit(sn, nw, ms, delta, limit, rc)
 }
 
-// commit applies delta to each cell, CASing it from the snapshot word,
-// level by level. If every CAS succeeds, the decision is sound: every
-// load preceded the first CAS and no cell changed between its load and
-// its CAS, so all L cells held the snapshot values together at the
-// instant after the last load. A CAS fails only when a writer outside the
-// stripe (an Update, or a TryUpdate of a colliding key on another stripe)
-// changed the cell; then the cells already committed are rolled back
-// (undo), and the call decides again from a fresh snapshot, still holding
-// the stripe. Each retry means another writer succeeded, so the loop is
-// lock-free.
+// commit applies delta to each cell, CASing it from the snapshot word to
+// nw (the new words, computed from the snapshot), level by level; a level
+// whose new word is its snapshot word is checked with a load instead
+// (put). If every level succeeds, the decision is sound: every load
+// preceded the first CAS and no cell changed between its load and its
+// CAS (or check), so all L cells held the snapshot values together at the
+// instant after the last load. A level fails only when a writer outside
+// the stripe (an Update, or a TryUpdate of a colliding key on another
+// stripe) changed the cell; then the cells already committed are rolled
+// back (undo), and the call decides again from a fresh snapshot, still
+// holding the stripe. Each retry means another writer succeeded, so the
+// loop is lock-free.
 //
 // A level whose roll-back failed keeps the increment ("held"): in the
 // fresh snapshot its value includes the call's own increment, so the new
 // decision counts it twice (stricter, never looser), and a commit writes
-// it with a zero delta (a CAS that still proves the cell unchanged since
-// the snapshot), so an admitted call adds delta to every level once.
+// it with a zero delta (a CAS, or at the same stamp a load, that still
+// proves the cell unchanged since the snapshot), so an admitted call adds
+// delta to every level once.
 //
 // On success, when rc is not nil, rc records per level the stored word
 // and its undo word (nothing for a held level, whose increment went in
 // with an earlier word).
 // Precondition: the caller holds the stripe.
-func (s *Sketch) commit(sn *snapshot, ms int64, now uint32, delta, limit float64, rc *Receipt) bool {
-	var nw [MaxLevels]atom.Word
+func (s *Sketch) commit(sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta, limit float64, rc *Receipt) bool {
 	L := s.levels
 	i := uint32(0)
 	for ; i < L; i++ {
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.beforeCAS, i)
 		}
-		// sn.v[i] is sn.w[i] decayed to now, so this is
-		// Next(sn.w[i], now, delta) without a second decay.
-		nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, delta)
-		if !s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
+		if !s.put(&s.cells[sn.off[i]], sn.w[i], nw[i], i) {
 			break
 		}
 	}
 	if i < L {
-		return s.commitConflict(sn, &nw, i, ms, delta, limit, rc)
+		return s.commitConflict(sn, nw, i, ms, delta, limit, rc)
 	}
 	if rc != nil {
 		for l := range L {
@@ -343,7 +407,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 				d = 0
 			}
 			nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, d)
-			if !s.cells[sn.off[i]].CompareAndSwap(sn.w[i], nw[i]) {
+			if !s.put(&s.cells[sn.off[i]], sn.w[i], nw[i], i) {
 				break
 			}
 		}
@@ -418,7 +482,12 @@ func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	for l := range s.levels {
 		c := &s.cells[off[l]]
 		nw := s.rules.Apply(w[l], v[l], now, delta)
-		if !c.CompareAndSwap(w[l], nw) {
+		if nw == w[l] {
+			// No write when nothing changes, as in update.
+			if s.hooks != nil {
+				s.hooks.call(s.hooks.skip, l)
+			}
+		} else if !c.CompareAndSwap(w[l], nw) {
 			w[l], nw = s.addLoop(c, &ms, delta, true)
 			now = s.stamp(ms)
 			v[l] = s.rules.Value(w[l], now)
