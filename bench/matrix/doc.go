@@ -34,6 +34,10 @@
 // # Workloads
 //
 //	update              Update(k, 1)
+//	update-saturated    Update(k, 1e12 = Hi) on keys pre-filled with Hi: every
+//	                    cell pinned at Hi, so after the first write of each
+//	                    millisecond an Update changes nothing (the lock-free
+//	                    sketch then writes nothing; ratemap: drained buckets)
 //	query               Query(k)
 //	updateandquery      UpdateAndQuery(k, 1)
 //	tryupdate-admitted  TryUpdate(k, 1, 1e12 = Hi): every call admitted

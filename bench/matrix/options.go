@@ -26,6 +26,7 @@ const (
 // Workload names.
 const (
 	WorkUpdate          = "update"
+	WorkUpdateSaturated = "update-saturated"
 	WorkQuery           = "query"
 	WorkUpdateAndQuery  = "updateandquery"
 	WorkTryUpdateAdmit  = "tryupdate-admitted"
@@ -51,7 +52,7 @@ const (
 // order the matrix runs and reports them.
 var (
 	AllImpls     = []string{ImplLockfree, ImplReference, ImplRotator, ImplRefRotator, ImplAtomicAdd, ImplRateMap}
-	AllWorkloads = []string{WorkUpdate, WorkQuery, WorkUpdateAndQuery, WorkTryUpdateAdmit, WorkTryUpdateDenied, WorkMix90}
+	AllWorkloads = []string{WorkUpdate, WorkUpdateSaturated, WorkQuery, WorkUpdateAndQuery, WorkTryUpdateAdmit, WorkTryUpdateDenied, WorkMix90}
 	AllDists     = []string{DistUniform, DistZipf, DistHot8, DistHot1}
 	AllClocks    = []string{ClockDefault, ClockShared}
 )
@@ -69,6 +70,7 @@ var DefaultImpls = []string{ImplLockfree, ImplReference, ImplAtomicAdd}
 // measured wall time): fewer cells rather than fewer repeats.
 const (
 	DefaultDuration    = 250 * time.Millisecond
+	DefaultWarmup      = 250 * time.Millisecond
 	DefaultOut         = "bench-results"
 	DefaultSampleEvery = 64
 	DefaultKeys        = 1 << 20
@@ -89,6 +91,7 @@ type Options struct {
 	Clocks    []string      // clock modes, in AllClocks order
 	Procs     []int         // GOMAXPROCS values (= workers per cell), ascending, each >= 1
 	Duration  time.Duration // timed region of each repeat of a cell, > 0
+	Warmup    time.Duration // before round 1: the first cell's row runs once this long, unrecorded; 0: none
 	Count     int           // repeats per cell, >= 1: round r runs every cell once, then round r+1
 	Spread    float64       // flag a cell whose (max-min)/median of Mops/s exceeds this; >= 0
 	Out       string        // output folder; "" writes no files
@@ -128,6 +131,7 @@ func DefaultOptions() Options {
 		Clocks:      slices.Clone(AllClocks),
 		Procs:       DefaultProcs(),
 		Duration:    DefaultDuration,
+		Warmup:      DefaultWarmup,
 		Count:       DefaultCount,
 		Spread:      DefaultSpread,
 		Out:         DefaultOut,
@@ -153,6 +157,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	clocks := fs.String("clock", "both", "clock modes: default (each implementation's own), shared (all read hw.Nanotime()/1e6), or both")
 	procs := fs.String("procs", "", "GOMAXPROCS values (workers per cell), comma-separated; empty means 1,2,4,...,NumCPU")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each repeat of a cell")
+	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "before the first round, run each implementation of the first cell's row this long, unrecorded (0: no warm-up)")
 	fs.IntVar(&o.Count, "count", o.Count, "repeats per cell, interleaved: every cell runs once per round, for count rounds")
 	fs.Float64Var(&o.Spread, "spread", o.Spread, "flag a cell (and its ratios) when (max-min)/median of its repeats' Mops/s exceeds this")
 	fs.StringVar(&o.Out, "out", o.Out, "output folder for results.csv, results.json, results.md and PNG plots; empty writes none")
@@ -206,6 +211,8 @@ func (o Options) Validate() error {
 		return errors.New("matrix: procs must name at least one GOMAXPROCS value")
 	case o.Duration <= 0:
 		return fmt.Errorf("matrix: duration must be > 0; got %v", o.Duration)
+	case o.Warmup < 0:
+		return fmt.Errorf("matrix: warmup must be >= 0; got %v", o.Warmup)
 	case o.Count < 1:
 		return fmt.Errorf("matrix: count must be >= 1; got %d", o.Count)
 	case !(o.Spread >= 0):

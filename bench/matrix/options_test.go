@@ -36,7 +36,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 		!slices.Equal(o.Dists, AllDists) || !slices.Equal(o.Clocks, AllClocks) || !slices.Equal(o.Procs, d.Procs) {
 		t.Fatalf("defaults: %+v", o)
 	}
-	if o.Duration != DefaultDuration || o.Out != "bench-results" || o.SampleEvery != 64 ||
+	if o.Duration != DefaultDuration || o.Warmup != DefaultWarmup || o.Warmup <= 0 || o.Out != "bench-results" || o.SampleEvery != 64 ||
 		o.Keys != 1<<20 || o.Levels != 4 || o.Cells != 100_000 || !o.Plots ||
 		o.Count != DefaultCount || o.Count < 3 || o.Spread != DefaultSpread || o.From != "" {
 		t.Fatalf("defaults: %+v", o)
@@ -49,7 +49,7 @@ func TestParseFlags(t *testing.T) {
 		"-dists", "hot1", "-clock", "shared", "-procs", "4,1,2,4",
 		"-duration", "20ms", "-out", "", "-sample", "128", "-keys", "4096",
 		"-stream", "1024", "-cells", "1000", "-levels", "3", "-commit", "abc", "-q",
-		"-count", "5", "-spread", "0.1", "-from", "r.json",
+		"-count", "5", "-spread", "0.1", "-from", "r.json", "-warmup", "0",
 	}, io.Discard)
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	if o.Duration != 20*time.Millisecond || o.Out != "" || o.SampleEvery != 128 || o.Keys != 4096 ||
 		o.Stream != 1024 || o.Cells != 1000 || o.Levels != 3 || o.Commit != "abc" || !o.Quiet ||
-		o.Count != 5 || o.Spread != 0.1 || o.From != "r.json" {
+		o.Count != 5 || o.Spread != 0.1 || o.From != "r.json" || o.Warmup != 0 {
 		t.Fatalf("scalars: %+v", o)
 	}
 	o, err = ParseFlags([]string{"-clock", "both", "-impls", "all"}, io.Discard)
@@ -84,6 +84,7 @@ func TestParseFlagsErrors(t *testing.T) {
 		{[]string{"-procs", "1,0"}, "not a positive integer"},
 		{[]string{"-procs", "x"}, "not a positive integer"},
 		{[]string{"-duration", "0s"}, "duration must be > 0"},
+		{[]string{"-warmup", "-1s"}, "warmup must be >= 0; got -1s"},
 		{[]string{"-sample", "48"}, "power of two"},
 		{[]string{"-stream", "1000"}, "power of two"},
 		{[]string{"-keys", "4"}, "keys must be"},
@@ -114,8 +115,8 @@ func TestCellsOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	// 6 impls under default, 5 under shared (atomicadd reads no clock),
-	// 6 workloads x 4 dists x 2 procs each.
-	if want := (6 + 5) * 6 * 4 * 2; len(cs) != want {
+	// 7 workloads x 4 dists x 2 procs each.
+	if want := (6 + 5) * 7 * 4 * 2; len(cs) != want {
 		t.Fatalf("%d cells; want %d", len(cs), want)
 	}
 	// Within a clock pass, every ratemap cell comes after the others and
@@ -157,7 +158,7 @@ func TestCommand(t *testing.T) {
 
 // TestDefaultMatrixSize pins the size of `make bench`'s default matrix,
 // whose wall time the Makefile states: 3 impls under clock=default, 2
-// under shared (atomicadd reads no clock), x 6 workloads x 4 dists x
+// under shared (atomicadd reads no clock), x 7 workloads x 4 dists x
 // DefaultProcs, DefaultCount rounds of DefaultDuration.
 func TestDefaultMatrixSize(t *testing.T) {
 	o := DefaultOptions()
@@ -166,7 +167,7 @@ func TestDefaultMatrixSize(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := (3 + 2) * 6 * 4 * 2; len(cs) != want {
+	if want := (3 + 2) * 7 * 4 * 2; len(cs) != want {
 		t.Fatalf("%d default cells at P=1,2; want %d", len(cs), want)
 	}
 	if timed := time.Duration(len(cs)*o.Count) * o.Duration; timed > 4*time.Minute {

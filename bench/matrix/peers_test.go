@@ -2,11 +2,13 @@ package matrix
 
 import (
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 func TestAtomicAdd(t *testing.T) {
@@ -171,5 +173,46 @@ func TestBuildAll(t *testing.T) {
 	b, bt := (SharedClock{}).NowMillis(), sharedTime()
 	if b < a+4 || bt.Sub(at) < 4*time.Millisecond {
 		t.Fatalf("shared clock: %d ms then %d ms, %v then %v, across a 5ms sleep", a, b, at, bt)
+	}
+}
+
+// TestUpdateSaturatedWritesNothing: the update-saturated workload pins
+// every cell of a key at Hi, and on the lock-free sketch its Updates then
+// write nothing within a millisecond (every level skipped, counted by the
+// engine's Skip hook), while the first Update of each later millisecond
+// writes the new stamp and keeps the key at Hi.
+func TestUpdateSaturatedWritesNothing(t *testing.T) {
+	o := DefaultOptions()
+	o.Cells = 1000
+	w, err := workloadByName(WorkUpdateSaturated)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk := sketchtest.NewFakeClock()
+	inst, err := buildOn(&o, ImplLockfree, clk, time.Now, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := inst.target.(*sketch.Sketch)
+	var skips atomic.Int32
+	core.SetHooks(core.SketchOf(s), core.Hooks{Skip: func(uint32) { skips.Add(1) }})
+	k := []byte("k")
+	s.Update(k, w.fill)
+	for ms := range 3 {
+		skips.Store(0)
+		for range 10 {
+			do(inst.target, &w, k, new(int))
+		}
+		want := int32(10 * o.Levels)
+		if ms > 0 {
+			want -= int32(o.Levels) // the first Update of the millisecond re-stamps
+		}
+		if got := skips.Load(); got != want {
+			t.Errorf("millisecond %d: %d levels skipped, want %d", ms, got, want)
+		}
+		if q := s.Query(k); q < sketchHi {
+			t.Errorf("millisecond %d: Query = %v, want the key pinned at Hi = %v", ms, q, float64(sketchHi))
+		}
+		clk.Advance(time.Millisecond)
 	}
 }

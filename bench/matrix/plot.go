@@ -56,6 +56,7 @@ var implStyle = map[string]series{
 // workStyle gives every workload the same style in the ratio plots.
 var workStyle = map[string]series{
 	WorkUpdate:          {okabeIto[0], draw.CircleGlyph{}, nil},
+	WorkUpdateSaturated: {okabeIto[6], draw.BoxGlyph{}, []vg.Length{vg.Points(4), vg.Points(3)}},
 	WorkQuery:           {okabeIto[1], draw.SquareGlyph{}, nil},
 	WorkUpdateAndQuery:  {okabeIto[2], draw.TriangleGlyph{}, []vg.Length{vg.Points(5), vg.Points(2)}},
 	WorkTryUpdateAdmit:  {okabeIto[3], draw.PyramidGlyph{}, []vg.Length{vg.Points(5), vg.Points(2)}},

@@ -69,6 +69,7 @@ type Meta struct {
 	SampleCostNs float64  `json:"sample_cost_ns"`
 	Config       string   `json:"config"`
 	DurationMs   float64  `json:"duration_ms"` // per repeat of a cell
+	WarmupMs     float64  `json:"warmup_ms"`   // the unrecorded warm-up of each implementation of the first row; 0: none
 	Count        int      `json:"count"`       // repeats per cell (rounds)
 	Spread       float64  `json:"spread"`      // the -spread flag threshold
 	Procs        []int    `json:"procs"`

@@ -69,8 +69,11 @@ func cells(o *Options) ([]cell, error) {
 	return cs, nil
 }
 
-// rateDrains reports whether ratemap runs w with drained buckets.
-func rateDrains(w workload) bool { return w.name == WorkTryUpdateDenied }
+// rateDrains reports whether ratemap runs w with drained buckets: the
+// abuse path, and update-saturated (a bucket's "pinned at Hi" is empty).
+func rateDrains(w workload) bool {
+	return w.name == WorkTryUpdateDenied || w.name == WorkUpdateSaturated
+}
 
 // runner holds what the cells of one run share.
 type runner struct {
@@ -169,6 +172,10 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 		fmt.Fprintf(progress, "matrix: %d cells x %d rounds of %v on %d CPUs (allowed %v); timer %s, pair %.1f ns, sample cost %.1f ns / %d ops\n",
 			len(cs), o.Count, o.Duration, runtime.NumCPU(), r.cpus, m.Timer, ov.PairNs, ov.SampleNs, o.SampleEvery)
 	}
+	m.WarmupMs = float64(o.Warmup) / 1e6
+	if err := r.warmup(ctx, cs, progress); err != nil {
+		return nil, err
+	}
 	rs, err := r.rounds(ctx, cs, progress, t0)
 	if err != nil {
 		return nil, err
@@ -196,6 +203,42 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	}
 	m.WallSeconds = time.Since(t0).Seconds()
 	return rep, nil
+}
+
+// warmup runs the first row of cs (the cells that share cs[0]'s clock,
+// workload, dist and P: one per implementation) once each for o.Warmup
+// before round 1, and discards what they measured. Without it the first
+// measured cell ran cold: a fresh process's first timed region pays for
+// the CPU's frequency ramp, the first page faults of the streams and the
+// runtime's first GC cycles (uniform Update at P=1 read 0.70x in one
+// run's first cell and 2x in every later one). Each implementation runs
+// its own code, so each gets its turn. A done ctx skips the rest.
+func (r *runner) warmup(ctx context.Context, cs []cell, progress io.Writer) error {
+	if r.o.Warmup <= 0 || len(cs) == 0 {
+		return nil
+	}
+	d := r.o.Duration
+	r.o.Duration = r.o.Warmup
+	defer func() { r.o.Duration = d }()
+	first := cs[0]
+	for _, c := range cs {
+		if c.clock != first.clock || c.work.name != first.work.name || c.dist != first.dist || c.procs != first.procs {
+			break
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		res, _, err := r.measure(c)
+		if err != nil {
+			return fmt.Errorf("matrix: warm-up clock=%s impl=%s workload=%s dist=%s P=%d: %w", c.clock, c.impl, c.work.name, c.dist, c.procs, err)
+		}
+		if progress != nil {
+			fmt.Fprintf(progress, "[warm-up, not recorded] clock=%s impl=%s workload=%s keys=%s P=%d: %.2f Mops/s\n",
+				c.clock, c.impl, c.work.name, c.dist, c.procs, res.Mops)
+		}
+	}
+	r.rate = nil
+	return nil
 }
 
 // roundsResult is what rounds measured.
@@ -483,19 +526,19 @@ func (w *worker) run(t Target, wl workload, tm *Timer, every int, ready, done *s
 func do(t Target, wl *workload, k []byte, mix *int) (admitted uint64, v float64) {
 	switch wl.op {
 	case opUpdate:
-		t.Update(k, 1)
+		t.Update(k, wl.delta)
 	case opQuery:
 		v = t.Query(k)
 	case opUpdateAndQuery:
-		v = t.UpdateAndQuery(k, 1)
+		v = t.UpdateAndQuery(k, wl.delta)
 	case opTryUpdate:
-		if t.TryUpdate(k, 1, wl.limit) {
+		if t.TryUpdate(k, wl.delta, wl.limit) {
 			admitted = 1
 		}
 	case opMix90:
 		if *mix == 9 {
 			*mix = 0
-			t.Update(k, 1)
+			t.Update(k, wl.delta)
 		} else {
 			*mix++
 			v = t.Query(k)

@@ -17,7 +17,7 @@ import (
 // under qemu too: a 4096-key universe and M=1024 keep the pre-fill cheap.
 func tinyOptions() Options {
 	o := DefaultOptions()
-	o.Duration = 20 * time.Millisecond
+	o.Duration, o.Warmup = 20*time.Millisecond, 5*time.Millisecond
 	o.Keys, o.Stream, o.Cells = 4096, 4096, 1024
 	o.Out, o.Quiet = "", true
 	o.Impls = AllImpls

@@ -187,3 +187,51 @@ func TestRoundsInterleave(t *testing.T) {
 		t.Errorf("stopped %q; want prefix %q", got.stopped, want)
 	}
 }
+
+// TestWarmup: the warm-up runs the first row (every implementation of the
+// first cell's clock, workload, dist and P) once, for -warmup instead of
+// -duration, before any round, and none of it is recorded; -warmup 0
+// runs none.
+func TestWarmup(t *testing.T) {
+	o := tinyOptions()
+	o.Impls = []string{ImplLockfree, ImplReference, ImplAtomicAdd}
+	o.Workloads = []string{WorkUpdate, WorkQuery}
+	o.Dists = []string{DistUniform}
+	o.Clocks = []string{ClockDefault, ClockShared}
+	o.Procs = []int{1, 2}
+	o.Warmup = 7 * time.Millisecond
+	cs, err := cells(&o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &runner{o: &o}
+	var order []cell
+	var durs []time.Duration
+	r.measure = func(c cell) (Result, string, error) {
+		order, durs = append(order, c), append(durs, r.o.Duration)
+		return Result{Procs: c.procs, Pinned: c.procs, Count: 1, Mops: 1}, "", nil
+	}
+	var progress strings.Builder
+	if err := r.warmup(context.Background(), cs, &progress); err != nil {
+		t.Fatal(err)
+	}
+	want := cs[:3] // default clock, update, uniform, P=1: the three implementations
+	if !slices.Equal(order, want) {
+		t.Fatalf("warm-up ran\n %v\nwant\n %v", order, want)
+	}
+	for _, d := range durs {
+		if d != o.Warmup {
+			t.Errorf("warm-up cell ran for %v; want -warmup %v", d, o.Warmup)
+		}
+	}
+	if o.Duration != 20*time.Millisecond {
+		t.Errorf("-duration is %v after the warm-up; want it restored", o.Duration)
+	}
+	if n := strings.Count(progress.String(), "[warm-up, not recorded]"); n != 3 {
+		t.Errorf("%d warm-up progress lines; want 3:\n%s", n, progress.String())
+	}
+	o.Warmup, order = 0, nil
+	if err := r.warmup(context.Background(), cs, nil); err != nil || len(order) != 0 {
+		t.Errorf("-warmup 0 ran %d cells (%v)", len(order), err)
+	}
+}
