@@ -176,4 +176,7 @@ const (
 	DenyLimit  = denyLimit
 	DenyFill   = denyFill
 	AdmitLimit = admitLimit
+	// Hi is the clamp ceiling of every sketch the registry builds
+	// (update-saturated fills and adds it).
+	Hi = sketchHi
 )
