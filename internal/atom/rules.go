@@ -88,13 +88,67 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 }
 
 // NextN sets nw[i] = Next(w[i], now, delta) for i < n, computing all of
-// them before the caller's first CAS. n <= MaxCells.
+// them before the caller's first CAS. n <= MaxCells. One pass per word:
+// a word stamped at or after now (a hot key within its millisecond) costs
+// an add, the clamp and the round-up, with no decay call and nothing
+// stored between passes.
 func (r *Rules) NextN(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw *[MaxCells]Word) {
-	var v [MaxCells]float64
-	r.ValueN(w, n, now, &v)
-	for i := range n {
-		nw[i] = Pack(r.Round(v[i]+delta), Newer(w[i].Stamp(), now))
+	ws := w[:n]
+	out := nw[:len(ws)]
+	lo, hi := r.lo, r.hi
+	for i, x := range ws {
+		s, st := float64(x.Score()), x.Stamp()
+		if d := int32(now - st); d > 0 {
+			st = now
+			if s != 0 {
+				s = r.aged(s, int64(d))
+			}
+		}
+		v := s + delta
+		if v < lo {
+			v = lo
+		} else if v > hi {
+			v = hi
+		}
+		out[i] = Pack(roundUpInRange(v), st)
 	}
+}
+
+// ApplyN sets nw[i] = Apply(w[i], v[i], now, delta) for i < n (v from
+// ValueN) and reports whether every new word equals its old one: the
+// batch form of Apply for a caller that needed the values first (an
+// admitted TryUpdate decides on them). n <= MaxCells.
+func (r *Rules) ApplyN(w *[MaxCells]Word, v *[MaxCells]float64, n uint32, now uint32, delta float64, nw *[MaxCells]Word) (same bool) {
+	ws := w[:n]
+	vs, out := v[:len(ws)], nw[:len(ws)]
+	lo, hi := r.lo, r.hi
+	same = true
+	for i, x := range ws {
+		y := vs[i] + delta
+		if y < lo {
+			y = lo
+		} else if y > hi {
+			y = hi
+		}
+		out[i] = Pack(roundUpInRange(y), Newer(x.Stamp(), now))
+		same = same && out[i] == x
+	}
+	return same
+}
+
+// aged is Value's decay for a non-zero score aged dt > 0 ms: the two
+// common laws' arithmetic inline (law.Compiled.ExpFast, LinearApply), the
+// rest through law.Compiled.Apply.
+func (r *Rules) aged(s float64, dt int64) float64 {
+	switch r.law.Kind() {
+	case law.KindExponential:
+		if x, ok := r.law.ExpFast(s, dt); ok {
+			return x
+		}
+	case law.KindLinear:
+		return r.law.LinearApply(s, dt)
+	}
+	return r.law.Apply(s, dt)
 }
 
 // Value returns the score word w stands for at time now: its score decayed

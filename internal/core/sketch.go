@@ -127,6 +127,23 @@ func (s *Sketch) offsets(h uint64, off *[MaxLevels]int) {
 	}
 }
 
+// cellsOf fills c[:L] with the key's cells, one per level, in level
+// order, and returns c[:L]: each address computed once, so the loads and
+// CASes that follow index nothing.
+func (s *Sketch) cellsOf(h uint64, c *[MaxLevels]*atom.Cell) []*atom.Cell {
+	cs := c[:s.levels]
+	cells, stride, m := s.cells, s.stride, uint64(s.m)
+	// Index(h, l, m), with g = h1 + l*h2 stepped rather than multiplied.
+	g, h2 := uint32(h), uint32(h>>32)|1
+	base := 0
+	for l := range cs {
+		cs[l] = &cells[base+int((uint64(g)*m)>>32)]
+		base += stride
+		g += h2
+	}
+	return cs
+}
+
 // CheckFinite panics if v is NaN or ±Inf. v-v is 0 for every finite v and
 // NaN otherwise, so the hot path pays one subtraction and one compare.
 func CheckFinite(op, name string, v float64) {
@@ -169,28 +186,28 @@ func (s *Sketch) UpdateString(key string, delta float64) {
 func (s *Sketch) update(h uint64, delta float64, ms int64) {
 	s.maintain(ms)
 	s.markNegative(delta)
-	var off [MaxLevels]int
+	var c [MaxLevels]*atom.Cell
 	var w [MaxLevels]atom.Word
-	s.offsets(h, &off)
+	cs := s.cellsOf(h, &c)
 	// Load every cell before the first CAS: the loads are independent, so
 	// their cache misses overlap instead of queueing behind each locked
 	// CAS.
 	if s.hooks != nil {
 		s.hooks.call(s.hooks.load, 0)
 	}
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
+	for l, p := range cs {
+		w[l] = p.Load()
 	}
 	if ms < s.low.Load() {
-		s.reloadWords(&off, &w, &ms)
+		s.reloadWords(cs, &w, &ms)
 	}
 	now := s.stamp(ms)
 	// Compute every new word before the first CAS too: a locked
 	// instruction keeps later loads (the decay tables) from passing it,
 	// so interleaving compute and CAS would serialise L table lookups.
 	var nw [MaxLevels]atom.Word
-	s.rules.NextN(&w, s.levels, now, delta, &nw)
-	for l := range s.levels {
+	s.rules.NextN(&w, uint32(len(cs)), now, delta, &nw)
+	for l, p := range cs {
 		// A write that changes nothing does not write: the cell held
 		// w[l] at its load, inside this call, and the add leaves it as
 		// it is (a score pinned at Hi or Lo at the same stamp), so the
@@ -199,11 +216,11 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 		// its lines instead of passing them round.
 		if nw[l] == w[l] {
 			if s.hooks != nil {
-				s.hooks.call(s.hooks.skip, l)
+				s.hooks.call(s.hooks.skip, uint32(l))
 			}
 			continue
 		}
-		if s.cells[off[l]].CompareAndSwap(w[l], nw[l]) {
+		if p.CompareAndSwap(w[l], nw[l]) {
 			continue
 		}
 		// Lost a race: the key is hot. Back off so the winner keeps the
@@ -211,9 +228,9 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 		// CAS-loop on a fresh word. The words computed for the remaining
 		// cells are likely stale too, and a failed CAS costs a cache-line
 		// transfer, so they go straight to the CAS loop on fresh words.
-		s.addLoop(&s.cells[off[l]], &ms, delta, true)
-		for j := l + 1; j < s.levels; j++ {
-			s.addLoop(&s.cells[off[j]], &ms, delta, false)
+		s.addLoop(p, &ms, delta, true)
+		for _, q := range cs[l+1:] {
+			s.addLoop(q, &ms, delta, false)
 		}
 		return
 	}
@@ -222,8 +239,8 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 // The operations load their L words inline (a call here would cost more
 // than the check), then check the time against the horizon:
 //
-//	for l := range s.levels { w[l] = s.cells[off[l]].Load() }
-//	if ms < s.low.Load() { s.reloadWords(&off, &w, &ms) }
+//	for l, p := range cs { w[l] = p.Load() }
+//	if ms < s.low.Load() { s.reloadWords(cs, &w, &ms) }
 //
 // See fresh (horizon.go) for why a stale time must not be used.
 
@@ -231,10 +248,10 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 // then the loads again, until the time is fresh after them.
 //
 //go:noinline
-func (s *Sketch) reloadWords(off *[MaxLevels]int, w *[MaxLevels]atom.Word, ms *int64) {
+func (s *Sketch) reloadWords(cs []*atom.Cell, w *[MaxLevels]atom.Word, ms *int64) {
 	for !s.fresh(ms) {
-		for l := range s.levels {
-			w[l] = s.cells[off[l]].Load()
+		for l, p := range cs {
+			w[l] = p.Load()
 		}
 	}
 }
@@ -281,35 +298,43 @@ func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	s.maintain(ms)
 	s.markNegative(delta)
-	var off [MaxLevels]int
-	var w [MaxLevels]atom.Word
+	var c [MaxLevels]*atom.Cell
+	var w, nw [MaxLevels]atom.Word
 	var v [MaxLevels]float64
-	s.offsets(h, &off)
+	cs := s.cellsOf(h, &c)
 	if s.hooks != nil {
 		s.hooks.call(s.hooks.load, 0)
 	}
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
+	for l, p := range cs {
+		w[l] = p.Load()
 	}
 	if ms < s.low.Load() {
-		s.reloadWords(&off, &w, &ms)
+		s.reloadWords(cs, &w, &ms)
 	}
-	now := s.stamp(ms)
-	for l := range s.levels {
-		c := &s.cells[off[l]]
-		nw := s.rules.Next(w[l], now, delta)
-		if nw == w[l] {
-			// No write when nothing changes, as in update.
+	// As update: every new word before the first CAS, no write when
+	// nothing changes, and after a lost race a CAS loop on fresh words
+	// for the rest.
+	s.rules.NextN(&w, uint32(len(cs)), s.stamp(ms), delta, &nw)
+	for l, p := range cs {
+		if nw[l] == w[l] {
 			if s.hooks != nil {
-				s.hooks.call(s.hooks.skip, l)
+				s.hooks.call(s.hooks.skip, uint32(l))
 			}
-		} else if !c.CompareAndSwap(w[l], nw) {
-			_, nw = s.addLoop(c, &ms, delta, true)
-			now = s.stamp(ms)
+			continue
 		}
-		v[l] = float64(nw.Score())
+		if p.CompareAndSwap(w[l], nw[l]) {
+			continue
+		}
+		_, nw[l] = s.addLoop(p, &ms, delta, true)
+		for j, q := range cs[l+1:] {
+			_, nw[l+1+j] = s.addLoop(q, &ms, delta, false)
+		}
+		break
 	}
-	return s.aggregate(v[:s.levels])
+	for l := range cs {
+		v[l] = float64(nw[l].Score())
+	}
+	return s.aggregate(v[:len(cs)])
 }
 
 // Query returns the key's aggregated score, decayed to now. It only reads:
@@ -324,22 +349,22 @@ func (s *Sketch) QueryString(key string) float64 {
 
 func (s *Sketch) query(h uint64, ms int64) float64 {
 	s.maintain(ms)
-	var off [MaxLevels]int
+	var c [MaxLevels]*atom.Cell
 	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
-	s.offsets(h, &off)
+	cs := s.cellsOf(h, &c)
 	if s.hooks != nil {
 		s.hooks.call(s.hooks.load, 0)
 	}
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
+	for l, p := range cs {
+		w[l] = p.Load()
 	}
 	if ms < s.low.Load() {
-		s.reloadWords(&off, &w, &ms)
+		s.reloadWords(cs, &w, &ms)
 	}
 	now := s.stamp(ms)
-	s.rules.ValueN(&w, s.levels, now, &v) // one decay dispatch per key, as update does
-	return s.aggregate(v[:s.levels])
+	s.rules.ValueN(&w, uint32(len(cs)), now, &v) // one decay dispatch per key, as update does
+	return s.aggregate(v[:len(cs)])
 }
 
 // Detailed is QueryDetailed: the aggregate of key's cells, decayed to

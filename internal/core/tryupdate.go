@@ -102,11 +102,11 @@ func (s *Sketch) Refund(rc *Receipt) bool {
 	if rc.resets != s.resets.Load() {
 		return false
 	}
-	var off [MaxLevels]int
-	s.offsets(rc.h, &off)
+	var c [MaxLevels]*atom.Cell
+	s.cellsOf(rc.h, &c)
 	all := true
 	for l := range levels {
-		if !s.rollback(&s.cells[off[l]], rc.stored[l], rc.restore[l]) {
+		if !s.rollback(c[l], rc.stored[l], rc.restore[l]) {
 			all = false
 		}
 	}
@@ -173,12 +173,12 @@ func (s *Sketch) undoWord(v float64, nw atom.Word) atom.Word {
 	return atom.Pack(s.rules.Round(v), nw.Stamp())
 }
 
-// snapshot is a TryUpdate's view of the key's cells: the words it loaded
-// and their values decayed to now.
+// snapshot is a TryUpdate's view of the key's cells: the cells, the words
+// it loaded and their values decayed to now.
 type snapshot struct {
-	off [MaxLevels]int
-	w   [MaxLevels]atom.Word
-	v   [MaxLevels]float64
+	c [MaxLevels]*atom.Cell
+	w [MaxLevels]atom.Word
+	v [MaxLevels]float64
 }
 
 // loadAll fills the snapshot at *ms: it loads the L words, then decays
@@ -186,11 +186,12 @@ type snapshot struct {
 // Query does). If the horizon moved past *ms meanwhile (a stale
 // operation), it moves *ms to the clock's reading first (see fresh).
 func (s *Sketch) loadAll(sn *snapshot, ms *int64) uint32 {
-	for l := range s.levels {
-		sn.w[l] = s.cells[sn.off[l]].Load()
+	cs := sn.c[:s.levels]
+	for l, p := range cs {
+		sn.w[l] = p.Load()
 	}
 	if *ms < s.low.Load() {
-		s.reloadWords(&sn.off, &sn.w, ms)
+		s.reloadWords(cs, &sn.w, ms)
 	}
 	now := s.stamp(*ms)
 	s.rules.ValueN(&sn.w, s.levels, now, &sn.v)
@@ -207,7 +208,7 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 	s.maintain(ms)
 	s.markNegative(delta)
 	var sn snapshot
-	s.offsets(h, &sn.off)
+	s.cellsOf(h, &sn.c)
 	st := &s.stripes[stripeOf(h)]
 	bo := atom.ContentionBackoff()
 	for {
@@ -232,11 +233,7 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		// sn.w[l] decayed to now, so each is Next(sn.w[l], now, delta)
 		// without a second decay.
 		var nw [MaxLevels]atom.Word
-		same := true
-		for l := range s.levels {
-			nw[l] = s.rules.Apply(sn.w[l], sn.v[l], now, delta)
-			same = same && nw[l] == sn.w[l]
-		}
+		same := s.rules.ApplyN(&sn.w, &sn.v, s.levels, now, delta, &nw)
 		if seq&1 == 0 {
 			if same {
 				// An admission that changes no cell (every level pinned
@@ -255,7 +252,19 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 				continue
 			}
 			if st.seq.CompareAndSwap(seq, seq+1) {
-				ok := s.commitAndRelease(st, &sn, &nw, ms, delta, limit, rc)
+				var ok bool
+				if s.hooks != nil {
+					ok = s.commitAndRelease(st, &sn, &nw, ms, delta, limit, rc)
+				} else if i := s.commitLevels(&sn, &nw); i == s.levels {
+					// The conflict-free commit calls no user code (no
+					// decay law, no aggregator), so it releases without
+					// a defer.
+					st.seq.Add(1)
+					s.record(&sn, &nw, rc)
+					ok = true
+				} else {
+					ok = s.conflictAndRelease(st, &sn, &nw, i, ms, delta, limit, rc)
+				}
 				if ok && rc != nil {
 					rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
 				}
@@ -289,7 +298,7 @@ func (s *Sketch) unchanged(sn *snapshot, st *stripe, seq uint64) bool {
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.skip, l)
 		}
-		if s.cells[sn.off[l]].Load() != sn.w[l] {
+		if sn.c[l].Load() != sn.w[l] {
 			return false
 		}
 	}
@@ -309,6 +318,42 @@ func (s *Sketch) put(c *atom.Cell, w, nw atom.Word, level uint32) bool {
 		return c.Load() == w
 	}
 	return c.CompareAndSwap(w, nw)
+}
+
+// commitLevels is commit's loop without the test hooks: each level's CAS
+// from the snapshot word to nw, or its check (put), in level order. It
+// returns how many levels it committed: s.levels, or the level whose CAS
+// or check failed.
+func (s *Sketch) commitLevels(sn *snapshot, nw *[MaxLevels]atom.Word) uint32 {
+	for i, p := range sn.c[:s.levels] {
+		if nw[i] == sn.w[i] {
+			if p.Load() != sn.w[i] {
+				return uint32(i)
+			}
+		} else if !p.CompareAndSwap(sn.w[i], nw[i]) {
+			return uint32(i)
+		}
+	}
+	return s.levels
+}
+
+// record fills rc (when not nil) for a commit of nw over the snapshot:
+// per level the stored word and its undo word.
+func (s *Sketch) record(sn *snapshot, nw *[MaxLevels]atom.Word, rc *Receipt) {
+	if rc == nil {
+		return
+	}
+	for l := range s.levels {
+		rc.stored[l], rc.restore[l] = nw[l], s.undoWord(sn.v[l], nw[l])
+	}
+}
+
+// conflictAndRelease is commitConflict (level i failed, nw[:i] committed)
+// with the stripe released even if a custom decay law or aggregator
+// panics, as commitAndRelease does.
+func (s *Sketch) conflictAndRelease(st *stripe, sn *snapshot, nw *[MaxLevels]atom.Word, i uint32, ms int64, delta, limit float64, rc *Receipt) bool {
+	defer st.seq.Add(1)
+	return s.commitConflict(sn, nw, i, ms, delta, limit, rc)
 }
 
 // commitAndRelease commits the admitted TryUpdate and releases the stripe
@@ -351,18 +396,14 @@ func (s *Sketch) commit(sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta,
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.beforeCAS, i)
 		}
-		if !s.put(&s.cells[sn.off[i]], sn.w[i], nw[i], i) {
+		if !s.put(sn.c[i], sn.w[i], nw[i], i) {
 			break
 		}
 	}
 	if i < L {
 		return s.commitConflict(sn, nw, i, ms, delta, limit, rc)
 	}
-	if rc != nil {
-		for l := range L {
-			rc.stored[l], rc.restore[l] = nw[l], s.undoWord(sn.v[l], nw[l])
-		}
-	}
+	s.record(sn, nw, rc)
 	return true
 }
 
@@ -407,7 +448,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 				d = 0
 			}
 			nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, d)
-			if !s.put(&s.cells[sn.off[i]], sn.w[i], nw[i], i) {
+			if !s.put(sn.c[i], sn.w[i], nw[i], i) {
 				break
 			}
 		}
@@ -440,7 +481,7 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32)
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.rollback, j)
 		}
-		if !s.rollback(&s.cells[sn.off[j]], nw[j], s.undoWord(sn.v[j], nw[j])) {
+		if !s.rollback(sn.c[j], nw[j], s.undoWord(sn.v[j], nw[j])) {
 			failed |= 1 << j
 		}
 	}
@@ -464,31 +505,30 @@ func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
 
 func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	s.maintain(ms)
-	var off [MaxLevels]int
+	var c [MaxLevels]*atom.Cell
 	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
-	s.offsets(h, &off)
+	cs := s.cellsOf(h, &c)
 	s.markNegative(delta)
 	rc := Receipt{h: h, levels: s.levels, resets: s.resets.Load()}
 	// As update: every load, then one batch of decay, before the first CAS.
-	for l := range s.levels {
-		w[l] = s.cells[off[l]].Load()
+	for l, p := range cs {
+		w[l] = p.Load()
 	}
 	if ms < s.low.Load() {
-		s.reloadWords(&off, &w, &ms)
+		s.reloadWords(cs, &w, &ms)
 	}
 	now := s.stamp(ms)
-	s.rules.ValueN(&w, s.levels, now, &v)
-	for l := range s.levels {
-		c := &s.cells[off[l]]
+	s.rules.ValueN(&w, uint32(len(cs)), now, &v)
+	for l, p := range cs {
 		nw := s.rules.Apply(w[l], v[l], now, delta)
 		if nw == w[l] {
 			// No write when nothing changes, as in update.
 			if s.hooks != nil {
-				s.hooks.call(s.hooks.skip, l)
+				s.hooks.call(s.hooks.skip, uint32(l))
 			}
-		} else if !c.CompareAndSwap(w[l], nw) {
-			w[l], nw = s.addLoop(c, &ms, delta, true)
+		} else if !p.CompareAndSwap(w[l], nw) {
+			w[l], nw = s.addLoop(p, &ms, delta, true)
 			now = s.stamp(ms)
 			v[l] = s.rules.Value(w[l], now)
 		}
