@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -53,9 +54,14 @@ type Timebase struct {
 	clock    Clock     // never nil
 	anchor   time.Time // the time.Time of clock reading anchorMs
 	anchorMs int64
+	gated    bool // the default clock behind a tick gate (see tickGate)
 	_        cpu.CacheLinePad
-	hw       atomic.Int64 // the largest time used; math.MinInt64 before the first
-	_        cpu.CacheLinePad
+	// hw and the gate share a line: both are written by the same read of
+	// the clock, at most about once per millisecond, and read by every
+	// operation.
+	hw   atomic.Int64 // the largest time used; math.MinInt64 before the first
+	gate tickGate
+	_    cpu.CacheLinePad
 }
 
 // NewTimebase returns a Timebase over c (nil means the default monotonic
@@ -64,10 +70,11 @@ func NewTimebase(c Clock) *Timebase {
 	if tb, ok := c.(*Timebase); ok {
 		return tb
 	}
+	gated := false
 	if c == nil {
-		c = systemClock{}
+		c, gated = systemClock{}, hw.FastTicks()
 	}
-	tb := &Timebase{clock: c}
+	tb := &Timebase{clock: c, gated: gated}
 	tb.hw.Store(math.MinInt64)
 	tb.anchorMs = c.NowMillis()
 	if tc, ok := c.(timeClock); ok {
@@ -79,8 +86,130 @@ func NewTimebase(c Clock) *Timebase {
 }
 
 // NowMillis returns the clock's reading through the high-water mark. It
-// implements Clock, so a Timebase can be shared as Config.Clock.
-func (tb *Timebase) NowMillis() int64 { return tb.observe(tb.clock.NowMillis()) }
+// implements Clock, so a Timebase can be shared as Config.Clock. On the
+// default clock with a tick counter it reads the runtime's clock only when
+// the counter says the millisecond of its last reading may be over (about
+// once per millisecond per Timebase) and returns the high-water mark
+// otherwise (see tickGate).
+func (tb *Timebase) NowMillis() int64 {
+	if tb.gated {
+		if t := hw.TicksUnordered(); tb.gate.within(t) {
+			return tb.hw.Load()
+		}
+		return tb.refresh()
+	}
+	return tb.observe(tb.clock.NowMillis())
+}
+
+// refresh is the gated NowMillis's read of the runtime's clock: the
+// reading through the high-water mark, then the gate moved to the end of
+// its millisecond.
+//
+//go:noinline
+func (tb *Timebase) refresh() int64 {
+	t := hw.TicksUnordered()
+	ns := hw.Nanotime()
+	t2 := hw.TicksUnordered()
+	ms := tb.observe(ns / 1e6) // systemMillis's reading
+	tb.gate.refreshed(t, t2, ns)
+	return ms
+}
+
+// tickGate lets the default clock skip the runtime's clock (vDSO
+// clock_gettime through a stack switch: ~24 ns on the development VM, a
+// third of a hot-key Update) while the millisecond of its last reading
+// lasts: a bare counter read (hw.TicksUnordered, ~10 ns, and it overlaps
+// the hashing) and a compare. The time itself always comes from the
+// runtime's clock; the counter only decides when to ask it again, so a
+// wrong counter rate or skew can delay a millisecond tick, never invent
+// one, and the delay is bounded:
+//
+//   - deadline is the tick at which the millisecond of the last reading
+//     ends, estimated early: from a tick read before that reading, with
+//     the rate biased 1% low. A reading at a tick before the deadline is
+//     in that millisecond (or, by the bias, in its last 1%), so the
+//     high-water mark, which that reading already raised, is the time.
+//   - A tick more than one millisecond's worth before the deadline (a
+//     counter that jumped back, another CPU's skewed counter, a deadline
+//     from before a long stall) does not pass: the runtime's clock is
+//     read. So no reading is more than one millisecond of ticks late,
+//     however the counters disagree.
+//   - The rate is learned once per Timebase from two readings of the
+//     runtime's clock at least 10 ms apart, each bracketed by counter
+//     reads no further apart than maxBracket ticks (a preempted pair is
+//     not used); until then nothing passes the gate.
+//
+// deadline is written at most about once per millisecond (by whichever
+// operation first finds it passed) and read by every operation, on the
+// line of the high-water mark that the same reading writes.
+type tickGate struct {
+	deadline atomic.Uint64 // tick at which the last reading's millisecond ends (early)
+	perMs    atomic.Uint64 // ticks per millisecond, biased low; 0 until learned
+	mu       sync.Mutex    // held (TryLock) by the one operation learning the rate
+	t0       uint64        // the first learning sample: tick and runtime clock
+	ns0      int64
+}
+
+// maxBracket bounds the ticks between the two counter reads around a
+// learning sample's clock read: 2^16, 20 µs at 3 GHz; a wider bracket was
+// preempted or trapped and is not used.
+const maxBracket = 1 << 16
+
+// within reports whether a reading at tick t is still inside the
+// millisecond of the last reading.
+func (g *tickGate) within(t uint64) bool {
+	d := g.deadline.Load()
+	return t < d && d-t <= g.perMs.Load()
+}
+
+// refreshed records a reading ns of the runtime's clock taken between the
+// ticks t and t2: it learns the rate if it is not known yet, then moves
+// the deadline to the end of ns's millisecond, estimated from t (before
+// ns, so early).
+func (g *tickGate) refreshed(t, t2 uint64, ns int64) {
+	per := g.perMs.Load()
+	if per == 0 {
+		if per = g.learn(t, t2, ns); per == 0 {
+			return
+		}
+	}
+	d := t + uint64(1e6-ns%1e6)*per/1e6
+	for {
+		old := g.deadline.Load()
+		// Keep a later deadline only while it is plausible for t.
+		if (d <= old && old-t <= per) || g.deadline.CompareAndSwap(old, d) {
+			return
+		}
+	}
+}
+
+// learn takes a rate sample (ticks t, t2 around the clock reading ns) and
+// returns the rate once two usable samples 10 ms or more apart give one
+// in [10^3, 10^8] ticks per ms (1 MHz to 100 GHz), biased 1% low; else 0.
+func (g *tickGate) learn(t, t2 uint64, ns int64) uint64 {
+	if t2 < t || t2-t > maxBracket || !g.mu.TryLock() {
+		return 0
+	}
+	defer g.mu.Unlock()
+	if per := g.perMs.Load(); per != 0 {
+		return per
+	}
+	mid := t + (t2-t)/2
+	switch {
+	case g.ns0 == 0 || mid <= g.t0 || ns <= g.ns0:
+		g.t0, g.ns0 = mid, ns // the first sample, or the counter went back: start over
+		return 0
+	case ns-g.ns0 < 10e6:
+		return 0
+	}
+	per := float64(mid-g.t0) / float64(ns-g.ns0) * 1e6 * 0.99
+	if per < 1e3 || per > 1e8 {
+		g.t0, g.ns0 = mid, ns
+		return 0
+	}
+	g.perMs.Store(uint64(per))
+	return uint64(per)
+}
 
 // Millis returns t on the clock's scale, through the high-water mark and
 // capped at the clock's current reading (see Timebase).

@@ -42,6 +42,12 @@ func BenchmarkClock(b *testing.B) {
 			sinkU64 = Ticks()
 		}
 	})
+	b.Run("clock=TicksUnordered", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			sinkU64 = TicksUnordered()
+		}
+	})
 	b.Run("clock=NowMillis", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {

@@ -12,6 +12,15 @@ TEXT ·Ticks(SB), NOSPLIT, $0-8
 	MOVD R0, ret+0(FP)
 	RET
 
+// func TicksUnordered() uint64
+//
+// The counter without the ISB: it may be sampled ahead of earlier
+// instructions (see Ticks), as the amd64 bare RDTSC may.
+TEXT ·TicksUnordered(SB), NOSPLIT, $0-8
+	MRS  CNTVCT_EL0, R0
+	MOVD R0, ret+0(FP)
+	RET
+
 // func counterInfo() (flags uint32, hz uint64)
 //
 // flags = infoFast: the generic timer is architected on every ARMv8-A core.

@@ -12,6 +12,15 @@ import "unsafe"
 //go:noescape
 func Ticks() uint64
 
+// TicksUnordered reads the same counter as [Ticks] without its ordering:
+// a bare RDTSC on amd64, MRS CNTVCT_EL0 without the ISB on arm64. The CPU
+// may sample it ahead of earlier instructions, so it suits a cheap test
+// of whether some time has passed, not a timestamp ordered with memory
+// operations. It does not allocate.
+//
+//go:noescape
+func TicksUnordered() uint64
+
 // counterInfo reports the counter's properties as infoFast|infoRDTSCP
 // flags (infoFast: amd64 needs the invariant-TSC bit, CPUID 0x80000007
 // EDX[8]; arm64 always has it) and the counter frequency when the hardware

@@ -8,6 +8,9 @@ import "unsafe"
 // [ticksGeneric]: runtime nanotime, one tick per nanosecond.
 func Ticks() uint64 { return ticksGeneric() }
 
+// TicksUnordered is Ticks without the assembly: runtime nanotime.
+func TicksUnordered() uint64 { return ticksGeneric() }
+
 // counterInfo reports no usable hardware counter: Clock falls back to
 // Nanotime and FastTicks reports false.
 func counterInfo() (flags uint32, hz uint64) { return 0, 0 }

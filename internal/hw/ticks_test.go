@@ -29,7 +29,7 @@ func TestTicksMonotonic(t *testing.T) {
 		ticks  func() uint64
 		rdtscp bool // value of useRDTSCP during the subtest
 	}
-	vs := []variant{{"impl=asm", Ticks, useRDTSCP}, {"impl=generic", ticksGeneric, useRDTSCP}}
+	vs := []variant{{"impl=asm", Ticks, useRDTSCP}, {"impl=generic", ticksGeneric, useRDTSCP}, {"impl=asm/unordered", TicksUnordered, useRDTSCP}}
 	if runtime.GOARCH == "amd64" && useRDTSCP {
 		// Also cover the MFENCE; LFENCE; RDTSC path of CPUs without RDTSCP.
 		vs = append(vs, variant{"impl=asm/fences", Ticks, false})
@@ -145,5 +145,8 @@ func TestPrefetch(t *testing.T) {
 func TestTicksAllocs(t *testing.T) {
 	if a := testing.AllocsPerRun(1000, func() { _ = Ticks() }); a != 0 {
 		t.Fatalf("Ticks allocates %v times per call; want 0", a)
+	}
+	if a := testing.AllocsPerRun(1000, func() { _ = TicksUnordered() }); a != 0 {
+		t.Fatalf("TicksUnordered allocates %v times per call; want 0", a)
 	}
 }
