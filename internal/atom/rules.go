@@ -55,34 +55,36 @@ const MaxCells = 8
 // laws' arithmetic (law.Compiled.ExpFast, LinearApply) inlined into the
 // loop. n <= MaxCells.
 func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
+	ws := w[:n]
+	vs := v[:len(ws)]
 	switch r.law.Kind() {
 	case law.KindExponential:
-		for i := range n {
-			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
-			if dt > 0 && s != 0 {
-				if x, ok := r.law.ExpFast(s, dt); ok {
-					s = x
+		for i, x := range ws {
+			s := float64(x.Score())
+			if d := int32(now - x.Stamp()); d > 0 && s != 0 {
+				if y, ok := r.law.ExpFast(s, int64(d)); ok {
+					s = y
 				} else {
-					s = r.law.Apply(s, dt)
+					s = r.law.Apply(s, int64(d))
 				}
 			}
-			v[i] = s
+			vs[i] = s
 		}
 	case law.KindLinear:
-		for i := range n {
-			s, dt := float64(w[i].Score()), Elapsed(w[i].Stamp(), now)
-			if dt > 0 && s != 0 {
-				s = r.law.LinearApply(s, dt)
+		for i, x := range ws {
+			s := float64(x.Score())
+			if d := int32(now - x.Stamp()); d > 0 && s != 0 {
+				s = r.law.LinearApply(s, int64(d))
 			}
-			v[i] = s
+			vs[i] = s
 		}
 	case law.KindNone:
-		for i := range n {
-			v[i] = float64(w[i].Score())
+		for i, x := range ws {
+			vs[i] = float64(x.Score())
 		}
 	default: // a custom law: one call to it per aged cell
-		for i := range n {
-			v[i] = r.Value(w[i], now)
+		for i, x := range ws {
+			vs[i] = r.Value(x, now)
 		}
 	}
 }
@@ -122,7 +124,7 @@ func (r *Rules) ApplyN(w *[MaxCells]Word, v *[MaxCells]float64, n uint32, now ui
 	ws := w[:n]
 	vs, out := v[:len(ws)], nw[:len(ws)]
 	lo, hi := r.lo, r.hi
-	same = true
+	var diff Word
 	for i, x := range ws {
 		y := vs[i] + delta
 		if y < lo {
@@ -131,9 +133,9 @@ func (r *Rules) ApplyN(w *[MaxCells]Word, v *[MaxCells]float64, n uint32, now ui
 			y = hi
 		}
 		out[i] = Pack(roundUpInRange(y), Newer(x.Stamp(), now))
-		same = same && out[i] == x
+		diff |= out[i] ^ x
 	}
-	return same
+	return diff == 0
 }
 
 // aged is Value's decay for a non-zero score aged dt > 0 ms: the two
