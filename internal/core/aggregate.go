@@ -37,6 +37,14 @@ func (a Aggregator) String() string {
 // Aggregate applies a to scores (len >= 1). It does not allocate.
 func (a Aggregator) Aggregate(scores []float64) float64 {
 	r := scores[0]
+	if a == Min { // the default, first
+		for _, v := range scores[1:] {
+			if v < r {
+				r = v
+			}
+		}
+		return r
+	}
 	switch a {
 	case Max:
 		for _, v := range scores[1:] {

@@ -260,7 +260,9 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 					// decay law, no aggregator), so it releases without
 					// a defer.
 					st.seq.Add(1)
-					s.record(&sn, &nw, rc)
+					if rc != nil {
+						s.record(&sn, &nw, rc)
+					}
 					ok = true
 				} else {
 					ok = s.conflictAndRelease(st, &sn, &nw, i, ms, delta, limit, rc)
@@ -337,12 +339,9 @@ func (s *Sketch) commitLevels(sn *snapshot, nw *[MaxLevels]atom.Word) uint32 {
 	return s.levels
 }
 
-// record fills rc (when not nil) for a commit of nw over the snapshot:
-// per level the stored word and its undo word.
+// record fills rc for a commit of nw over the snapshot: per level the
+// stored word and its undo word.
 func (s *Sketch) record(sn *snapshot, nw *[MaxLevels]atom.Word, rc *Receipt) {
-	if rc == nil {
-		return
-	}
 	for l := range s.levels {
 		rc.stored[l], rc.restore[l] = nw[l], s.undoWord(sn.v[l], nw[l])
 	}
@@ -403,7 +402,9 @@ func (s *Sketch) commit(sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta,
 	if i < L {
 		return s.commitConflict(sn, nw, i, ms, delta, limit, rc)
 	}
-	s.record(sn, nw, rc)
+	if rc != nil {
+		s.record(sn, nw, rc)
+	}
 	return true
 }
 
