@@ -35,10 +35,10 @@
 #	                   grudge_nobackoff (no contention backoff), to set
 #	                   against the same cells in results.md
 #
-# Budget (timeouts): matrix 150 s + clock split 30 s + saturated 20 s +
+# Budget (timeouts): matrix 150 s + clock split 45 s + saturated 20 s +
 # go test benchmarks 50 s + clock benchmark 20 s + no-backoff cells 25 s,
 # plus 10 s grace for the matrix to write what it measured when
-# timeout(1) stops it: 305 s at most; about 4 minutes expected. Every
+# timeout(1) stops it: 320 s at most; about 4 minutes expected. Every
 # matrix step starts with its warm-up (-warmup, 250ms per implementation
 # of its first row, not recorded).
 set -u
@@ -82,9 +82,9 @@ echo "matrix exit: $?" >>"$log"
 
 # 2. Clock vs cell design: lockfree and reference on each default clock
 #    and on the shared one, where the cached-line targets are stated
-#    (hot-key writes at P=1 and 2, uniform Update at P=1): 72 cells.
+#    (hot-key writes at P=1 and 2, uniform Update at P=1): 108 cells.
 echo "== clock split" >>"$log"
-timeout -k 5 30 bin/matrix -clock both -impls lockfree,reference -count 1 -workloads update,tryupdate-admitted \
+timeout -k 5 45 bin/matrix -clock both -impls lockfree,reference -count 1 -workloads update,updateandquery,tryupdate-admitted \
 	-dists uniform,hot8,hot1 -procs 1,2,16 -duration "$D" -out "" -plots=false >>"$log" 2>&1
 echo "clock split exit: $?" >>"$log"
 
