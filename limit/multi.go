@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Multi checks several limiters (windows) in one all-or-nothing call: 10/s
@@ -92,28 +90,28 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		}
 		return keys[i]
 	}
-	var inline [4]core.Reservation
+	var inline [4]receipt
 	taken := inline[:0]
 	denied := -1
 	for i, l := range m.ls {
-		if l.r == nil {
-			taken = append(taken, core.Reservation{})
+		if l.none() {
+			taken = append(taken, receipt{})
 			continue
 		}
 		ok := false
-		var res core.Reservation
+		var res receipt
 		if n <= l.burst {
-			res, ok = l.r.TryReserveStringAt(t, key(i), float64(n)*l.unit, l.burstU)
+			res, ok = l.reserveAt(t, key(i), float64(n)*l.unit, l.burstU)
 		}
 		if !ok {
 			for j := range taken {
-				if lj := m.ls[j]; lj.r != nil {
-					lj.r.Refund(&taken[j])
+				if lj := m.ls[j]; !lj.none() {
+					lj.refund(&taken[j])
 				}
 			}
 			denied = i
 			if l.rejectU > 0 {
-				l.r.UpdateStringAt(t, key(i), l.rejectU)
+				l.addAt(t, key(i), l.rejectU)
 			}
 			break
 		}
@@ -151,11 +149,11 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 // and if not RetryAfter (or Never).
 func (l *Limiter) state(t time.Time, key string, n int) Decision {
 	d := Decision{Limit: l.limit, Burst: l.burst}
-	if l.r == nil {
+	if l.none() {
 		d.Allowed, d.Remaining = l.unset(), l.burst
 		return d
 	}
-	debt := l.r.QueryStringAt(t, key)
+	debt := l.queryAt(t, key)
 	gap := l.gap(t)
 	nU := float64(n) * l.unit
 	switch {
