@@ -92,8 +92,16 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 	}
 	var inline [4]receipt
 	taken := inline[:0]
-	denied := -1
+	denied := m.precheck(t, n, key)
+	if denied >= 0 {
+		if l := m.ls[denied]; l.rejectU > 0 {
+			l.addAt(t, key(denied), l.rejectU)
+		}
+	}
 	for i, l := range m.ls {
+		if denied >= 0 {
+			break
+		}
 		if l.none() {
 			taken = append(taken, receipt{})
 			continue
@@ -142,6 +150,23 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		d.RetryAfter = time.Millisecond
 	}
 	return d
+}
+
+// precheck returns the first Buckets window after the first one that
+// denies n to its key on a read, or -1. A Buckets window gives a take
+// back only while nothing else has written the key's entry since (see
+// Reservation.Cancel), so concurrent denials of one key by a later
+// window could stack takes in the earlier ones that none of them can
+// give back: reading the later Buckets windows first, a request that
+// one of them denies takes nothing. (The count-min gives such takes back
+// within the millisecond, and is not read twice.)
+func (m *Multi) precheck(t time.Time, n int, key func(int) string) int {
+	for i := 1; i < len(m.ls); i++ {
+		if l := m.ls[i]; l.b != nil && (n > l.burst || l.b.QueryAt(t, key(i))+float64(n)*l.unit > l.burstU) {
+			return i
+		}
+	}
+	return -1
 }
 
 // state returns what the key has at t, without a write: Remaining,
