@@ -12,15 +12,21 @@ import (
 // window gives back what the windows before it took (all of it, unless a
 // concurrent request touched the same cells: see below).
 //
-// How: each window in order takes its share with the rotator's
+// How: each window in order takes its share with its engine's
 // TryReserve (strict, exact under contention); when one denies, the
-// windows already taken are refunded (rotator.Refund, Cancel's rule:
-// exactly where nothing else touched the key's cells since, or only in the
-// same millisecond below MaxDebt; otherwise the take stays, on the safe
-// side; never another key's debt). A concurrent
-// reader can therefore observe, for the moment between a take and its
-// refund, the debit of a request that ends up denied: it can only make
-// that reader deny more, never admit more.
+// windows already taken are refunded (Cancel's rule: exactly where
+// nothing else touched the key's cells since, or, on the count-min, only
+// in the same millisecond below MaxDebt; otherwise the take stays, on
+// the safe side; never another key's debt). A Buckets window after the
+// first is read before anything is taken, and a request it denies takes
+// nothing: its refunds fail whenever another request of the key wrote
+// the window's entry on top of the take, so concurrent denials of one
+// key would otherwise keep their takes; what remains is the race at the
+// boundary (a take that another caller's admission lands on, by the
+// caller that window then denies). A concurrent reader can therefore
+// observe, for the moment between a take and its refund, the debit of a
+// request that ends up denied: it can only make that reader deny more,
+// never admit more.
 //
 // A Multi is safe for concurrent use. Its windows' own options apply
 // except the mode: a Multi always decides strictly. Each window's

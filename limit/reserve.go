@@ -52,13 +52,19 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // rotator.Refund does: a cell of the key that no other request has
 // written since the reservation gets its previous value back (the key
 // reads as if the reservation had never been taken, the part drained
-// since included), and so does one written since only within the same
-// millisecond, below MaxDebt; any other cell keeps the debit, on the safe
-// side (a key is never given back more than its own reservation, nor
-// anything of another key's, even once MaxDebt has cut another key's
-// debit). x/time/rate's CancelAt restores the tokens no later
-// reservation has used; docs/readings.md compares the two. Only the
-// first call does anything.
+// since included), and with the count-min so does one written since only
+// within the same millisecond, below MaxDebt; any other cell keeps the
+// debit, on the safe side (a key is never given back more than its own
+// reservation, nor anything of another key's, even once MaxDebt has cut
+// another key's debit). The Buckets engine's cell is the key's entry: it
+// is given back exactly when nothing has written it since (no request of
+// the key, nor of a key sharing its fingerprint and a line), and
+// otherwise keeps the debit, within the same millisecond too, since its
+// entries hold the largest of racing debts, not their sum
+// (docs/design.md, section 8). A reservation that filled the key to
+// MaxDebt is never given back (either engine). x/time/rate's CancelAt
+// restores the tokens no later reservation has used; docs/readings.md
+// compares the two. Only the first call does anything.
 func (r *Reservation) Cancel() {
 	if !r.ok || r.lim.none() || !r.canceled.CompareAndSwap(false, true) {
 		return
