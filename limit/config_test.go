@@ -51,6 +51,8 @@ func TestConfigErrors(t *testing.T) {
 		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithSize(4, 10)}, "Engine"},
 		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithGenerations(3)}, "Engine"},
 		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithPeriod(time.Hour)}, "Engine"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithConservativeUpdate(true)}, "Engine"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithConservativeUpdate(false)}, ""},
 		{limit.Every(time.Minute), 1, []limit.Option{limit.WithEngine(limit.Buckets)}, "Engine"}, // MaxDebt drains in 2 min
 		{1, 31, []limit.Option{limit.WithEngine(limit.Buckets)}, "Engine"},                       // 62 s
 		{1, 30, []limit.Option{limit.WithEngine(limit.Buckets)}, ""},                             // 60 s
@@ -114,6 +116,8 @@ func TestEngineChoice(t *testing.T) {
 		{10, 20, []limit.Option{limit.WithSize(0, 0)}, limit.CountMin},
 		{10, 20, []limit.Option{limit.WithGenerations(3)}, limit.CountMin},
 		{10, 20, []limit.Option{limit.WithPeriod(time.Hour)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithConservativeUpdate(true)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithConservativeUpdate(false)}, limit.Buckets},
 		{10, 20, []limit.Option{limit.WithEngine(limit.CountMin)}, limit.CountMin},
 		{10, 20, []limit.Option{limit.WithEngine(limit.Buckets)}, limit.Buckets},
 		{limit.Inf, 20, nil, limit.Auto},

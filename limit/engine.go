@@ -43,9 +43,10 @@ func (e Engine) String() string {
 	return fmt.Sprintf("Engine(%d)", uint8(e))
 }
 
-// WithEngine chooses the engine (default Auto). WithSize, WithGenerations
-// and WithPeriod configure the count-min: with Auto they select it, with
-// Buckets they are an error.
+// WithEngine chooses the engine (default Auto). WithSize,
+// WithGenerations, WithPeriod and WithConservativeUpdate(true) configure
+// the count-min: with Auto they select it, with Buckets they are an
+// error.
 func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
 
 // WithCapacity sizes the engine for keys keys at their limit at once
@@ -94,7 +95,7 @@ func planBuckets(rate, maxDebt float64) bucketPlan {
 // chooseEngine returns the engine for the limiter's law and options, or
 // the reason an explicit choice cannot be honored.
 func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, error) {
-	cmOnly := o.sizeSet || o.genSet || o.period != 0
+	cmOnly := o.sizeSet || o.genSet || o.period != 0 || o.cu
 	// The bucket holds a limiter only where it is exact, so that every
 	// guarantee of the package holds on either engine.
 	fits := p.ok && p.exact
@@ -106,7 +107,7 @@ func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, erro
 		return CountMin, nil
 	case Buckets:
 		if cmOnly {
-			return 0, bad("Engine", o.engine, "WithSize, WithGenerations and WithPeriod configure the count-min; they cannot be used with WithEngine(Buckets)")
+			return 0, bad("Engine", o.engine, "WithSize, WithGenerations, WithPeriod and WithConservativeUpdate configure the count-min; they cannot be used with WithEngine(Buckets)")
 		}
 		if !fits {
 			return 0, bad("Engine", o.engine, "the Buckets engine is exact only when MaxDebt drains within %.3f s in whole ticks of at most 1 ms, a token being a whole number of them (MaxDebt/limit = %v / %v); use Auto or CountMin", float64(bucketMaxTicks)/1000, maxDebt, rate)
@@ -160,7 +161,7 @@ func (l *Limiter) newBuckets(o *options) error {
 		// Cannot happen for the plans planBuckets makes.
 		return bad("Engine", Buckets, "the Buckets engine did not take the limiter's units (rate %v, unit %v, drain %v)", l.rate, l.unit, l.drain)
 	}
-	l.b = e
+	l.b, l.precheck = e, true
 	return nil
 }
 

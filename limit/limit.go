@@ -66,6 +66,7 @@ type Limiter struct {
 	maxDebt                   float64 // MaxDebt in tokens, >= burstF
 	rejectCost                float64 // >= 0, <= maxDebt
 	strict                    bool
+	precheck                  bool // its refunds fail whenever another request wrote the key's cells since (Buckets, conservative update): Multi reads it first
 	name                      string
 	period                    time.Duration
 	newTimer                  func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
@@ -88,6 +89,7 @@ type options struct {
 	capDeny     float64
 	capSet      bool // WithCapacity was given
 	sizeSet     bool // WithSize was given
+	cu          bool // WithConservativeUpdate(true)
 }
 
 // WithClock sets the clock (default: the sketch's monotonic clock). Every
@@ -141,6 +143,19 @@ func WithGenerations(n uint32) Option { return func(o *options) { o.generations,
 // x 8 bytes for CountMin, (Lines + 1) x 64 for Buckets) above it with a
 // *sketch.ConfigError instead of allocating it.
 func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }
+
+// WithConservativeUpdate turns the count-min's conservative update on or
+// off (default off), and with on selects the CountMin engine (see
+// WithEngine): a request raises each of the key's cells only to the key's
+// new debt instead of adding to every cell, so keys below their limit
+// inflate shared cells less, and fewer fresh keys are denied on
+// workloads of mixed debts (docs/capacity.md, "Conservative update",
+// measures how many). Its price: a Cancel, WaitN's cancel and a Multi's
+// refund give nothing back (the debit stays, on the safe side: a
+// conservative cell holds the largest of its keys' debts, so no rule can
+// tell whether a request's own debit still stands alone in it), and
+// every request of a key takes its TryUpdate stripe.
+func WithConservativeUpdate(on bool) Option { return func(o *options) { o.cu = on } }
 
 // MaxGenerations bounds WithGenerations: every admitted request writes
 // every generation, so a request costs about Generations sketch updates
@@ -273,8 +288,11 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("Period", period, "Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
 	}
 	l.period = period
+	sc := o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb)
+	sc.Conservative = o.cu
+	l.precheck = o.cu
 	r, err := core.NewRotator(core.RotatorConfig{
-		Sketch:      o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb),
+		Sketch:      sc,
 		Generations: o.generations,
 		Period:      period,
 		Prefetch:    !o.NoPrefetch,

@@ -18,12 +18,13 @@ import (
 // nothing else touched the key's cells since, or, on the count-min, only
 // in the same millisecond below MaxDebt; otherwise the take stays, on
 // the safe side; never another key's debt). A Buckets window after the
-// first is read before anything is taken, and a request it denies takes
-// nothing: its refunds fail whenever another request of the key wrote
-// the window's entry on top of the take, so concurrent denials of one
-// key would otherwise keep their takes; what remains is the race at the
-// boundary (a take that another caller's admission lands on, by the
-// caller that window then denies). A concurrent reader can therefore
+// first (or a count-min with conservative update) is read before
+// anything is taken, and a request it denies takes nothing: its refunds
+// fail whenever another request of the key wrote the window's cells on
+// top of the take, so concurrent denials of one key would otherwise keep
+// their takes; what remains is the race at the boundary (a take that
+// another caller's admission lands on, by the caller that window then
+// denies). A concurrent reader can therefore
 // observe, for the moment between a take and its refund, the debit of a
 // request that ends up denied: it can only make that reader deny more,
 // never admit more.
@@ -158,17 +159,18 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 	return d
 }
 
-// precheck returns the first Buckets window after the first one that
-// denies n to its key on a read, or -1. A Buckets window gives a take
-// back only while nothing else has written the key's entry since (see
-// Reservation.Cancel), so concurrent denials of one key by a later
-// window could stack takes in the earlier ones that none of them can
-// give back: reading the later Buckets windows first, a request that
-// one of them denies takes nothing. (The count-min gives such takes back
-// within the millisecond, and is not read twice.)
+// precheck returns the first window after the first one that denies n
+// to its key on a read, among the windows whose takes come back only
+// while nothing else has written the key's cells since (Buckets, and the
+// count-min with conservative update: see Reservation.Cancel), or -1.
+// Concurrent denials of one key by a later window would otherwise stack
+// takes in the earlier ones that none of them can give back: reading
+// those later windows first, a request that one of them denies takes
+// nothing. (The additive count-min gives such takes back within the
+// millisecond, and is not read twice.)
 func (m *Multi) precheck(t time.Time, n int, key func(int) string) int {
 	for i := 1; i < len(m.ls); i++ {
-		if l := m.ls[i]; l.b != nil && (n > l.burst || l.b.QueryAt(t, key(i))+float64(n)*l.unit > l.burstU) {
+		if l := m.ls[i]; l.precheck && (n > l.burst || l.queryAt(t, key(i))+float64(n)*l.unit > l.burstU) {
 			return i
 		}
 	}

@@ -144,8 +144,12 @@ func TestExactBucket(t *testing.T) {
 		}
 		clk := sketchtest.NewFakeClock()
 		clk.Set(rapid.Int64Range(0, 1<<40).Draw(rt, "start"))
+		var cu limit.Option = limit.WithConservativeUpdate(false)
+		if engine == limit.CountMin && rapid.Bool().Draw(rt, "conservative") {
+			cu = limit.WithConservativeUpdate(true) // a key alone: the same cells
+		}
 		l, err := limit.New(lim, burst, limit.WithClock(clk), limit.WithSeed(rapid.Uint64().Draw(rt, "seed")),
-			limit.WithStrict(rapid.Bool().Draw(rt, "strict")), limit.WithEngine(engine))
+			limit.WithStrict(rapid.Bool().Draw(rt, "strict")), limit.WithEngine(engine), cu)
 		if err != nil {
 			rt.Fatal(err)
 		}
