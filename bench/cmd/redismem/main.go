@@ -42,6 +42,8 @@ func main() {
 	keys := flag.String("keys", "1000000,10000000", "comma-separated checkpoints (distinct keys)")
 	workers := flag.Int("workers", 64, "concurrent callers")
 	probe := flag.Int("probe", 10_000, "fresh keys asking once after each checkpoint")
+	levels := flag.Uint("levels", 0, "grudge: L of the server sketch (0: the default, 4)")
+	cells := flag.Uint("cells", 0, "grudge: M of the server sketch (0: the default, 100,000)")
 	flag.Parse()
 	var points []int
 	for _, s := range strings.Split(*keys, ",") {
@@ -65,7 +67,8 @@ func main() {
 			log.Fatalf("redismem: %v", err)
 		}
 		defer rc.Close()
-		l, err := grudgeredis.NewLimiter(rc, grudgeredis.LimiterConfig{Name: "mem", Limit: grudgeredis.PerSecond(10.0/3600, 10)})
+		l, err := grudgeredis.NewLimiter(rc, grudgeredis.LimiterConfig{Name: "mem", Limit: grudgeredis.PerSecond(10.0/3600, 10),
+			Levels: uint32(*levels), CellsPerLevel: uint32(*cells)})
 		if err != nil {
 			log.Fatalf("redismem: %v", err)
 		}
