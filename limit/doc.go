@@ -54,7 +54,8 @@
 // Auto, the default, picks Buckets wherever it is exact and CountMin
 // elsewhere (slow rates whose MaxDebt takes longer than 61.4 s to drain,
 // rates that are not a whole number of ticks per token); WithSize,
-// WithGenerations and WithPeriod select CountMin. Both engines give the
+// WithGenerations, WithPeriod and WithConservativeUpdate(true) select
+// CountMin. Both engines give the
 // same decisions for a key alone in its cells and every guarantee below,
 // with one difference in what a Cancel gives back (see
 // Reservation.Cancel). WithCapacity sizes either engine for a number of
