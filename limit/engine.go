@@ -188,13 +188,6 @@ func (l *Limiter) addAt(t time.Time, key string, u float64) float64 {
 	return l.r.UpdateAndQueryStringAt(t, key, u)
 }
 
-func (l *Limiter) tryAt(t time.Time, key string, nU, limU float64) bool {
-	if l.b != nil {
-		return l.b.TryUpdateAt(t, key, nU, limU)
-	}
-	return l.r.TryUpdateStringAt(t, key, nU, limU)
-}
-
 // tryAndQueryAt is tryAt returning the debt after the decision (with nU
 // if admitted).
 func (l *Limiter) tryAndQueryAt(t time.Time, key string, nU, limU float64) (bool, float64) {
