@@ -60,7 +60,8 @@
 // with one difference in what a Cancel gives back (see
 // Reservation.Cancel). WithCapacity sizes either engine for a number of
 // keys at their limit and a rate of fresh-key denials; Suggest says what
-// that costs in each; Stats reads how saturated the engine is.
+// that costs in each, Limiter.Capacity how many such keys a limiter
+// holds; Stats reads how saturated the engine is now.
 //
 // # Exactness
 //

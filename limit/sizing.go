@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/lfgrudge/grudge/internal/bucket"
@@ -77,4 +78,42 @@ func capacityErr(keys int, deny float64) error {
 		return bad("Capacity", keys, "WithCapacity needs keys >= 1 and deny in (0, 1); got %d, %v", keys, deny)
 	}
 	return nil
+}
+
+// Capacity returns how many keys at their limit at once the limiter's
+// memory holds with at most a share deny (in (0, 1)) of fresh keys
+// denied because of them: Suggest's models read the other way. For the
+// Buckets engine, the most keys for which its capacity model predicts at
+// most deny/2 (Suggest's margin: docs/capacity.md, "Sizing"), so that
+// Suggest(Capacity(deny), deny) fits in this limiter; for the count-min,
+// the most keys for which the Bloom formula (1 - e^(-keys/M))^L is at
+// most deny (every generation holds them all). It is math.MaxInt for
+// Inf. It panics on a deny outside (0, 1), and on the zero Limiter.
+func (l *Limiter) Capacity(deny float64) int {
+	if !(deny > 0 && deny < 1) {
+		panic(fmt.Sprintf("limit: Capacity: deny must be in (0, 1); got %v", deny))
+	}
+	switch {
+	case l.b != nil:
+		lines := l.b.Lines()
+		ok := func(keys int) bool { d, _ := bucket.PredictDenial(keys, lines); return d <= deny/2 }
+		lo, hi := 0, lines*bucket.SlotsPerLine
+		for ok(hi) {
+			lo, hi = hi, 2*hi
+		}
+		for hi-lo > 1 { // ok(lo), !ok(hi)
+			if mid := lo + (hi-lo)/2; ok(mid) {
+				lo = mid
+			} else {
+				hi = mid
+			}
+		}
+		return lo
+	case l.r != nil:
+		c := l.r.Config().Sketch
+		k := -float64(c.CellsPerLevel) * math.Log1p(-math.Pow(deny, 1/float64(c.Levels)))
+		return int(math.Floor(k))
+	}
+	l.unset()
+	return math.MaxInt
 }

@@ -83,3 +83,40 @@ func TestStats(t *testing.T) {
 		t.Fatalf("count-min: %+v", st)
 	}
 }
+
+// TestCapacity: Capacity reads Suggest's models the other way. The
+// default Buckets limiter holds 1.2M to 1.3M keys at full debt at 1%
+// (its cliff, docs/capacity.md), and Suggest for that many fits in it;
+// the default count-min holds the Bloom formula's 38,000 (4 levels of
+// 100,000 cells); Inf is unbounded; a rate outside (0, 1) panics.
+func TestCapacity(t *testing.T) {
+	b := limit.MustNew(10, 20)
+	c := b.Capacity(0.01)
+	s, err := limit.Suggest(c, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	more, err := limit.Suggest(c+c/200, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := b.Sizes().Cells/64 - 1
+	if c < 1_200_000 || c > 1_300_000 || s.Buckets.Lines > lines || more.Buckets.Lines <= lines {
+		t.Fatalf("Buckets: Capacity(1%%) = %d; Suggest for it %d lines, for 0.5%% more %d; the limiter has %d", c, s.Buckets.Lines, more.Buckets.Lines, lines)
+	}
+	cm := limit.MustNew(10, 20, limit.WithEngine(limit.CountMin))
+	k := cm.Capacity(0.01)
+	bloom := func(k int) float64 { return math.Pow(-math.Expm1(-float64(k)/100_000), 4) }
+	if bloom(k) > 0.01 || bloom(k+1) <= 0.01 || k < 37_000 || k > 39_000 {
+		t.Fatalf("count-min: Capacity(1%%) = %d (formula %v, one more %v)", k, bloom(k), bloom(k+1))
+	}
+	if got := limit.MustNew(limit.Inf, 1).Capacity(0.5); got != math.MaxInt {
+		t.Fatalf("Inf: %d", got)
+	}
+	defer func() {
+		if r, _ := recover().(string); !strings.HasPrefix(r, "limit: Capacity") {
+			t.Fatalf("Capacity(0) panicked with %q", r)
+		}
+	}()
+	b.Capacity(0)
+}
