@@ -14,6 +14,9 @@ require (
 
 require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/hashicorp/golang-lru/v2 v2.0.7 // indirect
+	github.com/maypok86/otter/v2 v2.4.0 // indirect
+	github.com/sethvargo/go-limiter v0.7.1 // indirect
 	go.uber.org/atomic v1.12.0 // indirect
 )
 

@@ -162,55 +162,73 @@ var benchImpls = []benchImpl{
 	}},
 }
 
-// BenchmarkAllow measures one Allow on uniform keys out of 1M, admitted
-// (a generous limit: every call admits) and denied (every key exhausted
-// beforehand, a limit that does not refill within the run), at the
-// GOMAXPROCS given by -cpu. Every implementation is warmed with one call
-// per key first, so the sync.Map ones hold 1M limiters.
+// allImpls are the implementations BenchmarkAllow compares: limit, the
+// sync.Map ones, the reference, and the bounded peers (peers_test.go).
+var allImpls = append(benchImpls[:len(benchImpls):len(benchImpls)], peerImpls...)
+
+// BenchmarkAllow measures one Allow on uniform keys out of 1M (and out of
+// 16k, within the bounded peers' bound), admitted (a generous limit:
+// every call admits) and denied (every key exhausted beforehand, a limit
+// that does not refill within the run), at the GOMAXPROCS given by -cpu.
+// Every implementation is warmed with one call per key first (a copy of
+// the key), so the sync.Map ones hold 1M limiters and the bounded ones
+// their bound. wrong/op is the fraction of calls that did not answer as
+// the path expects: on the denied path at 1M keys, the keys a bounded
+// cache forgot and admitted again.
 func BenchmarkAllow(b *testing.B) {
-	for _, path := range []string{"admitted", "denied"} {
-		for _, impl := range benchImpls {
-			b.Run(fmt.Sprintf("path=%s/impl=%s/keys=1M", path, impl.name), func(b *testing.B) {
-				r, burst := 1000.0, 10
-				if path == "denied" {
-					r, burst = 1e-6, 1
-				}
-				a, stop := impl.new(b, r, burst)
-				defer stop()
-				var warm [8]byte
-				for i := range uint64(benchKeys) {
-					a.Allow(benchKey(&warm, i))
-				}
-				// Collect the garbage of earlier sub-benchmarks (1M-entry
-				// maps) now, so that no background GC of theirs runs in
-				// this one's timed loop.
-				runtime.GC()
-				var seed atomic.Uint64
-				var wrong atomic.Int64
-				b.ReportAllocs()
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					x := seed.Add(1)*0x9e3779b97f4a7c15 | 1
-					want := path == "admitted"
-					bad := int64(0)
-					var buf [8]byte
-					for pb.Next() {
-						x ^= x >> 12
-						x ^= x << 25
-						x ^= x >> 27
-						if a.Allow(benchKey(&buf, (x*0x2545f4914f6cdd1d)>>44)) != want {
-							bad++
-						}
-					}
-					wrong.Add(bad)
-				})
-				b.StopTimer()
-				// The admitted path may deny a few (a collision's debt);
-				// report it rather than flatter the path.
-				b.ReportMetric(float64(wrong.Load())/float64(b.N), "wrong/op")
-			})
+	for _, keys := range []uint64{benchKeys, 16 << 10} {
+		for _, path := range []string{"admitted", "denied"} {
+			for _, impl := range allImpls {
+				benchAllow(b, impl, path, keys)
+			}
 		}
 	}
+}
+
+func benchAllow(b *testing.B, impl benchImpl, path string, keys uint64) {
+	name := fmt.Sprintf("%dk", keys>>10)
+	if keys >= 1<<20 {
+		name = fmt.Sprintf("%dM", keys>>20)
+	}
+	b.Run(fmt.Sprintf("path=%s/impl=%s/keys=%s", path, impl.name, name), func(b *testing.B) {
+		r, burst := 1000.0, 10
+		if path == "denied" {
+			r, burst = 1e-6, 1
+		}
+		a, stop := impl.new(b, r, burst)
+		defer stop()
+		var warm [8]byte
+		for i := range keys {
+			a.Allow(strings.Clone(benchKey(&warm, i)))
+		}
+		// Collect the garbage of earlier sub-benchmarks (1M-entry
+		// maps) now, so that no background GC of theirs runs in
+		// this one's timed loop.
+		runtime.GC()
+		var seed atomic.Uint64
+		var wrong atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			x := seed.Add(1)*0x9e3779b97f4a7c15 | 1
+			want := path == "admitted"
+			bad := int64(0)
+			var buf [8]byte
+			for pb.Next() {
+				x ^= x >> 12
+				x ^= x << 25
+				x ^= x >> 27
+				if a.Allow(benchKey(&buf, ((x*0x2545f4914f6cdd1d)>>44)&(keys-1))) != want {
+					bad++
+				}
+			}
+			wrong.Add(bad)
+		})
+		b.StopTimer()
+		// The admitted path may deny a few (a collision's debt);
+		// report it rather than flatter the path.
+		b.ReportMetric(float64(wrong.Load())/float64(b.N), "wrong/op")
+	})
 }
 
 // BenchmarkHeap reports the live heap (after GC) an implementation holds
@@ -221,7 +239,7 @@ func BenchmarkAllow(b *testing.B) {
 // (e.g. 3000000) on a machine short of memory.
 func BenchmarkHeap(b *testing.B) {
 	counts := []int{1_000_000, 10_000_000}
-	for _, impl := range benchImpls[:3] {
+	for _, impl := range append(benchImpls[:3:3], peerImpls...) {
 		for _, n := range counts {
 			b.Run(fmt.Sprintf("impl=%s/keys=%dM", impl.name, n/1_000_000), func(b *testing.B) {
 				for range b.N {
