@@ -58,7 +58,7 @@ func CountMin(name string, levels, cells uint32) Maker {
 			cs = 100_000
 		}
 		return &Subject{
-			Name:   name,
+			Name: name,
 			allowN: func(t time.Time, key []byte, n int) bool {
 				return l.AllowN(t, view(key), n)
 			},
