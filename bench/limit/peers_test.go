@@ -7,12 +7,16 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/maypok86/otter/v2"
 	golimiter "github.com/sethvargo/go-limiter"
 	"github.com/sethvargo/go-limiter/memorystore"
 	"golang.org/x/time/rate"
+
+	"github.com/lfgrudge/grudge/limit"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // The bounded peers: what a Go server uses when a sync.Map of limiters
@@ -191,5 +195,113 @@ func TestPeers(t *testing.T) {
 				t.Fatalf("after 2 x peerBound other keys, k admitted = %v; want %v", got, bounded)
 			}
 		})
+	}
+}
+
+// timedImpl is an implementation that decides at a given time, so that a
+// simulated second of traffic takes less than a real one. (memorystore
+// reads its own clock and cannot take part.)
+type timedImpl struct {
+	name string
+	new  func(r float64, burst int) func(t time.Time, key string) bool
+}
+
+var timedImpls = []timedImpl{
+	{"limit", func(r float64, b int) func(time.Time, string) bool {
+		clk := sketchtest.NewFakeClock()
+		l := limit.MustNew(limit.Limit(r), b, limit.WithClock(clk))
+		return func(t time.Time, key string) bool { clk.SetTime(t); return l.AllowN(t, key, 1) }
+	}},
+	{"syncmap", func(r float64, b int) func(time.Time, string) bool {
+		s := &syncMapLimiter{r: rate.Limit(r), b: b}
+		return func(t time.Time, key string) bool {
+			v, ok := s.m.Load(key)
+			if !ok {
+				v, _ = s.m.LoadOrStore(strings.Clone(key), rate.NewLimiter(s.r, s.b))
+			}
+			return v.(*rate.Limiter).AllowN(t, 1)
+		}
+	}},
+	{"lru", func(r float64, b int) func(time.Time, string) bool {
+		s := newLRULimiter(rate.Limit(r), b)
+		return func(t time.Time, key string) bool {
+			l, ok := s.c.Get(key)
+			if !ok {
+				nl := rate.NewLimiter(s.r, s.b)
+				if prev, found, _ := s.c.PeekOrAdd(strings.Clone(key), nl); found {
+					l = prev
+				} else {
+					l = nl
+				}
+			}
+			return l.AllowN(t, 1)
+		}
+	}},
+	{"otter", func(r float64, b int) func(time.Time, string) bool {
+		s := newOtterLimiter(rate.Limit(r), b)
+		return func(t time.Time, key string) bool {
+			l, ok := s.c.GetIfPresent(key)
+			if !ok {
+				l, _ = s.c.SetIfAbsent(strings.Clone(key), rate.NewLimiter(s.r, s.b))
+			}
+			return l.AllowN(t, 1)
+		}
+	}},
+}
+
+// BenchmarkAbuser is BenchmarkForget with live traffic on a simulated
+// clock: policy 10/s, burst 20; 1M clients each make one request every
+// `period` (spread evenly: never above their limit), and an abuser makes
+// `abuser` requests per second, for 10 seconds. It reports abuser-admits,
+// the abuser's admitted requests, and ideal, what its own token bucket
+// alone admits (rate.Limiter on the same times); and clients-denied, the
+// fraction of the clients' requests denied (right: 0). The caches forget
+// the abuser when more than their 32k keys arrive between two of its
+// requests: 50k at period 1s and 20/s, 35k at period 2s and 15/s, 5k at
+// period 1s and 200/s. limit's cells drain 10 tokens/s each: 100k cells
+// a level drain 1M requests/s, which period 1s fills and period 2s half
+// fills. limit's seed is random (crypto/rand), so which keys share the
+// abuser's cells, and its count, vary from run to run: run with
+// -benchtime 1x -count 5.
+func BenchmarkAbuser(b *testing.B) {
+	const clients, seconds, r, burst = 1 << 20, 10, 10, 20
+	for _, sc := range []struct {
+		period time.Duration
+		abuser int
+	}{{time.Second, 20}, {2 * time.Second, 15}, {time.Second, 200}} {
+		for _, impl := range timedImpls {
+			b.Run(fmt.Sprintf("period=%v/abuser=%d/impl=%s", sc.period, sc.abuser, impl.name), func(b *testing.B) {
+				for range b.N {
+					allow := impl.new(r, burst)
+					ideal := rate.NewLimiter(r, burst)
+					base := time.Unix(1e9, 0)
+					step := sc.period / clients // between two client requests
+					var next time.Duration      // the abuser's next request
+					admits, wantAdmits, denied, requests := 0, 0, 0, 0
+					buf := make([]byte, 0, 32)
+					for s := uint64(0); time.Duration(s)*step < seconds*time.Second; s++ {
+						at := time.Duration(s) * step
+						t := base.Add(at)
+						buf = strconv.AppendUint(append(buf[:0], "client-"...), s%clients, 10)
+						requests++
+						if !allow(t, unsafe.String(unsafe.SliceData(buf), len(buf))) { // each implementation clones a key it keeps
+							denied++
+						}
+						if at >= next {
+							next += time.Second / time.Duration(sc.abuser)
+							if allow(t, "abuser") {
+								admits++
+							}
+							if ideal.AllowN(t, 1) {
+								wantAdmits++
+							}
+						}
+					}
+					b.ReportMetric(float64(admits), "abuser-admits")
+					b.ReportMetric(float64(wantAdmits), "ideal")
+					b.ReportMetric(float64(denied)/float64(requests), "clients-denied")
+				}
+			})
+		}
 	}
 }
