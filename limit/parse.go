@@ -152,16 +152,17 @@ var periods = [...]struct {
 // significant digits ("100/s", "2.5/s", "1e-06/s"); otherwise "N/m",
 // "N/h", "N/d" or "N/ms" with N a whole number, the first of those that
 // reads back to l (Every(3*time.Second) is "20/m", 1000/h "1000/h");
-// otherwise the shortest decimal per second ("142.85714285714286/s"). It
-// refuses (with ParseLimit's error type) a Limit New would refuse: NaN,
-// zero, negative, or finite above 1e22.
+// otherwise the shortest decimal per second ("142.85714285714286/s"). A
+// Limit New would refuse is written the same way ("0/s", "-1/s",
+// "NaN/s"), so that a zero-valued configuration still marshals;
+// ParseLimit refuses it back, as New does. It never returns an error.
 func (l Limit) MarshalText() ([]byte, error) {
 	r := float64(l)
 	switch {
 	case l == Inf || math.IsInf(r, 1):
 		return []byte("inf"), nil
 	case math.IsNaN(r) || r <= 0 || r > maxRate:
-		return nil, bad("Limit", r, "MarshalText: the rate must be > 0 and <= %g (or Inf); got %v", maxRate, r)
+		return []byte(strconv.FormatFloat(r, 'g', -1, 64) + "/s"), nil
 	}
 	if n := math.Round(r); n >= 1 && n < 1<<53 && n == r {
 		return []byte(strconv.FormatFloat(n, 'f', -1, 64) + "/s"), nil

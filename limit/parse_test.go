@@ -110,10 +110,19 @@ func TestLimitMarshalText(t *testing.T) {
 			t.Errorf("MarshalText(%v) = %q, %v; want %q", c.in, b, err, c.want)
 		}
 	}
-	for _, bad := range []limit.Limit{0, -1, limit.Limit(math.NaN()), 1.5e22, limit.Limit(math.Inf(-1))} {
-		if _, err := bad.MarshalText(); !errors.Is(err, sketch.ErrInvalidConfig) {
-			t.Errorf("MarshalText(%v): %v; want a *sketch.ConfigError", bad, err)
+	// What New refuses is written (a zero-valued configuration marshals)
+	// and refused back.
+	for bad, want := range map[limit.Limit]string{0: "0/s", -1: "-1/s", 1.5e22: "1.5e+22/s", limit.Limit(math.Inf(-1)): "-Inf/s"} {
+		b, err := bad.MarshalText()
+		if err != nil || string(b) != want {
+			t.Errorf("MarshalText(%v) = %q, %v; want %q", bad, b, err, want)
 		}
+		if _, err := limit.ParseLimit(string(b)); !errors.Is(err, sketch.ErrInvalidConfig) {
+			t.Errorf("ParseLimit(%q): %v; want a *sketch.ConfigError", b, err)
+		}
+	}
+	if b, _ := limit.Limit(math.NaN()).MarshalText(); string(b) != "NaN/s" {
+		t.Errorf("MarshalText(NaN) = %q", b)
 	}
 }
 
@@ -165,6 +174,9 @@ func TestLimitUnmarshal(t *testing.T) {
 		if err := json.Unmarshal([]byte(bad), &cfg); !errors.Is(err, sketch.ErrInvalidConfig) {
 			t.Errorf("json.Unmarshal(%s): %v; want a *sketch.ConfigError", bad, err)
 		}
+	}
+	if out, err := json.Marshal(struct{ R limit.Limit }{}); err != nil || string(out) != `{"R":"0/s"}` {
+		t.Fatalf("a zero-valued configuration: %s, %v", out, err)
 	}
 	l := limit.Limit(7)
 	if err := l.UnmarshalText([]byte("nope")); err == nil || l != 7 {
