@@ -46,6 +46,27 @@ func TestConfigErrors(t *testing.T) {
 		{1, 1, []limit.Option{limit.WithMaxBytes(-1)}, "MaxBytes"},
 		{1, 1, []limit.Option{limit.WithSize(9, 0)}, "Levels"},
 		{1, 1, []limit.Option{limit.WithPeriod(time.Millisecond)}, "Period"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Engine(9))}, "Engine"},
+		{limit.Inf, 1, []limit.Option{limit.WithEngine(limit.Engine(9))}, "Engine"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithSize(4, 10)}, "Engine"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithGenerations(3)}, "Engine"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithPeriod(time.Hour)}, "Engine"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithConservativeUpdate(true)}, "Engine"},
+		{1, 1, []limit.Option{limit.WithEngine(limit.Buckets), limit.WithConservativeUpdate(false)}, ""},
+		{limit.Every(time.Minute), 1, []limit.Option{limit.WithEngine(limit.Buckets)}, "Engine"}, // MaxDebt drains in 2 min
+		{1, 31, []limit.Option{limit.WithEngine(limit.Buckets)}, "Engine"},                       // 62 s
+		{1, 30, []limit.Option{limit.WithEngine(limit.Buckets)}, ""},                             // 60 s
+		{limit.Limit(7.3), 20, []limit.Option{limit.WithEngine(limit.Buckets)}, "Engine"},        // a token of 10000/73 ms
+		{limit.Limit(math.Pi), 1, []limit.Option{limit.WithEngine(limit.Buckets)}, "Engine"},     // not a short fraction
+		{1, 1, []limit.Option{limit.WithCapacity(0, 0.01)}, "Capacity"},
+		{1, 1, []limit.Option{limit.WithCapacity(1000, 0)}, "Capacity"},
+		{1, 1, []limit.Option{limit.WithCapacity(1000, 1)}, "Capacity"},
+		{1, 1, []limit.Option{limit.WithCapacity(1000, math.NaN())}, "Capacity"},
+		{1, 1, []limit.Option{limit.WithCapacity(1000, 0.01), limit.WithEngine(limit.CountMin), limit.WithCapacity(0, 0.01)}, "Capacity"},
+		{1, 1, []limit.Option{limit.WithCapacity(1000, 0.01), limit.WithSize(4, 10)}, "Capacity"},
+		{10, 20, []limit.Option{limit.WithCapacity(10_000_000, 0.01), limit.WithMaxBytes(1 << 20)}, "Size"},
+		{10, 20, []limit.Option{limit.WithCapacity(10_000_000, 0.01), limit.WithMaxBytes(1 << 20), limit.WithEngine(limit.CountMin)}, "Size"},
+		{10, 20, []limit.Option{limit.WithMaxBytes(1 << 20)}, "Size"}, // the default 6.1 MiB
 	} {
 		start := time.Now()
 		_, err := limit.New(c.lim, c.burst, c.opts...)
@@ -68,6 +89,66 @@ func TestConfigErrors(t *testing.T) {
 		var ce *sketch.ConfigError
 		if _, err := limit.NewMulti(ws...); !errors.As(err, &ce) || !errors.Is(err, sketch.ErrInvalidConfig) {
 			t.Errorf("NewMulti(%v): %v", ws, err)
+		}
+	}
+}
+
+// TestEngineChoice: Auto picks Buckets where it is exact and CountMin
+// elsewhere, or where a count-min option is given; Exact says the truth
+// either way; WithCapacity sizes the engine chosen (Suggest's numbers),
+// and the default Buckets engine holds no more memory than the default
+// count-min.
+func TestEngineChoice(t *testing.T) {
+	for _, c := range []struct {
+		lim   limit.Limit
+		burst int
+		opts  []limit.Option
+		want  limit.Engine
+	}{
+		{10, 20, nil, limit.Buckets},
+		{1000, 1000, nil, limit.Buckets},
+		{limit.Every(100 * time.Millisecond), 5, nil, limit.Buckets},
+		{1, 30, nil, limit.Buckets},
+		{1, 31, nil, limit.CountMin},
+		{limit.Every(time.Minute), 10, nil, limit.CountMin},
+		{limit.Limit(math.Pi), 10, nil, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithSize(4, 1000)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithSize(0, 0)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithGenerations(3)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithPeriod(time.Hour)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithConservativeUpdate(true)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithConservativeUpdate(false)}, limit.Buckets},
+		{10, 20, []limit.Option{limit.WithEngine(limit.CountMin)}, limit.CountMin},
+		{10, 20, []limit.Option{limit.WithEngine(limit.Buckets)}, limit.Buckets},
+		{limit.Inf, 20, nil, limit.Auto},
+	} {
+		l, err := limit.New(c.lim, c.burst, c.opts...)
+		if err != nil {
+			t.Fatalf("New(%v, %d): %v", c.lim, c.burst, err)
+		}
+		if l.Engine() != c.want {
+			t.Errorf("New(%v, %d, %d options): engine %v, want %v", c.lim, c.burst, len(c.opts), l.Engine(), c.want)
+		}
+		if l.Engine() == limit.Buckets && (!l.Exact() || l.Period() != 0) {
+			t.Errorf("New(%v, %d): Buckets with Exact %v, Period %v", c.lim, c.burst, l.Exact(), l.Period())
+		}
+	}
+	b, cm := limit.MustNew(10, 20), limit.MustNew(10, 20, limit.WithEngine(limit.CountMin))
+	if b.Sizes().Total > cm.Sizes().Total {
+		t.Errorf("default Buckets %+v above the default count-min %+v", b.Sizes(), cm.Sizes())
+	}
+	s, err := limit.Suggest(100_000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []limit.Engine{limit.Buckets, limit.CountMin} {
+		l := limit.MustNew(10, 20, limit.WithCapacity(100_000, 0.01), limit.WithEngine(e))
+		want := s.Buckets.Bytes
+		if e == limit.CountMin {
+			want = s.CountMin.Bytes
+		}
+		if got := l.Sizes().Cells; got < want*9/10 || got > want*11/10 {
+			t.Errorf("%v with WithCapacity(100k, 1%%): %d bytes of cells, Suggest says %d", e, got, want)
 		}
 	}
 }

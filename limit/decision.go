@@ -67,7 +67,7 @@ func (l *Limiter) PeekN(t time.Time, key string, n int) Decision {
 func (l *Limiter) decide(t time.Time, key string, n int, commit bool) Decision {
 	checkN("Decide", n)
 	d := Decision{Limit: l.limit, Burst: l.burst, Policy: l.name}
-	if l.r == nil {
+	if l.none() {
 		d.Allowed, d.Remaining = l.unset(), l.burst
 		return d
 	}
@@ -76,27 +76,27 @@ func (l *Limiter) decide(t time.Time, key string, n int, commit bool) Decision {
 	switch {
 	case n > l.burst:
 		d.Never, d.RetryAfter = true, InfDuration
-		debt = l.r.QueryStringAt(t, key)
 		if commit && l.rejectU > 0 {
-			debt = l.r.UpdateAndQueryStringAt(t, key, l.rejectU)
+			debt = l.addAt(t, key, l.rejectU)
+		} else {
+			debt = l.queryAt(t, key)
 		}
 		l.fill(&d, debt, l.gap(t))
 		return d
 	case !commit:
-		debt = l.r.QueryStringAt(t, key)
+		debt = l.queryAt(t, key)
 		d.Allowed = debt+nU <= l.burstU
 	case l.strict:
-		d.Allowed = l.r.TryUpdateStringAt(t, key, nU, l.burstU)
-		debt = l.r.QueryStringAt(t, key)
+		d.Allowed, debt = l.tryAndQueryAt(t, key, nU, l.burstU)
 	default:
-		debt = l.r.QueryStringAt(t, key)
+		debt = l.queryAt(t, key)
 		if debt+nU <= l.burstU {
 			d.Allowed = true
-			debt = l.r.UpdateAndQueryStringAt(t, key, nU)
+			debt = l.addAt(t, key, nU)
 		}
 	}
 	if !d.Allowed && commit && l.rejectU > 0 {
-		debt = l.r.UpdateAndQueryStringAt(t, key, l.rejectU)
+		debt = l.addAt(t, key, l.rejectU)
 	}
 	gap := l.gap(t)
 	if !d.Allowed {
@@ -195,9 +195,9 @@ func (l *Limiter) Tokens(key string) float64 { return l.TokensAt(l.Now(), key) }
 // burst - debt, fractional, negative while reservations are queued past
 // the burst. It only reads (t is taken as AllowN takes it).
 func (l *Limiter) TokensAt(t time.Time, key string) float64 {
-	if l.r == nil {
+	if l.none() {
 		l.unset()
 		return l.burstF
 	}
-	return l.burstF - l.r.QueryStringAt(t, key)/l.unit
+	return l.burstF - l.queryAt(t, key)/l.unit
 }

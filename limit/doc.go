@@ -10,23 +10,58 @@
 // Limit per second and never goes below 0. A request is admitted iff
 // debt + n <= burst. This is the token bucket (tokens = burst - debt)
 // written so that an absent key is a zero debt: the state of every key
-// lives in a rotator.Rotator of count-min sketches with
+// lives in a fixed-size engine (see "Engines"), whatever the number of
+// keys, hashed with SipHash keyed from crypto/rand (WithSeed to fix it).
+// The engine counts debt in units chosen so that its arithmetic is exact
+// at the clock's milliseconds (see "Exactness"); below, debt is in
+// tokens. Strict mode (the default) is one call:
 //
-//	Decay: decay.Linear(limit), Lo: 0, Hi: MaxDebt, Aggregator: Min,
-//	Hasher: sketch.SipHash() keyed from crypto/rand (WithSeed to fix it)
-//
-// so memory is Generations x Levels x CellsPerLevel x 8 bytes whatever
-// the number of keys. The cells count debt in units chosen so that the
-// sketch's float32 arithmetic is exact at the clock's milliseconds (see
-// "Exactness"); below, debt is in tokens. Strict mode (the default) is
-// one call:
-//
-//	admitted := rotator.TryUpdate(key, n, burst)  // exact under contention
-//	if !admitted && rejectCost > 0 { rotator.Update(key, rejectCost) }
+//	admitted := engine.TryUpdate(key, n, burst)  // exact under contention
+//	if !admitted && rejectCost > 0 { engine.Update(key, rejectCost) }
 //
 // Optimistic mode (WithStrict(false)) is Query, then Update if it fits: a
 // little cheaper on the admitted path, but callers racing on one key can
 // all pass the read, so it over-admits by at most the number of racers.
+//
+// # Engines
+//
+// Two engines hold the debts (WithEngine; Limiter.Engine says which one
+// a limiter runs on):
+//
+//   - Buckets (internal/bucket, docs/design.md section 8): 64-byte lines
+//     of 14 entries, a key's debt stored as the 16-bit residue of the
+//     tick at which it drains to 0, next to a 16-bit fingerprint, in one
+//     of two lines chosen by the keyed hash. A key at its limit takes
+//     about 5 bytes: the default 6.1 MiB holds a million keys at full
+//     debt while denying 0.03% of fresh keys (docs/capacity.md). It
+//     holds a limiter only where it is exact: MaxDebt must drain within
+//     61,438 ticks of at most a millisecond, a token being a whole number
+//     of ticks (MaxDebt/limit <= 61.4 s for a rate that is a short
+//     fraction: limit.New(10, 20), New(1000, 1000), New(1, 30), Every(d)
+//     for d a whole number of ms with burst <= 30.7 s / d). It does not
+//     rotate (Period is 0): a key shares its debt only with a key of the
+//     same fingerprint in one of its lines, for as long as both are
+//     live, or inherits a line's eviction floor once the table is past
+//     its capacity.
+//   - CountMin: a rotator of count-min sketches (Decay:
+//     decay.Linear(limit), Lo: 0, Hi: MaxDebt, Aggregator: Min) in
+//     Generations x Levels x CellsPerLevel x 8 bytes: any rate, any
+//     MaxDebt up to 2^24, seeds re-rolled every Period (see "Rotation and
+//     amnesty"), and about 10 cells per key at its limit for 1% of fresh
+//     keys denied: the default memory denies 16% of fresh keys with 100k
+//     keys at full debt (docs/capacity.md).
+//
+// Auto, the default, picks Buckets wherever it is exact and CountMin
+// elsewhere (slow rates whose MaxDebt takes longer than 61.4 s to drain,
+// rates that are not a whole number of ticks per token); WithSize,
+// WithGenerations, WithPeriod and WithConservativeUpdate(true) select
+// CountMin. Both engines give the
+// same decisions for a key alone in its cells and every guarantee below,
+// with one difference in what a Cancel gives back (see
+// Reservation.Cancel). WithCapacity sizes either engine for a number of
+// keys at their limit and a rate of fresh-key denials; Suggest says what
+// that costs in each, Limiter.Capacity how many such keys a limiter
+// holds; Stats reads how saturated the engine is now.
 //
 // # Exactness
 //
@@ -34,7 +69,9 @@
 // millisecond resolution: every decision, and every RetryAfter,
 // ResetAfter, NextAfter and Remaining, is that of the rational bucket
 // (checked against big.Rat arithmetic over random rates, bursts and
-// schedules), when Exact reports true: the rate is a
+// schedules, on both engines), when Exact reports true. The Buckets
+// engine is always exact (it is chosen only where it is: see "Engines").
+// The count-min is exact when the rate is a
 // short fraction (p/q per second, or Every(d) for d a whole number of
 // milliseconds or a short fraction of one; Every(3*time.Second) is
 // exactly 1/3 per second) and MaxDebt drains within 2^24 units, a unit
@@ -52,10 +89,13 @@
 //
 // # Error side
 //
-// With Min aggregation a key's read debt is at least its own debt (every
-// cell holds the key's debt plus its collisions' debt, rounded up in
-// float32), so a collision can only deny a key early, never admit it
-// past its own limit. The durations of a Decision and a Reservation are
+// A key's read debt is at least its own debt on either engine: with the
+// count-min's Min aggregation every cell holds the key's debt plus its
+// collisions' debt, rounded up in float32; in the Buckets engine a key
+// reads the largest of the entries carrying its fingerprint in its two
+// lines and of the lines' eviction floors, which cover every debt ever
+// evicted (the one-sided argument is in docs/design.md). So a collision
+// can only deny a key early, never admit it past its own limit. The durations of a Decision and a Reservation are
 // derived from the debt the sketch reads, so they are exact for a key
 // alone in its cells and only late, never early, under collisions.
 //
@@ -80,7 +120,8 @@
 //
 // # Rotation and amnesty
 //
-// Rotation exists to re-roll the seeds, so that a key unlucky enough to
+// This section is the count-min's; the Buckets engine does not rotate,
+// so it never amnesties a debt. Rotation exists to re-roll the seeds, so that a key unlucky enough to
 // share all its cells with a heavy hitter is unlucky for one Period at
 // most. A generation becomes the primary (the one read) after it has
 // received every write for (G-1) periods, G = Generations. What it has
@@ -110,7 +151,9 @@
 //
 // New returns a *sketch.ConfigError (errors.Is(err,
 // sketch.ErrInvalidConfig)) for a NaN, zero, negative or too large limit,
-// a burst < 1, a nil Option or an invalid option; every size is bounded
+// a burst < 1, a nil Option or an invalid option (WithEngine(Buckets)
+// where the Buckets engine would not be exact, count-min options with
+// it, WithCapacity with WithSize); every size is bounded
 // (MaxGenerations, WithMaxBytes). n <= 0 panics ("limit: AllowN: n must
 // be > 0; got 0"). n > burst is never admitted and its Decision says
 // Never. The zero Limiter and the zero Multi panic ("limit: zero

@@ -1,6 +1,7 @@
 package limit_test
 
 import (
+	"expvar"
 	"fmt"
 	"time"
 
@@ -75,4 +76,26 @@ func ExampleParseLimit() {
 	// 10/250ms 40/s  40/s
 	// 1000-H   0.277778/s  1000/h
 	// limit: ParseLimit: the period must be a positive duration (a unit ns, us, ms, s, m, h or d, or one like 250ms) (want "count/period", e.g. "100/s", "1000/h" or "10/250ms"); got "100/fortnight"
+}
+
+// An operator's view of a limiter's capacity: its Stats published with
+// expvar (served at /debug/vars by expvar's handler), and an alert when
+// the limiter would deny more than 1% of clients it has never seen. A
+// limiter sized for 10,000 clients at their limit, then 20,000 of them
+// taking their whole burst at once: saturated.
+func ExampleLimiter_Stats() {
+	clk := sketchtest.NewFakeClock()
+	l := limit.MustNew(10, 20, limit.WithCapacity(10_000, 0.01), limit.WithClock(clk), limit.WithSeed(1))
+	if expvar.Get("ratelimit") == nil {
+		expvar.Publish("ratelimit", expvar.Func(func() any { return l.Stats() }))
+	}
+	alert := func() bool { return l.Stats().Saturation > 0.01 }
+	fmt.Println(l.Stats().Engine, "alert:", alert())
+	for i := range 20_000 {
+		l.AllowN(clk.Now(), fmt.Sprint("client-", i), 20)
+	}
+	fmt.Println(l.Stats().Engine, "alert:", alert())
+	// Output:
+	// buckets alert: false
+	// buckets alert: true
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
@@ -45,24 +46,27 @@ const PeriodFactor = 16
 // silently. A Limiter is safe for concurrent use by any number of
 // goroutines; it starts no goroutine and never needs purging.
 type Limiter struct {
-	r     *core.Rotator  // nil when limit is Inf (inf set) or in the zero Limiter
+	r     *core.Rotator  // the CountMin engine; nil with Buckets, for Inf (inf set) and in the zero Limiter
+	b     *bucket.Engine // the Buckets engine; nil with CountMin, for Inf and in the zero Limiter
 	tb    *core.Timebase // the clock's time scale; nil only in the zero Limiter
 	inf   bool           // limit is Inf: admit everything, keep no state
 	limit Limit
 	burst int
-	// Cells hold a key's debt in units (see units): one token is unit
-	// units, and a debt drains by drain units per millisecond (the
-	// sketch's law is decay.Linear(1000 x drain), whose drop over whole
-	// milliseconds is exact). burstU, maxDebtU and rejectU are burst,
-	// MaxDebt and RejectCost in units.
+	// The engine holds a key's debt in units (see units): one token is
+	// unit units, and a debt drains by drain units per millisecond (the
+	// law is linear at 1000 x drain per second, whose drop over whole
+	// milliseconds is exact: decay.Linear for CountMin, whole ticks for
+	// Buckets). burstU, maxDebtU and rejectU are burst, MaxDebt and
+	// RejectCost in units.
 	unit, drain               float64
 	burstU, maxDebtU, rejectU float64
-	exact                     bool    // units are integers and MaxDebt fits 2^24 of them: see Exact
+	exact                     bool    // the engine is the exact rational bucket at whole ms: see Exact
 	burstF                    float64 // float64(burst)
 	rate                      float64 // float64(limit), > 0 and finite unless inf
 	maxDebt                   float64 // MaxDebt in tokens, >= burstF
 	rejectCost                float64 // >= 0, <= maxDebt
 	strict                    bool
+	precheck                  bool // its refunds fail whenever another request wrote the key's cells since (Buckets, conservative update): Multi reads it first
 	name                      string
 	period                    time.Duration
 	newTimer                  func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
@@ -77,8 +81,15 @@ type options struct {
 	rejectCost  float64
 	maxDebt     float64
 	generations uint32
+	genSet      bool // WithGenerations was given
 	period      time.Duration
 	name        string
+	engine      Engine
+	capKeys     int
+	capDeny     float64
+	capSet      bool // WithCapacity was given
+	sizeSet     bool // WithSize was given
+	cu          bool // WithConservativeUpdate(true)
 }
 
 // WithClock sets the clock (default: the sketch's monotonic clock). Every
@@ -93,11 +104,13 @@ func WithClock(c sketch.Clock) Option { return func(o *options) { o.Clock = c } 
 // client cannot choose keys that collide with a victim's).
 func WithSeed(seed uint64) Option { return func(o *options) { o.Seed, o.Seeded = seed, true } }
 
-// WithSize sets the sketch's levels L and cells per level M (0 keeps the
-// sketch default: 4 x 100,000). Memory is about Generations x L x M x 8
-// bytes, whatever the number of keys.
+// WithSize sets the count-min's levels L and cells per level M (0 keeps
+// the sketch default: 4 x 100,000), and selects the CountMin engine (see
+// WithEngine). Memory is about Generations x L x M x 8 bytes, whatever
+// the number of keys. WithCapacity sizes either engine from a capacity
+// target instead.
 func WithSize(levels, cells uint32) Option {
-	return func(o *options) { o.Levels, o.Cells = levels, cells }
+	return func(o *options) { o.Levels, o.Cells, o.sizeSet = levels, cells, true }
 }
 
 // WithHasher sets the hash (default sketch.SipHash(), the keyed PRF;
@@ -120,15 +133,29 @@ func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost =
 // from penalties; it must be >= burst and at most 2^24.
 func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
 
-// WithGenerations sets the rotator's number of generations (default 2,
-// at most [MaxGenerations]).
-func WithGenerations(n uint32) Option { return func(o *options) { o.generations = n } }
+// WithGenerations sets the count-min rotator's number of generations
+// (default 2, at most [MaxGenerations]), and selects the CountMin engine
+// (see WithEngine).
+func WithGenerations(n uint32) Option { return func(o *options) { o.generations, o.genSet = n, true } }
 
-// WithMaxBytes caps the memory of the cells of all generations together
-// (default sketch.DefaultMaxBytes, 4 GiB): New refuses a size
-// (Generations x L x M x 8 bytes) above it with a *sketch.ConfigError
-// instead of allocating it.
+// WithMaxBytes caps the memory of the engine's cells (default
+// sketch.DefaultMaxBytes, 4 GiB): New refuses a size (Generations x L x M
+// x 8 bytes for CountMin, (Lines + 1) x 64 for Buckets) above it with a
+// *sketch.ConfigError instead of allocating it.
 func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }
+
+// WithConservativeUpdate turns the count-min's conservative update on or
+// off (default off), and with on selects the CountMin engine (see
+// WithEngine): a request raises each of the key's cells only to the key's
+// new debt instead of adding to every cell, so keys below their limit
+// inflate shared cells less, and fewer fresh keys are denied on
+// workloads of mixed debts (docs/capacity.md, "Conservative update",
+// measures how many). Its price: a Cancel, WaitN's cancel and a Multi's
+// refund give nothing back (the debit stays, on the safe side: a
+// conservative cell holds the largest of its keys' debts, so no rule can
+// tell whether a request's own debit still stands alone in it), and
+// every request of a key takes its TryUpdate stripe.
+func WithConservativeUpdate(on bool) Option { return func(o *options) { o.cu = on } }
 
 // MaxGenerations bounds WithGenerations: every admitted request writes
 // every generation, so a request costs about Generations sketch updates
@@ -136,12 +163,14 @@ func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }
 // useful.
 const MaxGenerations = 16
 
-// WithPeriod overrides the rotation Period. New refuses a Period shorter
-// than MaxDebt / (rate x (Generations-1)), which could amnesty a key that
-// went silent at MaxDebt (see [PeriodFactor]).
+// WithPeriod overrides the count-min's rotation Period, and selects the
+// CountMin engine (see WithEngine). New refuses a Period shorter than
+// MaxDebt / (rate x (Generations-1)), which could amnesty a key that went
+// silent at MaxDebt (see [PeriodFactor]).
 func WithPeriod(p time.Duration) Option { return func(o *options) { o.period = p } }
 
-// WithPrefetch sets the rotator's Prefetch (default true): every Allow
+// WithPrefetch sets the count-min rotator's Prefetch (default true; the
+// Buckets engine always prefetches its key's two lines): every Allow
 // hashes the key for every generation and prefetches their cells before
 // the decision, so an admission of a key whose cells are not in cache
 // waits for one generation's cache misses instead of two, while a call
@@ -183,6 +212,14 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if o.name == "" {
 		return nil, bad("Name", o.name, "Name must not be empty")
 	}
+	if o.engine > CountMin {
+		return nil, bad("Engine", o.engine, "Engine must be Auto, Buckets or CountMin; got %v", o.engine)
+	}
+	if o.capSet {
+		if err := capacityErr(o.capKeys, o.capDeny); err != nil {
+			return nil, err
+		}
+	}
 	l := &Limiter{limit: limit, burst: burst, burstF: float64(burst), strict: o.strict, name: o.name,
 		tb: core.NewTimebase(o.Clock), newTimer: timerOf(o.Clock)}
 	if limit == Inf || math.IsInf(float64(limit), 1) {
@@ -204,13 +241,41 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("RejectCost", o.rejectCost, "RejectCost must be <= MaxDebt (%v); got %v", maxDebt, o.rejectCost)
 	}
 	l.maxDebt, l.rejectCost = maxDebt, o.rejectCost
-	l.unit, l.drain, l.exact = units(l.rate, maxDebt)
+	if o.capSet && o.sizeSet {
+		return nil, bad("Capacity", o.capKeys, "WithCapacity and WithSize both size the engine; give one")
+	}
+	unit, drain, exact := units(l.rate, maxDebt)
+	plan := planBuckets(l.rate, maxDebt)
+	eng, err := chooseEngine(&o, l.rate, maxDebt, plan)
+	if err != nil {
+		return nil, err
+	}
+	if eng == Buckets {
+		unit, drain, exact = plan.unit, plan.drain, plan.exact
+	}
+	l.unit, l.drain, l.exact = unit, drain, exact
 	l.burstU, l.maxDebtU, l.rejectU = l.burstF*l.unit, maxDebt*l.unit, o.rejectCost*l.unit
+	if eng == Buckets {
+		if err := o.Finish("limit", "Generations", 0); err != nil {
+			return nil, err
+		}
+		if err := l.newBuckets(&o); err != nil {
+			return nil, err
+		}
+		return l, nil
+	}
 	if l.maxDebtU > math.MaxFloat32 {
 		return nil, bad("MaxDebt", maxDebt, "MaxDebt / limit must be at most %g seconds of drain (a float32 cell); got %v / %v", math.MaxFloat32/1000, maxDebt, l.rate)
 	}
 	if o.generations < 2 || o.generations > MaxGenerations {
 		return nil, bad("Generations", o.generations, "Generations must be in 2..%d; got %d", MaxGenerations, o.generations)
+	}
+	if o.capSet {
+		g, err := bucket.SuggestCountMin(o.capKeys, o.capDeny, int(o.generations))
+		if err != nil {
+			return nil, bad("Capacity", o.capKeys, "%v", err)
+		}
+		o.Levels, o.Cells = g.Levels, g.Cells
 	}
 	if err := o.Finish("limit", "Generations", o.generations); err != nil {
 		return nil, err
@@ -223,8 +288,11 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("Period", period, "Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
 	}
 	l.period = period
+	sc := o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb)
+	sc.Conservative = o.cu
+	l.precheck = o.cu
 	r, err := core.NewRotator(core.RotatorConfig{
-		Sketch:      o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb),
+		Sketch:      sc,
 		Generations: o.generations,
 		Period:      period,
 		Prefetch:    !o.NoPrefetch,
@@ -273,12 +341,17 @@ func (l *Limiter) Name() string { return l.name }
 // MaxDebt returns the most debt a key can carry (0 for Inf).
 func (l *Limiter) MaxDebt() float64 { return l.maxDebt }
 
-// Period returns the rotation Period (0 for Inf).
+// Period returns the count-min's rotation Period (0 for Inf and for the
+// Buckets engine, which does not rotate).
 func (l *Limiter) Period() time.Duration { return l.period }
 
 // Sizes returns the memory the limiter holds: constant, whatever the
-// number of keys.
+// number of keys. For the Buckets engine Cells is its lines (with one
+// line of alignment slack) and Total adds its struct.
 func (l *Limiter) Sizes() sketch.Sizes {
+	if l.b != nil {
+		return sketch.Sizes{Cells: (l.b.Lines() + 1) * bucket.LineBytes, Total: l.b.Bytes()}
+	}
 	if l.r == nil {
 		return sketch.Sizes{}
 	}
@@ -297,7 +370,10 @@ func (l *Limiter) Now() time.Time {
 // errZero is the panic of every decision method of the zero Limiter.
 const errZero = "limit: zero Limiter; use New"
 
-// unset answers a call on a Limiter without a rotator: true (admit) for
+// none reports whether l has no engine: Inf, or the zero Limiter.
+func (l *Limiter) none() bool { return l.r == nil && l.b == nil }
+
+// unset answers a call on a Limiter without an engine: true (admit) for
 // Inf; a panic for the zero Limiter. Kept out of line so that the nil
 // check it follows stays the hot paths' only cost.
 //
@@ -320,6 +396,20 @@ func checkN(op string, n int) {
 // debits it: AllowN at the clock's reading with n = 1. It does not
 // allocate.
 func (l *Limiter) Allow(key string) bool {
+	if b := l.b; b != nil {
+		if l.strict {
+			if b.TryUpdate(key, l.unit, l.burstU) {
+				return true
+			}
+		} else if b.Query(key)+l.unit <= l.burstU {
+			b.Update(key, l.unit)
+			return true
+		}
+		if l.rejectU > 0 {
+			b.Update(key, l.rejectU)
+		}
+		return false
+	}
 	if l.r == nil {
 		return l.unset()
 	}
@@ -343,13 +433,27 @@ func (l *Limiter) Allow(key string) bool {
 // reading (the one deviation from x/time/rate). It does not allocate.
 func (l *Limiter) AllowN(t time.Time, key string, n int) bool {
 	checkN("AllowN", n)
-	if l.r == nil {
+	if l.none() {
 		return l.unset()
 	}
 	if n > l.burst {
 		return false
 	}
 	nU := float64(n) * l.unit
+	if b := l.b; b != nil {
+		if l.strict {
+			if b.TryUpdateAt(t, key, nU, l.burstU) {
+				return true
+			}
+		} else if b.QueryAt(t, key)+nU <= l.burstU {
+			b.UpdateAt(t, key, nU)
+			return true
+		}
+		if l.rejectU > 0 {
+			b.UpdateAt(t, key, l.rejectU)
+		}
+		return false
+	}
 	if l.strict {
 		if l.r.TryUpdateStringAt(t, key, nU, l.burstU) {
 			return true

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"math"
 	"time"
-
-	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Multi checks several limiters (windows) in one all-or-nothing call: 10/s
@@ -14,15 +12,22 @@ import (
 // window gives back what the windows before it took (all of it, unless a
 // concurrent request touched the same cells: see below).
 //
-// How: each window in order takes its share with the rotator's
+// How: each window in order takes its share with its engine's
 // TryReserve (strict, exact under contention); when one denies, the
-// windows already taken are refunded (rotator.Refund, Cancel's rule:
-// exactly where nothing else touched the key's cells since, or only in the
-// same millisecond below MaxDebt; otherwise the take stays, on the safe
-// side; never another key's debt). A concurrent
-// reader can therefore observe, for the moment between a take and its
-// refund, the debit of a request that ends up denied: it can only make
-// that reader deny more, never admit more.
+// windows already taken are refunded (Cancel's rule: exactly where
+// nothing else touched the key's cells since, or, on the count-min, only
+// in the same millisecond below MaxDebt; otherwise the take stays, on
+// the safe side; never another key's debt). A Buckets window after the
+// first (or a count-min with conservative update) is read before
+// anything is taken, and a request it denies takes nothing: its refunds
+// fail whenever another request of the key wrote the window's cells on
+// top of the take, so concurrent denials of one key would otherwise keep
+// their takes; what remains is the race at the boundary (a take that
+// another caller's admission lands on, by the caller that window then
+// denies). A concurrent reader can therefore
+// observe, for the moment between a take and its refund, the debit of a
+// request that ends up denied: it can only make that reader deny more,
+// never admit more.
 //
 // A Multi is safe for concurrent use. Its windows' own options apply
 // except the mode: a Multi always decides strictly. Each window's
@@ -92,28 +97,36 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		}
 		return keys[i]
 	}
-	var inline [4]core.Reservation
+	var inline [4]receipt
 	taken := inline[:0]
-	denied := -1
+	denied := m.precheck(t, n, key)
+	if denied >= 0 {
+		if l := m.ls[denied]; l.rejectU > 0 {
+			l.addAt(t, key(denied), l.rejectU)
+		}
+	}
 	for i, l := range m.ls {
-		if l.r == nil {
-			taken = append(taken, core.Reservation{})
+		if denied >= 0 {
+			break
+		}
+		if l.none() {
+			taken = append(taken, receipt{})
 			continue
 		}
 		ok := false
-		var res core.Reservation
+		var res receipt
 		if n <= l.burst {
-			res, ok = l.r.TryReserveStringAt(t, key(i), float64(n)*l.unit, l.burstU)
+			res, ok = l.reserveAt(t, key(i), float64(n)*l.unit, l.burstU)
 		}
 		if !ok {
 			for j := range taken {
-				if lj := m.ls[j]; lj.r != nil {
-					lj.r.Refund(&taken[j])
+				if lj := m.ls[j]; !lj.none() {
+					lj.refund(&taken[j])
 				}
 			}
 			denied = i
 			if l.rejectU > 0 {
-				l.r.UpdateStringAt(t, key(i), l.rejectU)
+				l.addAt(t, key(i), l.rejectU)
 			}
 			break
 		}
@@ -146,16 +159,34 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 	return d
 }
 
+// precheck returns the first window after the first one that denies n
+// to its key on a read, among the windows whose takes come back only
+// while nothing else has written the key's cells since (Buckets, and the
+// count-min with conservative update: see Reservation.Cancel), or -1.
+// Concurrent denials of one key by a later window would otherwise stack
+// takes in the earlier ones that none of them can give back: reading
+// those later windows first, a request that one of them denies takes
+// nothing. (The additive count-min gives such takes back within the
+// millisecond, and is not read twice.)
+func (m *Multi) precheck(t time.Time, n int, key func(int) string) int {
+	for i := 1; i < len(m.ls); i++ {
+		if l := m.ls[i]; l.precheck && (n > l.burst || l.queryAt(t, key(i))+float64(n)*l.unit > l.burstU) {
+			return i
+		}
+	}
+	return -1
+}
+
 // state returns what the key has at t, without a write: Remaining,
 // ResetAfter and NextAfter of its debt now, Allowed whether n more fit,
 // and if not RetryAfter (or Never).
 func (l *Limiter) state(t time.Time, key string, n int) Decision {
 	d := Decision{Limit: l.limit, Burst: l.burst, Policy: l.name}
-	if l.r == nil {
+	if l.none() {
 		d.Allowed, d.Remaining = l.unset(), l.burst
 		return d
 	}
-	debt := l.r.QueryStringAt(t, key)
+	debt := l.queryAt(t, key)
 	gap := l.gap(t)
 	nU := float64(n) * l.unit
 	switch {

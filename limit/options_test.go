@@ -24,30 +24,36 @@ func (h countingHasher) Sum64String(key string) uint64 {
 }
 
 // TestWithHasher: the limiter hashes its keys with the factory given
-// (and so never with the default SipHash), in every generation.
+// (and so never with the default SipHash): one hasher for the Buckets
+// engine, one per generation for the count-min.
 func TestWithHasher(t *testing.T) {
-	var n atomic.Int64
-	var seeds atomic.Int64
-	f := func(seed uint64) sketch.Hasher {
-		seeds.Add(1)
-		return countingHasher{sketch.XXH3()(seed), &n}
-	}
-	l, err := limit.New(10, 5, limit.WithHasher(f), limit.WithPrefetch(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if seeds.Load() != 2 {
-		t.Fatalf("the factory built %d hashers, want one per generation (2)", seeds.Load())
-	}
-	for name, f := range map[string]func(){
-		"Allow":  func() { l.Allow("k") },
-		"Peek":   func() { l.Peek("k") },
-		"Decide": func() { l.Decide("k") },
-	} {
-		before := n.Load()
-		f()
-		if n.Load() == before {
-			t.Errorf("%s did not hash with WithHasher's factory", name)
+	for _, c := range []struct {
+		engine limit.Engine
+		want   int64
+	}{{limit.Buckets, 1}, {limit.CountMin, 2}} {
+		var n atomic.Int64
+		var seeds atomic.Int64
+		f := func(seed uint64) sketch.Hasher {
+			seeds.Add(1)
+			return countingHasher{sketch.XXH3()(seed), &n}
+		}
+		l, err := limit.New(10, 5, limit.WithHasher(f), limit.WithPrefetch(false), limit.WithEngine(c.engine))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if seeds.Load() != c.want {
+			t.Fatalf("%v: the factory built %d hashers, want %d", c.engine, seeds.Load(), c.want)
+		}
+		for name, f := range map[string]func(){
+			"Allow":  func() { l.Allow("k") },
+			"Peek":   func() { l.Peek("k") },
+			"Decide": func() { l.Decide("k") },
+		} {
+			before := n.Load()
+			f()
+			if n.Load() == before {
+				t.Errorf("%v: %s did not hash with WithHasher's factory", c.engine, name)
+			}
 		}
 	}
 }

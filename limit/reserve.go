@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
-
-	"github.com/lfgrudge/grudge/internal/core"
 )
 
 // Reservation is a debit taken now for requests that may act later, as
@@ -19,7 +17,7 @@ type Reservation struct {
 	ok        bool
 	lim       *Limiter
 	timeToAct time.Time // on the limiter's clock
-	res       core.Reservation
+	res       receipt
 	canceled  atomic.Bool
 }
 
@@ -54,18 +52,24 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // rotator.Refund does: a cell of the key that no other request has
 // written since the reservation gets its previous value back (the key
 // reads as if the reservation had never been taken, the part drained
-// since included), and so does one written since only within the same
-// millisecond, below MaxDebt; any other cell keeps the debit, on the safe
-// side (a key is never given back more than its own reservation, nor
-// anything of another key's, even once MaxDebt has cut another key's
-// debit). x/time/rate's CancelAt restores the tokens no later
-// reservation has used; docs/readings.md compares the two. Only the
-// first call does anything.
+// since included), and with the count-min so does one written since only
+// within the same millisecond, below MaxDebt; any other cell keeps the
+// debit, on the safe side (a key is never given back more than its own
+// reservation, nor anything of another key's, even once MaxDebt has cut
+// another key's debit). The Buckets engine's cell is the key's entry: it
+// is given back exactly when nothing has written it since (no request of
+// the key, nor of a key sharing its fingerprint and a line), and
+// otherwise keeps the debit, within the same millisecond too, since its
+// entries hold the largest of racing debts, not their sum
+// (docs/design.md, section 8). A reservation that filled the key to
+// MaxDebt is never given back (either engine). x/time/rate's CancelAt
+// restores the tokens no later reservation has used; docs/readings.md
+// compares the two. Only the first call does anything.
 func (r *Reservation) Cancel() {
-	if !r.ok || r.lim.r == nil || !r.canceled.CompareAndSwap(false, true) {
+	if !r.ok || r.lim.none() || !r.canceled.CompareAndSwap(false, true) {
 		return
 	}
-	r.lim.r.Refund(&r.res)
+	r.lim.refund(&r.res)
 }
 
 // ReserveN debits n tokens for key at time t if the key's debt plus n is
@@ -92,7 +96,7 @@ func (l *Limiter) Reserve(key string) *Reservation { return l.ReserveN(l.Now(), 
 // debited.
 func (l *Limiter) reserve(t time.Time, key string, n int, capU float64) *Reservation {
 	r := &Reservation{lim: l}
-	if l.r == nil {
+	if l.none() {
 		r.ok = l.unset()
 		r.timeToAct = t
 		if now := l.tb.Now(); t.After(now) {
@@ -104,12 +108,12 @@ func (l *Limiter) reserve(t time.Time, key string, n int, capU float64) *Reserva
 		return r
 	}
 	nU := float64(n) * l.unit
-	res, ok := l.r.TryReserveStringAt(t, key, nU, capU)
+	res, ok := l.reserveAt(t, key, nU, capU)
 	if !ok {
 		return r
 	}
 	r.ok, r.res = true, res
-	after := l.r.QueryStringAt(t, key) // includes this reservation
+	after := l.queryAt(t, key) // includes this reservation
 	// The high-water mark, read after both calls, is at or after the time
 	// each used; the debt read then drains back within the burst x ms
 	// later.

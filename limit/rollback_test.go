@@ -21,7 +21,13 @@ import (
 // exact roll-back, X's Cancel subtracted its token from the cells at
 // MaxDebt and Y got through a second early.
 func TestCancelAfterMaxDebtCut(t *testing.T) {
-	opts := []limit.Option{limit.WithSize(2, 1), limit.WithMaxDebt(5), limit.WithRejectCost(1)}
+	for _, cu := range []bool{false, true} {
+		testCancelAfterMaxDebtCut(t, limit.WithConservativeUpdate(cu))
+	}
+}
+
+func testCancelAfterMaxDebtCut(t *testing.T, cu limit.Option) {
+	opts := []limit.Option{limit.WithSize(2, 1), limit.WithMaxDebt(5), limit.WithRejectCost(1), cu}
 	l, clk := newFake(t, 1, 1, opts...)
 	twin, tclk := newFake(t, 1, 1, opts...)
 	r := l.ReserveN(clk.Now(), "x", 1)
@@ -61,7 +67,13 @@ func (c *hookClock) NowMillis() int64 {
 // refund must not take x's token out of them: the other key stays denied
 // exactly as long as it would alone.
 func TestMultiRefundAfterMaxDebtCut(t *testing.T) {
-	opts := []limit.Option{limit.WithSize(2, 1), limit.WithMaxDebt(5), limit.WithRejectCost(1)}
+	for _, cu := range []bool{false, true} {
+		testMultiRefundAfterMaxDebtCut(t, limit.WithConservativeUpdate(cu))
+	}
+}
+
+func testMultiRefundAfterMaxDebtCut(t *testing.T, cu limit.Option) {
+	opts := []limit.Option{limit.WithSize(2, 1), limit.WithMaxDebt(5), limit.WithRejectCost(1), cu}
 	first, clk := newFake(t, 1, 1, opts...)
 	twin, tclk := newFake(t, 1, 1, opts...)
 	hc := &hookClock{FakeClock: clk}

@@ -28,6 +28,19 @@
 // Inflight on one sketch, because its counts are conserved (see
 // Inflight).
 //
+// All three run on the count-min, not on the bucketed engine that holds
+// package limit's keys (internal/bucket), which does not fit them as it
+// is: an entry keeps a key's load as a 16-bit stamp of ticks, and under
+// the exponential law a tick is a factor e^kappa of the load (kappa =
+// 5.4e-4 for a range of 2^48), every write rounding up by one, so a
+// Rate counter past about 1/kappa = 1,850 events per window grows faster
+// than its events and runs away to its clamp (internal/bucket's
+// TestExponentialCounter: 100 times the truth at 10,000 events per
+// window), where a float32 cell is off by 2^-24; Inflight's counts go
+// down (-1 on Release), which a stamp cannot; Novelty's latch is a
+// stamp in principle ("seen while the stamp is less than T old"), a port
+// not made (docs/capacity.md, "meter").
+//
 // Core operations (pseudo-code; s is the sketch, theta = exp(-1)):
 //
 //	Rate.Observe(k):      s.Update(k, 1)

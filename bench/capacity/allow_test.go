@@ -12,16 +12,20 @@ import (
 	"github.com/lfgrudge/grudge/limit"
 )
 
-// BenchmarkAllow measures one Allow on uniform keys out of 1M for the
-// count-min limiter (impl=limit: limit.New's default) and the bucketed
-// engine on the same memory (impl=bucket: TryUpdate(key, 1, burst), the
-// call limit's strict Allow would make), admitted (a generous limit)
-// and denied (every key exhausted, no refill within the run), at the
-// GOMAXPROCS of -cpu. It is limit's BenchmarkAllow (same keys, same
-// loop), so limit/internal/allowratio summarizes interleaved rounds:
+// BenchmarkAllow measures one Allow on uniform keys out of 1M for
+// limit.New's default, the Buckets engine (impl=limit), the count-min
+// that was the default before it (impl=countmin: WithEngine(CountMin),
+// prefetch on) and the bare engine on the same memory (impl=bucket:
+// TryUpdate(key, 1, burst), what limit's strict Allow calls, without
+// limit's own code), admitted (1000/s, burst 10: every call admits) and
+// denied (0.05/s, burst 1: every key exhausted, no refill within 20 s),
+// at the GOMAXPROCS of -cpu. Both rates are exact in the Buckets engine,
+// so limit.New picks it. It is limit's BenchmarkAllow (same keys, same
+// loop), so bench/cmd/allowratio summarizes interleaved rounds, as
+// ratios to impl=limit:
 //
-//	for i in 1 2 3 4 5 6 7 8; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./bench/capacity/; done > allow.txt
-//	go run ./limit/internal/allowratio < allow.txt
+//	for i in 1 2 3 4 5 6 7 8; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./capacity/; done > allow.txt
+//	go run ./cmd/allowratio < allow.txt
 func BenchmarkAllow(b *testing.B) {
 	const keys = 1 << 20
 	key := func(buf *[8]byte, i uint64) string {
@@ -33,11 +37,18 @@ func BenchmarkAllow(b *testing.B) {
 		new  func(r float64, burst int) func(string) bool
 	}{
 		{"limit", func(r float64, burst int) func(string) bool {
-			return limit.MustNew(limit.Limit(r), burst).Allow
+			l := limit.MustNew(limit.Limit(r), burst)
+			if l.Engine() != limit.Buckets {
+				b.Fatalf("limit.New(%v, %d) runs on %v", r, burst, l.Engine())
+			}
+			return l.Allow
+		}},
+		{"countmin", func(r float64, burst int) func(string) bool {
+			return limit.MustNew(limit.Limit(r), burst, limit.WithEngine(limit.CountMin)).Allow
 		}},
 		{"bucket", func(r float64, burst int) func(string) bool {
 			bytes := limit.MustNew(limit.Limit(r), burst).Sizes().Total
-			e := bucket.MustNew(bucket.Config{Lines: bytes/bucket.LineBytes - 1, Law: bucket.Linear(r, 2*float64(burst))})
+			e := bucket.MustNew(bucket.Config{Lines: bucket.LinesFor(bytes), Law: bucket.Linear(r, 2*float64(burst))})
 			bf := float64(burst)
 			return func(k string) bool { return e.TryUpdate(k, 1, bf) }
 		}},
@@ -47,7 +58,7 @@ func BenchmarkAllow(b *testing.B) {
 			b.Run(fmt.Sprintf("path=%s/impl=%s/keys=1M", path, impl.name), func(b *testing.B) {
 				r, burst := 1000.0, 10
 				if path == "denied" {
-					r, burst = 1e-6, 1
+					r, burst = 0.05, 1
 				}
 				allow := impl.new(r, burst)
 				var warm [8]byte

@@ -2,7 +2,6 @@ package capacity
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 	"unsafe"
@@ -41,12 +40,15 @@ type Maker struct {
 	New  func(clk *sketchtest.FakeClock, seed uint64) (*Subject, error)
 }
 
-// CountMin is limit.New(Rate, Burst) with WithSize(levels, cells) (0, 0:
-// the default: 4 x 100,000 cells in each of two generations, 6.14 MiB
-// by Sizes, 6.16 MiB of heap in docs/readings.md).
-func CountMin(name string, levels, cells uint32) Maker {
+// CountMin is limit.New(Rate, Burst) on the count-min engine with
+// WithSize(levels, cells) (0, 0: the default: 4 x 100,000 cells in each
+// of two generations, 6.14 MiB by Sizes, 6.16 MiB of heap in
+// docs/readings.md), and conservative update if cu. Its saturation
+// reading is limit's Stats.
+func CountMin(name string, levels, cells uint32, cu bool) Maker {
 	return Maker{Name: name, New: func(clk *sketchtest.FakeClock, seed uint64) (*Subject, error) {
-		l, err := limit.New(Rate, Burst, limit.WithClock(clk), limit.WithSeed(seed), limit.WithSize(levels, cells))
+		l, err := limit.New(Rate, Burst, limit.WithClock(clk), limit.WithSeed(seed), limit.WithSize(levels, cells),
+			limit.WithEngine(limit.CountMin), limit.WithConservativeUpdate(cu))
 		if err != nil {
 			return nil, err
 		}
@@ -57,19 +59,41 @@ func CountMin(name string, levels, cells uint32) Maker {
 		if cs == 0 {
 			cs = 100_000
 		}
-		return &Subject{
-			Name: name,
-			allowN: func(t time.Time, key []byte, n int) bool {
-				return l.AllowN(t, view(key), n)
-			},
-			peek: func(t time.Time, key []byte, n int) bool {
-				return l.PeekN(t, view(key), n).Allowed
-			},
-			Bytes:      l.Sizes().Total,
-			saturation: func(time.Time) float64 { return math.NaN() },
-			predict:    func(keys int) (float64, float64) { return bucket.PredictCountMinDenial(keys, lv, cs) },
-		}, nil
+		return limitSubject(name, l, func(keys int) (float64, float64) { return bucket.PredictCountMinDenial(keys, lv, cs) }), nil
 	}}
+}
+
+// Limit is limit.New(Rate, Burst) with opts: by default the Buckets
+// engine in its default memory, through limit's public API (its
+// saturation reading is Stats; its model bucket.PredictDenial for its
+// lines).
+func Limit(name string, opts ...limit.Option) Maker {
+	return Maker{Name: name, New: func(clk *sketchtest.FakeClock, seed uint64) (*Subject, error) {
+		l, err := limit.New(Rate, Burst, append([]limit.Option{limit.WithClock(clk), limit.WithSeed(seed)}, opts...)...)
+		if err != nil {
+			return nil, err
+		}
+		if l.Engine() != limit.Buckets {
+			return nil, fmt.Errorf("capacity: %s runs on %v", name, l.Engine())
+		}
+		lines := l.Sizes().Cells/bucket.LineBytes - 1
+		return limitSubject(name, l, func(keys int) (float64, float64) { return bucket.PredictDenial(keys, lines) }), nil
+	}}
+}
+
+func limitSubject(name string, l *limit.Limiter, predict func(int) (float64, float64)) *Subject {
+	return &Subject{
+		Name: name,
+		allowN: func(t time.Time, key []byte, n int) bool {
+			return l.AllowN(t, view(key), n)
+		},
+		peek: func(t time.Time, key []byte, n int) bool {
+			return l.PeekN(t, view(key), n).Allowed
+		},
+		Bytes:      l.Sizes().Total,
+		saturation: func(time.Time) float64 { return l.Stats().Saturation },
+		predict:    predict,
+	}
 }
 
 // Bucket is the bucketed engine with the limiter's law (Linear(Rate,
@@ -78,17 +102,10 @@ func CountMin(name string, levels, cells uint32) Maker {
 // iff debt + n <= Burst.
 func Bucket(name string, bytes int) Maker {
 	return Maker{Name: name, New: func(clk *sketchtest.FakeClock, seed uint64) (*Subject, error) {
-		cfg := bucket.Config{Lines: bytes/bucket.LineBytes - 1, Law: bucket.Linear(Rate, 2*Burst), Clock: clk, Seed: seed, SeedSet: true}
+		cfg := bucket.Config{Lines: bucket.LinesFor(bytes), Law: bucket.Linear(Rate, 2*Burst), Clock: clk, Seed: seed, SeedSet: true}
 		e, err := bucket.New(cfg)
 		if err != nil {
 			return nil, err
-		}
-		if over := e.Bytes() - bytes; over > 0 {
-			// Within the budget, the engine's own struct included.
-			cfg.Lines -= (over + bucket.LineBytes - 1) / bucket.LineBytes
-			if e, err = bucket.New(cfg); err != nil {
-				return nil, err
-			}
 		}
 		lines := cfg.Lines
 		return &Subject{
@@ -129,6 +146,71 @@ type Row struct {
 	Saturation, PredictDenied, PredictGot float64
 	// Elapsed is the time the whole row took.
 	Elapsed time.Duration
+}
+
+// Mix is a workload of mixed debts: key i of the held keys asks for
+// N(i) tokens (at most Burst) instead of its whole burst.
+type Mix struct {
+	Name string
+	N    func(i int) int
+}
+
+// The mixes of docs/capacity.md, "Conservative update".
+var (
+	// Full: every key takes its whole burst (Measure's protocol).
+	Full = Mix{"all at full debt (20)", func(int) int { return Burst }}
+	// Uniform: key i takes 1 + (i x 7919 mod 20) tokens: debts spread
+	// evenly over 1..20.
+	Uniform = Mix{"debts 1..20, uniform", func(i int) int { return 1 + i*7919%Burst }}
+	// Heavy10: one key in ten takes its whole burst, the others 2 tokens.
+	Heavy10 = Mix{"10% at 20, 90% at 2", func(i int) int {
+		if i%10 == 0 {
+			return Burst
+		}
+		return 2
+	}}
+)
+
+// MixRow is one measurement of MeasureMix.
+type MixRow struct {
+	Subject, Mix string
+	Bytes, Keys  int
+	// Got is the share of the keys admitted their n; PeekDenied the
+	// share of peek fresh keys that would be denied one token; Saturation
+	// the limiter's own reading.
+	Got, PeekDenied, Saturation float64
+	Peek                        int
+}
+
+// MeasureMix is Measure's protocol (no asking fresh keys) with the held
+// keys asking for mix.N(i) tokens each.
+func MeasureMix(m Maker, mix Mix, keys, peek int, seed uint64) (MixRow, error) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_700_000_000_000)
+	s, err := m.New(clk, seed)
+	if err != nil {
+		return MixRow{}, err
+	}
+	t := clk.Now()
+	buf := make([]byte, 0, 32)
+	key := func(prefix string, i int) []byte {
+		return strconv.AppendInt(append(buf[:0], prefix...), int64(i), 10)
+	}
+	got := 0
+	for i := range keys {
+		if s.allowN(t, key("client-", i), mix.N(i)) {
+			got++
+		}
+	}
+	r := MixRow{Subject: s.Name, Mix: mix.Name, Bytes: s.Bytes, Keys: keys, Peek: peek, Got: float64(got) / float64(keys), Saturation: s.saturation(t)}
+	denied := 0
+	for i := range peek {
+		if !s.peek(t, key("fresh-", i), 1) {
+			denied++
+		}
+	}
+	r.PeekDenied = float64(denied) / float64(peek)
+	return r, nil
 }
 
 // Measure runs one row: a fresh subject, keys keys taking their burst at

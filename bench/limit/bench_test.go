@@ -123,6 +123,9 @@ var benchImpls = []benchImpl{
 	{"limit", func(b testing.TB, r float64, burst int) (allower, func()) {
 		return limitImpl{limit.MustNew(limit.Limit(r), burst)}, func() {}
 	}},
+	{"limit-countmin", func(b testing.TB, r float64, burst int) (allower, func()) {
+		return limitImpl{limit.MustNew(limit.Limit(r), burst, limit.WithEngine(limit.CountMin))}, func() {}
+	}},
 	{"syncmap", func(b testing.TB, r float64, burst int) (allower, func()) {
 		return &syncMapLimiter{r: rate.Limit(r), b: burst}, func() {}
 	}},
@@ -239,7 +242,7 @@ func benchAllow(b *testing.B, impl benchImpl, path string, keys uint64) {
 // (e.g. 3000000) on a machine short of memory.
 func BenchmarkHeap(b *testing.B) {
 	counts := []int{1_000_000, 10_000_000}
-	for _, impl := range append(benchImpls[:3:3], peerImpls...) {
+	for _, impl := range append(benchImpls[:4:4], peerImpls...) {
 		for _, n := range counts {
 			b.Run(fmt.Sprintf("impl=%s/keys=%dM", impl.name, n/1_000_000), func(b *testing.B) {
 				for range b.N {

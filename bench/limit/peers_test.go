@@ -135,7 +135,7 @@ var peerImpls = []benchImpl{
 // with -benchtime 1x.
 func BenchmarkForget(b *testing.B) {
 	const rounds = 3
-	impls := append([]benchImpl{benchImpls[0], benchImpls[1]}, peerImpls...)
+	impls := append([]benchImpl{benchImpls[0], benchImpls[2]}, peerImpls...)
 	for _, gap := range []int{16 << 10, 1 << 20} {
 		for _, impl := range impls {
 			name := strconv.Itoa(gap>>10) + "k"
@@ -175,7 +175,7 @@ func BenchmarkForget(b *testing.B) {
 // the caches are bounded (a key evicted by peerBound others is admitted
 // again), the unbounded ones are not.
 func TestPeers(t *testing.T) {
-	for _, impl := range append(benchImpls[:2:2], peerImpls...) {
+	for _, impl := range append(benchImpls[:3:3], peerImpls...) {
 		t.Run(impl.name, func(t *testing.T) {
 			a, stop := impl.new(t, 1e-6, 3)
 			defer stop()
@@ -210,6 +210,11 @@ var timedImpls = []timedImpl{
 	{"limit", func(r float64, b int) func(time.Time, string) bool {
 		clk := sketchtest.NewFakeClock()
 		l := limit.MustNew(limit.Limit(r), b, limit.WithClock(clk))
+		return func(t time.Time, key string) bool { clk.SetTime(t); return l.AllowN(t, key, 1) }
+	}},
+	{"limit-countmin", func(r float64, b int) func(time.Time, string) bool {
+		clk := sketchtest.NewFakeClock()
+		l := limit.MustNew(limit.Limit(r), b, limit.WithClock(clk), limit.WithEngine(limit.CountMin))
 		return func(t time.Time, key string) bool { clk.SetTime(t); return l.AllowN(t, key, 1) }
 	}},
 	{"syncmap", func(r float64, b int) func(time.Time, string) bool {

@@ -2,9 +2,12 @@
 // holds a key at its limit in about 5 bytes: a million keys at full debt
 // in limit's default 6.14 MiB deny 0.03% of fresh keys, where the
 // count-min sketch of the same memory denies 99.98% (docs/capacity.md).
-// It is the engine behind package limit's capacity (issue 26): where a
-// count-min needs about ten cells per throttled key to tell a fresh key
-// from a throttled one, a bucketed table needs one 32-bit entry.
+// It is package limit's default engine wherever it is the exact token
+// bucket (limit/doc.go, "Engines"; docs/design.md section 8, "In package
+// limit"): where a count-min needs about ten cells per throttled key to
+// tell a fresh key from a throttled one, a bucketed table needs one
+// 32-bit entry. Its tests that need rapid, porcupine or goleak live in
+// tests/internal/bucket, through the seams of seams.go and model.go.
 //
 // # Model
 //

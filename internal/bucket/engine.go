@@ -116,23 +116,47 @@ func (e *Engine) Timebase() *core.Timebase { return e.tb }
 // the time of one tick (0: time does not matter), Rate the linear drain
 // per second actually applied (<= the law's Rate; equal to it for
 // rates that divide evenly), Span the largest load in ticks.
+//
+// PerUnit is the number of ticks in one load unit (1/Unit, an integer;
+// 0 for the exponential law) and PerMs the number of ticks in one
+// millisecond when a tick is at most a millisecond (an integer; 0 when a
+// tick is longer, or time does not matter): a linear engine with PerMs >
+// 0 is an integer token bucket of PerUnit ticks per load unit draining
+// PerMs ticks per ms, exact at whole milliseconds.
 type Quantum struct {
-	Unit float64
-	Tick time.Duration
-	Rate float64
-	Span uint64
+	Unit    float64
+	Tick    time.Duration
+	Rate    float64
+	Span    uint64
+	PerUnit float64
+	PerMs   uint64
 }
 
 // Quantum returns the engine's quantization of its law.
-func (e *Engine) Quantum() Quantum {
-	q := Quantum{Span: e.q.span, Rate: e.q.rate}
-	if e.q.kind != KindExponential {
-		q.Unit = 1 / e.q.u
+func (e *Engine) Quantum() Quantum { return e.q.quantum() }
+
+// QuantumOf returns the quantization New would pick for law, or the
+// *sketch.ConfigError New would return, without building an engine.
+func QuantumOf(law Law) (Quantum, error) {
+	q, err := pickQuant(law)
+	if err != nil {
+		return Quantum{}, err
 	}
-	if e.q.gn != 0 {
-		q.Tick = time.Duration(float64(time.Millisecond) * float64(e.q.gd) / float64(e.q.gn))
+	return q.quantum(), nil
+}
+
+func (q *quant) quantum() Quantum {
+	r := Quantum{Span: q.span, Rate: q.rate}
+	if q.kind != KindExponential {
+		r.Unit, r.PerUnit = 1/q.u, q.u
 	}
-	return q
+	if q.gn != 0 {
+		r.Tick = time.Duration(float64(time.Millisecond) * float64(q.gd) / float64(q.gn))
+		if q.gd == 1 {
+			r.PerMs = q.gn
+		}
+	}
+	return r
 }
 
 // locate returns a key's two lines and its fingerprint. The lines are

@@ -29,7 +29,7 @@ func replayEngine(t *testing.T) (*Engine, *sketchtest.FakeClock, [2]int, uint16)
 // fill writes n filler entries (fingerprints other than avoid) into line
 // i from slot from, each with a load of ms milliseconds from now.
 func fill(e *Engine, i, from, n int, avoid uint16, ms uint64) {
-	now := e.tick()
+	now := Tick(e)
 	for s := from; s < from+n; s++ {
 		fp := uint16(0x100 + 17*s + 1000*i)
 		if fp == avoid {
@@ -87,9 +87,9 @@ func TestReplayRacingInserts(t *testing.T) {
 	}
 	cands := 0
 	for _, i := range ln {
-		st := e.state(i)
+		st := StateOf(e, i)
 		for s := range SlotsPerLine {
-			if st.fp[s] == fp {
+			if st.FP[s] == fp {
 				cands++
 			}
 		}

@@ -80,6 +80,13 @@ func PredictDenial(keys, lines int) (deny, got float64) {
 // engineBytes is Engine.Bytes for an engine of lines lines.
 func engineBytes(lines int) int { return (lines+1)*LineBytes + int(unsafe.Sizeof(Engine{})) }
 
+// LinesFor returns the most lines an engine can have within bytes of
+// memory (Engine.Bytes: its lines, one line of alignment slack and its
+// struct), at least 2.
+func LinesFor(bytes int) int {
+	return max((bytes-int(unsafe.Sizeof(Engine{})))/LineBytes-1, 2)
+}
+
 // Geometry is a size for an engine.
 type Geometry struct {
 	Lines int     // Config.Lines

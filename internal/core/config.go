@@ -41,6 +41,11 @@ type Config struct {
 	Seed          uint64        // hash seed (SipHash key is expanded from it)
 	Clock         Clock         // nil means the fast system clock; a *Timebase is shared as is
 	MaxBytes      int64         // cap on the cell block in bytes; 0 means DefaultMaxBytes
+	// Conservative turns on conservative update (conservative.go): a
+	// write raises each of the key's cells only to the key's new
+	// estimate. It needs the Min aggregator; it takes no negative delta,
+	// and Refund gives nothing back.
+	Conservative bool
 }
 
 // Normalize returns cfg with defaults filled in and validated: Levels,
@@ -112,6 +117,9 @@ func (cfg Config) Normalize() (Config, error) {
 	}
 	if cfg.Aggregator > Mean {
 		return bad("Aggregator", cfg.Aggregator, "Aggregator must be Min, Max or Mean; got %v", cfg.Aggregator)
+	}
+	if cfg.Conservative && (cfg.Aggregator != Min || cfg.AggregateFunc != nil) {
+		return bad("Conservative", cfg.Conservative, "Conservative update needs the Min aggregator; got %v", cfg.Aggregator)
 	}
 	if cfg.Hasher == nil {
 		cfg.Hasher = XXH3()

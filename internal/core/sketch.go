@@ -37,6 +37,7 @@ type Sketch struct {
 	resets   atomic.Uint64           // Reset and snapshot loads so far: a Receipt from before one is void
 	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
 	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
+	cu       bool                    // Config.Conservative: every write goes through conservative.go
 	hooks    *testHooks              // nil except in tests (export_test.go)
 	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
 	agg      Aggregator
@@ -83,6 +84,7 @@ func (s *Sketch) Init(cfg Config) error {
 	s.stripes = allocStripes()
 	s.bytes = n + (numStripes+3)*cacheLine
 	s.hi32 = float32(s.rules.Hi())
+	s.cu = cfg.Conservative
 	s.epoch = s.nowMillis()
 	s.low.Store(math.MinInt64)
 	s.initHorizon(s.epoch)
@@ -167,6 +169,10 @@ func (s *Sketch) UpdateString(key string, delta float64) {
 }
 
 func (s *Sketch) update(h uint64, delta float64, ms int64) {
+	if s.cu {
+		s.cuAdd("Update", h, delta, ms)
+		return
+	}
 	s.maintain(ms)
 	s.markNegative(delta)
 	var off [MaxLevels]int
@@ -265,6 +271,9 @@ func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 }
 
 func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
+	if s.cu {
+		return s.cuAdd("UpdateAndQuery", h, delta, ms)
+	}
 	s.maintain(ms)
 	s.markNegative(delta)
 	var off [MaxLevels]int

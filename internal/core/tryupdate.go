@@ -92,15 +92,17 @@ func (s *Sketch) TryReserveStringAt(t time.Time, key string, delta, limit float6
 //
 // It reports whether every level was given back, and clears rc, so a
 // second Refund does nothing. The zero Receipt refunds nothing and
-// reports true. A Receipt is void after Reset or a snapshot load.
+// reports true. A Receipt is void after Reset or a snapshot load. A
+// conservative sketch (Config.Conservative) gives nothing back and
+// reports false (conservative.go says why).
 func (s *Sketch) Refund(rc *Receipt) bool {
 	if rc.levels == 0 {
 		return true
 	}
 	levels := rc.levels
 	rc.levels = 0
-	if rc.resets != s.resets.Load() {
-		return false
+	if rc.resets != s.resets.Load() || s.cu {
+		return false // void, or conservative (conservative.go): nothing comes back
 	}
 	var off [MaxLevels]int
 	s.offsets(rc.h, &off)
@@ -204,6 +206,9 @@ func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 // tryUpdateReceipt is TryUpdate at ms; when rc is not nil and the call is
 // admitted, it records the increments in rc.
 func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *Receipt) bool {
+	if s.cu {
+		return s.cuTry(h, delta, limit, ms, rc)
+	}
 	s.maintain(ms)
 	s.markNegative(delta)
 	var sn snapshot
@@ -399,6 +404,10 @@ func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
 }
 
 func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
+	if s.cu {
+		s.cuAdd("Update", h, delta, ms)
+		return Receipt{h: h, levels: s.levels, resets: s.resets.Load()} // Refund refuses it
+	}
 	s.maintain(ms)
 	var off [MaxLevels]int
 	var w [MaxLevels]atom.Word

@@ -102,6 +102,26 @@ func exactRate(rt *rapid.T) (limit.Limit, *big.Rat, int) {
 	return lim, r, rapid.IntRange(1, int(min(maxBurst, 2000))).Draw(rt, "burst")
 }
 
+// bucketRate draws a rate in the Buckets engine's exact domain: p/q per
+// second with q <= 30, or Every(d) for d a whole number of ms up to 30 s,
+// so that a token is at most 30,000 units (unit/drain in lowest terms),
+// and returns the largest burst for which MaxDebt = 2 x burst drains
+// within the engine's 61,438 ticks (at most 2000).
+func bucketRate(rt *rapid.T) (limit.Limit, *big.Rat, int) {
+	var lim limit.Limit
+	var r *big.Rat
+	if rapid.Bool().Draw(rt, "bucketEvery") {
+		d := rapid.Int64Range(1, 30_000).Draw(rt, "bucketEveryMs")
+		lim, r = limit.Every(time.Duration(d)*time.Millisecond), big.NewRat(1000, d)
+	} else {
+		p := rapid.Int64Range(1, 2000).Draw(rt, "bucketP")
+		q := rapid.Int64Range(1, 30).Draw(rt, "bucketQ")
+		lim, r = limit.Limit(p)/limit.Limit(q), big.NewRat(p, q)
+	}
+	unit := new(big.Rat).Quo(rat(1000), r).Num().Int64()
+	return lim, r, int(min(61438/(2*unit), 2000))
+}
+
 // TestExactBucket: in the exact domain every decision, RetryAfter,
 // ResetAfter, NextAfter and Remaining of the limiter is the exact
 // rational bucket's, at the millisecond, over random rates, bursts and
@@ -111,16 +131,33 @@ func exactRate(rt *rapid.T) (limit.Limit, *big.Rat, int) {
 // few early.
 func TestExactBucket(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		lim, r, burst := exactRate(rt)
+		engine := rapid.SampledFrom([]limit.Engine{limit.Auto, limit.Buckets, limit.CountMin}).Draw(rt, "engine")
+		var lim limit.Limit
+		var r *big.Rat
+		var burst int
+		if engine == limit.Buckets {
+			var maxBurst int
+			lim, r, maxBurst = bucketRate(rt)
+			burst = rapid.IntRange(1, maxBurst).Draw(rt, "burst")
+		} else {
+			lim, r, burst = exactRate(rt)
+		}
 		clk := sketchtest.NewFakeClock()
 		clk.Set(rapid.Int64Range(0, 1<<40).Draw(rt, "start"))
+		var cu limit.Option = limit.WithConservativeUpdate(false)
+		if engine == limit.CountMin && rapid.Bool().Draw(rt, "conservative") {
+			cu = limit.WithConservativeUpdate(true) // a key alone: the same cells
+		}
 		l, err := limit.New(lim, burst, limit.WithClock(clk), limit.WithSeed(rapid.Uint64().Draw(rt, "seed")),
-			limit.WithStrict(rapid.Bool().Draw(rt, "strict")))
+			limit.WithStrict(rapid.Bool().Draw(rt, "strict")), limit.WithEngine(engine), cu)
 		if err != nil {
 			rt.Fatal(err)
 		}
 		if !l.Exact() {
 			rt.Fatalf("limit %v burst %d not exact", float64(lim), burst)
+		}
+		if engine != limit.Auto && l.Engine() != engine {
+			rt.Fatalf("engine %v, want %v", l.Engine(), engine)
 		}
 		keys := []string{"a", "b", "c"}
 		model := map[string]*bucket{}
@@ -208,36 +245,41 @@ func TestExactBucketCases(t *testing.T) {
 		{limit.Limit(3), big.NewRat(3, 1), 7},
 		{limit.Every(time.Hour / 1000), big.NewRat(1000, 3600), 1000},
 	} {
-		t.Run(fmt.Sprint(float64(c.lim), "/", c.burst), func(t *testing.T) {
-			clk := sketchtest.NewFakeClock()
-			l, err := limit.New(c.lim, c.burst, limit.WithClock(clk), limit.WithSeed(3))
-			if err != nil || !l.Exact() {
-				t.Fatalf("New: %v, exact %v", err, l.Exact())
-			}
-			m := newBucket(c.r, c.burst)
-			// Drain the burst, then knock at every retry time, and at odd
-			// gaps, for many tokens' worth.
-			for i := range 400 {
-				m.advance(clk.NowMillis())
-				n := 1 + i%3%c.burst
-				d := l.DecideN(clk.Now(), "k", n)
-				if d.Allowed != m.fits(n) {
-					t.Fatalf("step %d at %d ms: Allowed %v, exact %v", i, clk.NowMillis(), d.Allowed, m.fits(n))
+		for _, engine := range []limit.Engine{limit.Buckets, limit.CountMin} {
+			t.Run(fmt.Sprint(float64(c.lim), "/", c.burst, "/", engine), func(t *testing.T) {
+				clk := sketchtest.NewFakeClock()
+				l, err := limit.New(c.lim, c.burst, limit.WithClock(clk), limit.WithSeed(3), limit.WithEngine(engine))
+				if engine == limit.Buckets && err != nil {
+					t.Skipf("outside the Buckets engine's domain: %v", err)
 				}
-				if d.Allowed {
-					m.debt.Add(m.debt, rat(int64(n)))
-					continue
+				if err != nil || !l.Exact() {
+					t.Fatalf("New: %v, exact %v", err, l.Exact())
 				}
-				if want := time.Duration(m.retryAfter(n)) * time.Millisecond; d.RetryAfter != want {
-					t.Fatalf("step %d: RetryAfter %v, exact %v", i, d.RetryAfter, want)
+				m := newBucket(c.r, c.burst)
+				// Drain the burst, then knock at every retry time, and at odd
+				// gaps, for many tokens' worth.
+				for i := range 400 {
+					m.advance(clk.NowMillis())
+					n := 1 + i%3%c.burst
+					d := l.DecideN(clk.Now(), "k", n)
+					if d.Allowed != m.fits(n) {
+						t.Fatalf("step %d at %d ms: Allowed %v, exact %v", i, clk.NowMillis(), d.Allowed, m.fits(n))
+					}
+					if d.Allowed {
+						m.debt.Add(m.debt, rat(int64(n)))
+						continue
+					}
+					if want := time.Duration(m.retryAfter(n)) * time.Millisecond; d.RetryAfter != want {
+						t.Fatalf("step %d: RetryAfter %v, exact %v", i, d.RetryAfter, want)
+					}
+					if i%2 == 0 {
+						clk.Advance(d.RetryAfter)
+					} else {
+						clk.Advance(d.RetryAfter / 3)
+					}
 				}
-				if i%2 == 0 {
-					clk.Advance(d.RetryAfter)
-				} else {
-					clk.Advance(d.RetryAfter / 3)
-				}
-			}
-		})
+			})
+		}
 	}
 }
 
@@ -307,9 +349,15 @@ func TestBurstFromEmpty(t *testing.T) {
 			rapid.Map(rapid.Int64Range(1, 1e7), func(ms int64) float64 { return float64(limit.Every(time.Duration(ms) * time.Millisecond)) }),
 		).Draw(rt, "rate")
 		burst := rapid.IntRange(1, 5000).Draw(rt, "burst")
+		eng := drawEngine(rt)
+		debt := float64(burst) * rapid.Float64Range(1, 10).Draw(rt, "debtFactor")
+		if rapid.Bool().Draw(rt, "buckets") {
+			lim, _, maxBurst := bucketRate(rt)
+			rate, burst, eng = float64(lim), rapid.IntRange(1, maxBurst).Draw(rt, "bucketBurst"), limit.WithEngine(limit.Buckets)
+			debt = 0 // the default, 2 x burst: within the engine's span
+		}
 		clk := sketchtest.NewFakeClock()
-		l, err := limit.New(limit.Limit(rate), burst, limit.WithClock(clk),
-			limit.WithMaxDebt(float64(burst)*rapid.Float64Range(1, 10).Draw(rt, "debtFactor")))
+		l, err := limit.New(limit.Limit(rate), burst, limit.WithClock(clk), limit.WithMaxDebt(debt), eng)
 		if err != nil {
 			rt.Fatal(err)
 		}

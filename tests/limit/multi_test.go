@@ -15,10 +15,12 @@ import (
 // 1 ms earlier is not. Before, it was the first denying window's: with
 // per-user 10/s and per-tenant 1/s, the retry at 100 ms met the tenant's
 // denial (and a second RetryAfter, 900 ms later).
-func TestMultiRetryAfter(t *testing.T) {
+func TestMultiRetryAfter(t *testing.T) { forEngines(t, testMultiRetryAfter) }
+
+func testMultiRetryAfter(t *testing.T, eng limit.Option) {
 	clk := sketchtest.NewFakeClock()
-	user := limit.MustNew(10, 1, limit.WithClock(clk))
-	tenant := limit.MustNew(1, 1, limit.WithClock(clk))
+	user := limit.MustNew(10, 1, limit.WithClock(clk), eng)
+	tenant := limit.MustNew(1, 1, limit.WithClock(clk), eng)
 	m, err := limit.NewMulti(user, tenant)
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +56,7 @@ func TestMultiRetryAfterProperty(t *testing.T) {
 			ms := rapid.Int64Range(1, 2000).Draw(rt, fmt.Sprint("everyMs", i))
 			burst := rapid.IntRange(1, 20).Draw(rt, fmt.Sprint("burst", i))
 			ws[i] = limit.MustNew(limit.Every(time.Duration(ms)*time.Millisecond), burst, limit.WithClock(clk),
-				limit.WithRejectCost(float64(rapid.IntRange(0, 1).Draw(rt, fmt.Sprint("reject", i)))))
+				limit.WithRejectCost(float64(rapid.IntRange(0, 1).Draw(rt, fmt.Sprint("reject", i)))), drawEngine(rt))
 		}
 		m, err := limit.NewMulti(ws...)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/limit"
 	"pgregory.net/rapid"
 )
 
@@ -11,8 +12,10 @@ import (
 // already used decides at that later time, and measures the time to act
 // from it: the requests never act before their tokens exist. Before, the
 // act time was t + the wait, 100 ms early here.
-func TestStaleReserve(t *testing.T) {
-	l, clk := newFake(t, 10, 2) // 10/s, MaxDebt 4
+func TestStaleReserve(t *testing.T) { forEngines(t, testStaleReserve) }
+
+func testStaleReserve(t *testing.T, eng limit.Option) {
+	l, clk := newFake(t, 10, 2, eng) // 10/s, MaxDebt 4
 	t0 := clk.Now()
 	l.AllowN(t0, "k", 2) // debt 2 at t0
 	clk.Advance(100 * time.Millisecond)
@@ -30,7 +33,7 @@ func TestStaleReserve(t *testing.T) {
 // lags, exact limiter: t + RetryAfter is exactly the time it fits.
 func TestStaleDecide(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
-		l, clk := newFake(t, 10, 3)
+		l, clk := newFake(t, 10, 3, limit.WithEngine(rapid.SampledFrom(engines).Draw(rt, "engine")))
 		for range rapid.IntRange(1, 50).Draw(rt, "ops") {
 			clk.Advance(time.Duration(rapid.IntRange(0, 300).Draw(rt, "gap")) * time.Millisecond)
 			l.Allow("clock") // the limiter reaches the clock's reading
@@ -64,8 +67,10 @@ func TestStaleDecide(t *testing.T) {
 // duration it returns are those at the clock's reading: AllowN(now+5s)
 // of an empty key is denied, and ReserveN(now+5s) acts when its token
 // exists, 1 s from now, not at now+5s+1s as before.
-func TestFutureT(t *testing.T) {
-	l, clk := newFake(t, 1, 1) // MaxDebt 2
+func TestFutureT(t *testing.T) { forEngines(t, testFutureT) }
+
+func testFutureT(t *testing.T, eng limit.Option) {
+	l, clk := newFake(t, 1, 1, eng) // MaxDebt 2
 	l.Allow("k")
 	future := clk.Now().Add(5 * time.Second)
 	if l.AllowN(future, "k", 1) {
@@ -87,8 +92,10 @@ func TestFutureT(t *testing.T) {
 
 // TokensAt is x/time/rate's: burst - debt, fractional, negative while
 // reservations are queued past the burst.
-func TestTokensAt(t *testing.T) {
-	l, clk := newFake(t, 10, 5) // MaxDebt 10
+func TestTokensAt(t *testing.T) { forEngines(t, testTokensAt) }
+
+func testTokensAt(t *testing.T, eng limit.Option) {
+	l, clk := newFake(t, 10, 5, eng) // MaxDebt 10
 	if got := l.TokensAt(clk.Now(), "k"); got != 5 {
 		t.Fatalf("fresh key has %v tokens", got)
 	}

@@ -79,8 +79,10 @@ func TestWaitFakeClock(t *testing.T) {
 // TestWaitErrors: WaitN's failures before waiting are *WaitError values
 // matched with errors.Is and errors.As, the past-deadline one also as
 // context.DeadlineExceeded, and none of them debits anything.
-func TestWaitErrors(t *testing.T) {
-	l, clk := newWaiter(t, 10, 2) // MaxDebt 4
+func TestWaitErrors(t *testing.T) { forEngines(t, testWaitErrors) }
+
+func testWaitErrors(t *testing.T, eng limit.Option) {
+	l, clk := newWaiter(t, 10, 2, eng) // MaxDebt 4
 	ctx := context.Background()
 	check := func(err, want error, n int) {
 		t.Helper()
@@ -124,7 +126,7 @@ func TestWaitErrors(t *testing.T) {
 	}
 
 	// A clock that cannot wait (sketchtest.FakeClock has no timers).
-	nt, err := limit.New(1, 1, limit.WithClock(sketchtest.NewFakeClock()))
+	nt, err := limit.New(1, 1, limit.WithClock(sketchtest.NewFakeClock()), eng)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,10 +150,23 @@ func TestWaitErrors(t *testing.T) {
 // request in the key's cells since, the whole debit stays (the safe
 // side). Before, a cancelled wait kept the part already drained (0.4
 // token here) while the doc said nothing stays debited.
+//
+// The same rule holds on the Buckets engine, where the key's cells are
+// its one entry: no other key writes it (but a fingerprint twin, rarely),
+// so the request that touches it here is the key's own.
 func TestWaitCancelRule(t *testing.T) {
-	for _, touched := range []bool{false, true} {
-		// One cell per level: every key shares the key's cells.
+	for _, c := range []struct {
+		engine  limit.Engine
+		touched bool
+	}{{limit.CountMin, false}, {limit.CountMin, true}, {limit.Buckets, false}, {limit.Buckets, true}} {
+		touched := c.touched
+		// Count-min: one cell per level, so every key shares the key's
+		// cells; the toucher is another key.
 		opts := []limit.Option{limit.WithSize(1, 1), limit.WithMaxDebt(5)}
+		toucher := "other"
+		if c.engine == limit.Buckets {
+			opts, toucher = []limit.Option{limit.WithEngine(limit.Buckets), limit.WithMaxDebt(5)}, "k"
+		}
 		l, clk := newWaiter(t, 1, 1, opts...)
 		twin, tclk := newWaiterAt(t, clk.Now(), 1, 1, opts...) // never reserves for "k"
 		l.Allow("k")
@@ -162,7 +177,7 @@ func TestWaitCancelRule(t *testing.T) {
 		clk.Advance(400 * time.Millisecond)
 		tclk.Advance(400 * time.Millisecond)
 		if touched { // another key writes the shared cell during the wait
-			if !l.ReserveN(clk.Now(), "other", 1).OK() || !twin.ReserveN(tclk.Now(), "other", 1).OK() {
+			if !l.ReserveN(clk.Now(), toucher, 1).OK() || !twin.ReserveN(tclk.Now(), toucher, 1).OK() {
 				t.Fatal("reservation of another key refused")
 			}
 		}

@@ -12,6 +12,11 @@
 // prints the sizing table instead: the memory bucket.Suggest and
 // bucket.SuggestCountMin pick for each count and -deny rate, and the rate
 // measured at that size.
+//
+//	go run ./bench/cmd/capacity -mixed -keys 100000,300000,1000000
+//
+// prints the mixed-debt table: keys asking for mixed numbers of tokens,
+// count-min with and without conservative update, and limit's default.
 package main
 
 import (
@@ -31,7 +36,6 @@ import (
 
 	"github.com/lfgrudge/grudge/bench/capacity"
 	"github.com/lfgrudge/grudge/internal/bucket"
-	"github.com/lfgrudge/grudge/limit"
 )
 
 func main() {
@@ -44,17 +48,21 @@ func main() {
 	sizing := flag.String("sizing", "", "instead: sizing table for these key counts (comma-separated) at -deny rates")
 	denyFlag := flag.String("deny", "0.001,0.01", "sizing: acceptable fresh-key denial rates, comma-separated")
 	maxCM := flag.Int("maxcountmin", 512<<20, "sizing: measure a count-min only up to this many bytes")
+	mixed := flag.Bool("mixed", false, "instead: the mixed-debt table (count-min with and without conservative update, limit's default) for -keys")
 	flag.Parse()
 	if *sizing != "" {
 		runSizing(ints(*sizing), floats(*denyFlag), *peek, *maxCM, *seed)
 		return
 	}
 	counts := ints(*keysFlag)
-	def := limit.MustNew(capacity.Rate, capacity.Burst).Sizes().Total
+	if *mixed {
+		runMixed(counts, *peek, *seed)
+		return
+	}
 	makers := []capacity.Maker{
-		capacity.CountMin("count-min (limit default)", 0, 0),
-		capacity.Bucket("bucket (same bytes)", def),
-		capacity.CountMin("count-min 8 MiB", 4, 131072),
+		capacity.CountMin("count-min (WithEngine(CountMin))", 0, 0, false),
+		capacity.Limit("limit default (Buckets)"),
+		capacity.CountMin("count-min 8 MiB", 4, 131072, false),
 		capacity.Bucket("bucket 8 MiB", 8<<20),
 	}
 	fmt.Printf("# capacity: %s\n\n", meta())
@@ -107,6 +115,36 @@ func floats(list string) []float64 {
 	return out
 }
 
+// runMixed prints the mixed-debt table: for each mix and key count, the
+// fresh-key denial rate (peek) and the share of keys admitted, for the
+// default count-min, the same with conservative update, and limit's
+// default (Buckets), all on limit's default memory.
+func runMixed(counts []int, peek int, seed uint64) {
+	fmt.Printf("# capacity -mixed: %s\n\n", meta())
+	makers := []capacity.Maker{
+		capacity.CountMin("count-min", 0, 0, false),
+		capacity.CountMin("count-min, conservative", 0, 0, true),
+		capacity.Limit("limit default (Buckets)"),
+	}
+	fmt.Println("| mix | keys | count-min: fresh denied | got | conservative: fresh denied | got | saturation reading | Buckets: fresh denied | got |")
+	fmt.Println("|---|---|---|---|---|---|---|---|---|")
+	for _, mix := range []capacity.Mix{capacity.Full, capacity.Uniform, capacity.Heavy10} {
+		for _, n := range counts {
+			var rs []capacity.MixRow
+			for _, m := range makers {
+				r, err := capacity.MeasureMix(m, mix, n, peek, seed)
+				if err != nil {
+					log.Fatal(err)
+				}
+				rs = append(rs, r)
+			}
+			fmt.Printf("| %s | %d | %s | %s | %s | %s | %s | %s | %s |\n", mix.Name, n, pct(rs[0].PeekDenied), pct(rs[0].Got),
+				pct(rs[1].PeekDenied), pct(rs[1].Got), pct(rs[1].Saturation), pct(rs[2].PeekDenied), pct(rs[2].Got))
+			fmt.Fprintf(os.Stderr, "mixed %s %d done\n", mix.Name, n)
+		}
+	}
+}
+
 // runSizing prints, for each key count and rate, the geometry Suggest
 // and SuggestCountMin pick and the rate measured at it (keys at their
 // burst, then peek fresh keys), and the share that got their burst.
@@ -130,7 +168,7 @@ func runSizing(counts []int, rates []float64, peek, maxCM int, seed uint64) {
 			}
 			cmDenied, cmGot := "not run", ""
 			if c.Bytes <= maxCM {
-				rc, err := capacity.Measure(capacity.CountMin("count-min", c.Levels, c.Cells), n, peek, 1, seed)
+				rc, err := capacity.Measure(capacity.CountMin("count-min", c.Levels, c.Cells, false), n, peek, 1, seed)
 				if err != nil {
 					log.Fatal(err)
 				}

@@ -1,4 +1,4 @@
-package bucket
+package bucket_test
 
 import (
 	"fmt"
@@ -8,54 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-
+	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func reps(full, short int) int {
-	if testing.Short() {
-		return short
-	}
-	return full
-}
-
-// race runs g goroutines calling try tries times each, released together,
-// and returns how many calls returned true.
-func race(g, tries int, try func(gor, i int) bool) int64 {
-	var n atomic.Int64
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for gi := range g {
-		wg.Go(func() {
-			<-start
-			c := int64(0)
-			for i := range tries {
-				if try(gi, i) {
-					c++
-				}
-			}
-			n.Add(c)
-		})
-	}
-	close(start)
-	wg.Wait()
-	return n.Load()
-}
 
 // TestSentinel: G goroutines racing TryUpdate(k, 1, 1000) on one key,
 // time frozen, admit exactly 1000, every run, for each law.
 func TestSentinel(t *testing.T) {
-	laws := []Law{None(2000), Linear(10, 2000), Linear(1, 1500), Exponential(1, 2000, 0)}
+	laws := []bucket.Law{bucket.None(2000), bucket.Linear(10, 2000), bucket.Linear(1, 1500), bucket.Exponential(1, 2000, 0)}
 	sketchtest.ForEachGOMAXPROCS(t, func(t *testing.T) {
 		for _, law := range laws {
 			for rep := range reps(20, 3) {
 				e := newTest(t, 1024, law, nil)
 				key := fmt.Sprintf("sentinel-%d", rep)
 				got := race(16, 200, func(_, _ int) bool { return e.TryUpdate(key, 1, 1000) })
-				if law.Kind == KindExponential {
+				if law.Kind == bucket.KindExponential {
 					// No exactness is claimed for floats: never over.
 					if got > 1000 {
 						t.Fatalf("%v: admitted %d > 1000", law, got)
@@ -74,7 +41,7 @@ func TestSentinel(t *testing.T) {
 }
 
 // distinctKeys returns n keys of e with pairwise distinct fingerprints.
-func distinctKeys(e *Engine, n int, prefix string) []string {
+func distinctKeys(e *bucket.Engine, n int, prefix string) []string {
 	seen := map[uint16]bool{}
 	var keys []string
 	for i := 0; len(keys) < n; i++ {
@@ -93,7 +60,7 @@ func distinctKeys(e *Engine, n int, prefix string) []string {
 func TestSentinelSharedLines(t *testing.T) {
 	sketchtest.ForEachGOMAXPROCS(t, func(t *testing.T) {
 		for range reps(20, 3) {
-			e := newTest(t, 2, None(200), nil)
+			e := newTest(t, 2, bucket.None(200), nil)
 			keys := distinctKeys(e, 12, "shared")
 			per := make([]atomic.Int64, len(keys))
 			race(8, 400, func(g, i int) bool {
@@ -119,7 +86,7 @@ func TestSentinelSharedLines(t *testing.T) {
 func TestNoOverAdmission(t *testing.T) {
 	sketchtest.ForEachGOMAXPROCS(t, func(t *testing.T) {
 		for rep := range reps(20, 3) {
-			e := newTest(t, 2, None(2000), nil)
+			e := newTest(t, 2, bucket.None(2000), nil)
 			keys := make([]string, 60)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("evict-%d-%d", rep, i)
@@ -152,7 +119,7 @@ func TestNoOverAdmission(t *testing.T) {
 func TestOneSidedMixed(t *testing.T) {
 	sketchtest.ForEachGOMAXPROCS(t, func(t *testing.T) {
 		for rep := range reps(20, 3) {
-			e := newTest(t, 3, None(30000), nil)
+			e := newTest(t, 3, bucket.None(30000), nil)
 			keys := make([]string, 50)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("mixed-%d-%d", rep, i)
@@ -161,7 +128,7 @@ func TestOneSidedMixed(t *testing.T) {
 			type held struct {
 				k  int
 				n  int64
-				rc Receipt
+				rc bucket.Receipt
 			}
 			later := make([][]held, 8) // per goroutine: refunded after the race
 			race(8, 600, func(g, i int) bool {
@@ -220,7 +187,7 @@ func TestOneSidedWithTime(t *testing.T) {
 		for rep := range reps(10, 2) {
 			clk := sketchtest.NewFakeClock()
 			clk.Set(1_000_000)
-			e := newTest(t, 3, Linear(1000, 30), clk) // 1 per ms
+			e := newTest(t, 3, bucket.Linear(1000, 30), clk) // 1 per ms
 			keys := make([]string, 40)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("time-%d-%d", rep, i)

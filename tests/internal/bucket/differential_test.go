@@ -1,4 +1,4 @@
-package bucket
+package bucket_test
 
 import (
 	"fmt"
@@ -8,6 +8,7 @@ import (
 
 	"pgregory.net/rapid"
 
+	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -15,7 +16,7 @@ import (
 // rate, not the engine's quantized one), replayed from the writes that
 // took effect.
 type truth struct {
-	law  Law
+	law  bucket.Law
 	ops  map[string][]truthOp
 	next int
 }
@@ -27,7 +28,7 @@ type truthOp struct {
 	off bool // refunded
 }
 
-func newTruth(law Law) *truth { return &truth{law: law, ops: map[string][]truthOp{}} }
+func newTruth(law bucket.Law) *truth { return &truth{law: law, ops: map[string][]truthOp{}} }
 
 func (tr *truth) add(key string, ms uint64, n float64) int {
 	tr.next++
@@ -47,7 +48,7 @@ func (tr *truth) refund(key string, id int) {
 func (tr *truth) value(key string, ms uint64) float64 {
 	l := tr.law
 	switch l.Kind {
-	case KindLinear:
+	case bucket.KindLinear:
 		tat := 0.0 // ms at which the debt is 0
 		for _, o := range tr.ops[key] {
 			if o.off {
@@ -57,7 +58,7 @@ func (tr *truth) value(key string, ms uint64) float64 {
 			tat = math.Min(math.Max(tat, t)+o.n*1000/l.Rate, t+l.Max*1000/l.Rate)
 		}
 		return math.Max(tat-float64(ms), 0) * l.Rate / 1000
-	case KindExponential:
+	case bucket.KindExponential:
 		s, last := 0.0, uint64(0)
 		for _, o := range tr.ops[key] {
 			if o.off {
@@ -82,25 +83,22 @@ func (tr *truth) value(key string, ms uint64) float64 {
 // beyond the law's allowance: float64 rounding of the truth itself, and
 // for the exponential law the remainders below Resolution it drops, at
 // most one per tick, which add up to at most Resolution/(1-exp(-kappa)).
-func (tr *truth) below(q *quant, v, w float64) bool {
-	slack := 1e-9 * math.Max(1, w)
-	if tr.law.Kind == KindExponential {
-		slack += 1.01 * q.eps / -math.Expm1(-q.kappa)
-	}
+func (tr *truth) below(e *bucket.Engine, v, w float64) bool {
+	slack := 1e-9*math.Max(1, w) + 1.01*bucket.DropSlack(e)
 	return v < w-slack
 }
 
 var debugDiff = false
 
-var diffLaws = []Law{
-	Linear(10, 40),  // exact: 1500 ticks per token, 15 per ms
-	Linear(1000, 4), // exact, fast
-	Linear(1, 20),   // exact rate, one tick per 2 ms
-	Linear(3, 10),   // rate 3/s: quantized to a slightly slower drain
-	Linear(0.01, 5), // slow: long ticks
-	None(100),       // a counter
-	Exponential(0.5, 100, 0),
-	Exponential(20, 50, 1e-6),
+var diffLaws = []bucket.Law{
+	bucket.Linear(10, 40),  // exact: 1500 ticks per token, 15 per ms
+	bucket.Linear(1000, 4), // exact, fast
+	bucket.Linear(1, 20),   // exact rate, one tick per 2 ms
+	bucket.Linear(3, 10),   // rate 3/s: quantized to a slightly slower drain
+	bucket.Linear(0.01, 5), // slow: long ticks
+	bucket.None(100),       // a counter
+	bucket.Exponential(0.5, 100, 0),
+	bucket.Exponential(20, 50, 1e-6),
 }
 
 // TestDifferential runs random operation sequences on the engine and on
@@ -114,14 +112,14 @@ func TestDifferential(t *testing.T) {
 		nkeys := rapid.IntRange(1, 120).Draw(rt, "keys")
 		clk := sketchtest.NewFakeClock()
 		clk.Set(1_000_000)
-		e := MustNew(Config{Lines: lines, Law: law, Clock: clk, SeedSet: true, Seed: rapid.Uint64().Draw(rt, "seed")})
-		m := newModel(e)
+		e := bucket.MustNew(bucket.Config{Lines: lines, Law: law, Clock: clk, SeedSet: true, Seed: rapid.Uint64().Draw(rt, "seed")})
+		m := bucket.NewModel(e)
 		tr := newTruth(law)
 		type pending struct {
 			key string
 			id  int
-			er  Receipt
-			mr  modelReceipt
+			er  bucket.Receipt
+			mr  bucket.ModelReceipt
 		}
 		var open []pending
 		keys := make([]string, nkeys)
@@ -136,7 +134,7 @@ func TestDifferential(t *testing.T) {
 			case 2:
 				clk.Advance(time.Duration(rapid.IntRange(50, 200_000).Draw(rt, "bigms")) * time.Millisecond)
 			}
-			ms := e.now()
+			ms := bucket.NowMs(e)
 			key := keys[rapid.IntRange(0, nkeys-1).Draw(rt, "key")]
 			n := float64(rapid.IntRange(0, 8).Draw(rt, "n"))
 			if rapid.IntRange(0, 4).Draw(rt, "frac") == 0 {
@@ -148,31 +146,31 @@ func TestDifferential(t *testing.T) {
 			switch op := rapid.IntRange(0, 5).Draw(rt, "op"); op {
 			case 0:
 				eok = e.TryUpdate(key, n, limit)
-				mok, _, _ = m.do(key, ms, opTry, n, limit)
+				mok, _, _ = m.Do(key, ms, bucket.OpTry, n, limit)
 				if eok && n > 0 {
 					tr.add(key, ms, n)
 				}
 			case 1:
 				e.Update(key, n)
-				mok, _, _ = m.do(key, ms, opAdd, n, 0)
+				mok, _, _ = m.Do(key, ms, bucket.OpAdd, n, 0)
 				eok = mok
 				if n > 0 {
 					tr.add(key, ms, n)
 				}
 			case 2:
 				ev = e.UpdateAndQuery(key, n)
-				_, mv, _ = m.do(key, ms, opAdd, n, 0)
+				_, mv, _ = m.Do(key, ms, bucket.OpAdd, n, 0)
 				if n > 0 {
 					tr.add(key, ms, n)
 				}
 			case 3:
 				ev = e.Query(key)
-				_, mv, _ = m.do(key, ms, opQuery, 0, 0)
+				_, mv, _ = m.Do(key, ms, bucket.OpQuery, 0, 0)
 			case 4:
-				var er Receipt
-				var mr modelReceipt
+				var er bucket.Receipt
+				var mr bucket.ModelReceipt
 				er, eok = e.TryReserve(key, n, limit)
-				mok, _, mr = m.do(key, ms, opTry, n, limit)
+				mok, _, mr = m.Do(key, ms, bucket.OpTry, n, limit)
 				if eok && n > 0 {
 					open = append(open, pending{key, tr.add(key, ms, n), er, mr})
 				}
@@ -184,7 +182,7 @@ func TestDifferential(t *testing.T) {
 				p := open[i]
 				open = append(open[:i], open[i+1:]...)
 				eok = e.Refund(&p.er)
-				mok = m.refund(&p.mr)
+				mok = m.Refund(&p.mr)
 				if eok {
 					tr.refund(p.key, p.id)
 				}
@@ -193,17 +191,16 @@ func TestDifferential(t *testing.T) {
 				rt.Fatalf("step %d: engine (%v, %v) != model (%v, %v)", step, eok, ev, mok, mv)
 			}
 			if debugDiff {
-				rt.Logf("step %d ms %d tick %d: %v/%v; k0 %v truth %v; l0 %+v l1 %+v", step, ms, e.tick(), eok, ev, e.Query(keys[0]), tr.value(keys[0], ms), e.state(0), e.state(1))
+				rt.Logf("step %d ms %d tick %d: %v/%v; k0 %v truth %v; l0 %+v l1 %+v", step, ms, bucket.Tick(e), eok, ev, e.Query(keys[0]), tr.value(keys[0], ms), bucket.StateOf(e, 0), bucket.StateOf(e, 1))
 			}
 			for _, k := range keys {
-				if v, w := e.Query(k), tr.value(k, e.now()); tr.below(e.Q(), v, w) {
+				if v, w := e.Query(k), tr.value(k, bucket.NowMs(e)); tr.below(e, v, w) {
 					rt.Fatalf("step %d: key %s reads %v below its true load %v", step, k, v, w)
 				}
 			}
 		}
 		for i := range lines {
-			es, ml := e.state(i), m.lines[i]
-			ms := lineState(ml)
+			es, ms := bucket.StateOf(e, i), m.Line(i)
 			if es != ms {
 				rt.Fatalf("line %d: engine %+v != model %+v", i, es, ms)
 			}

@@ -1,9 +1,10 @@
-package bucket
+package bucket_test
 
 import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -20,9 +21,9 @@ func FuzzOps(f *testing.F) {
 		}
 		clk := sketchtest.NewFakeClock()
 		clk.Set(1_000_000)
-		law := Linear(10, 40)
-		e := MustNew(Config{Lines: 3, Law: law, Clock: clk, SeedSet: true, Seed: 11})
-		m := newModel(e)
+		law := bucket.Linear(10, 40)
+		e := bucket.MustNew(bucket.Config{Lines: 3, Law: law, Clock: clk, SeedSet: true, Seed: 11})
+		m := bucket.NewModel(e)
 		tr := newTruth(law)
 		keys := make([]string, 24)
 		for i := range keys {
@@ -33,13 +34,13 @@ func FuzzOps(f *testing.F) {
 			if op&0x80 != 0 {
 				clk.Advance(time.Duration(b) * time.Duration(1+op&0x3f) * time.Millisecond)
 			}
-			ms := e.now()
+			ms := bucket.NowMs(e)
 			key := keys[int(a)%len(keys)]
 			n := float64(b % 25)
 			switch op % 3 {
 			case 0:
 				ok := e.TryUpdate(key, n, 20)
-				mok, _, _ := m.do(key, ms, opTry, n, 20)
+				mok, _, _ := m.Do(key, ms, bucket.OpTry, n, 20)
 				if ok != mok {
 					t.Fatalf("op %d: TryUpdate engine %v model %v", i/3, ok, mok)
 				}
@@ -48,7 +49,7 @@ func FuzzOps(f *testing.F) {
 				}
 			case 1:
 				v := e.UpdateAndQuery(key, n)
-				_, mv, _ := m.do(key, ms, opAdd, n, 0)
+				_, mv, _ := m.Do(key, ms, bucket.OpAdd, n, 0)
 				if v != mv {
 					t.Fatalf("op %d: UpdateAndQuery engine %v model %v", i/3, v, mv)
 				}
@@ -57,19 +58,19 @@ func FuzzOps(f *testing.F) {
 				}
 			default:
 				v := e.Query(key)
-				_, mv, _ := m.do(key, ms, opQuery, 0, 0)
+				_, mv, _ := m.Do(key, ms, bucket.OpQuery, 0, 0)
 				if v != mv {
 					t.Fatalf("op %d: Query engine %v model %v", i/3, v, mv)
 				}
 			}
 			for _, k := range keys {
-				if v, w := e.Query(k), tr.value(k, e.now()); tr.below(e.Q(), v, w) {
+				if v, w := e.Query(k), tr.value(k, bucket.NowMs(e)); tr.below(e, v, w) {
 					t.Fatalf("op %d: %q reads %v below its true load %v", i/3, k, v, w)
 				}
 			}
 		}
 		for i := range 3 {
-			if es, ml := e.state(i), lineState(m.lines[i]); es != ml {
+			if es, ml := bucket.StateOf(e, i), m.Line(i); es != ml {
 				t.Fatalf("line %d: engine %+v model %+v", i, es, ml)
 			}
 		}

@@ -4,26 +4,33 @@ import (
 	"sync"
 )
 
-// model is the mutex reference of the engine's rules: the same lines,
-// fingerprints, estimate, decision, slot choice, eviction, floors and
-// sweep, with full 64-bit stamps instead of 16-bit residues, under one
-// mutex. Run sequentially it must agree with the engine operation for
-// operation and word for word (TestDifferential); the one-sided and
-// exactness properties are then checked on both.
-type model struct {
+// Model is the mutex reference of the engine's rules, a test seam (the
+// differential and fuzz tests live in the tests module, which cannot see
+// this package's unexported names): the same lines, fingerprints,
+// estimate, decision, slot choice, eviction, floors and sweep, with full
+// 64-bit stamps instead of 16-bit residues, under one mutex. Run
+// sequentially it must agree with the engine operation for operation and
+// word for word (TestDifferential); the one-sided and exactness
+// properties are then checked on both. Nothing in the module uses it
+// outside tests.
+type Model struct {
 	mu    sync.Mutex
 	e     *Engine // for locate, hash, quant and epoch only; its lines are not used
-	lines []modelLine
+	lines []LineState
 }
 
-type modelLine struct {
-	lw    uint64
-	floor uint64 // absolute stamp; 0: none
-	fp    [SlotsPerLine]uint16
-	stamp [SlotsPerLine]uint64
-}
+// Op is the kind of an operation of Model.Do.
+type Op = opKind
 
-type modelReceipt struct {
+// The operations of Model.Do: read only, add if it fits, add.
+const (
+	OpQuery = opQuery
+	OpTry   = opTry
+	OpAdd   = opAdd
+)
+
+// ModelReceipt is the Model's Receipt.
+type ModelReceipt struct {
 	ok        bool
 	line      uint64
 	slot      int
@@ -33,31 +40,39 @@ type modelReceipt struct {
 	prevStamp uint64
 }
 
-func newModel(e *Engine) *model {
-	return &model{e: e, lines: make([]modelLine, e.n)}
+// NewModel returns an empty model of e's geometry, law, hash and epoch.
+func NewModel(e *Engine) *Model {
+	return &Model{e: e, lines: make([]LineState, e.n)}
 }
 
-// do mirrors Engine.do.
-func (m *model) do(key string, ms uint64, kind opKind, n, limit float64) (ok bool, val float64, rc modelReceipt) {
+// Line returns the model's line i.
+func (m *Model) Line(i int) LineState {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lines[i]
+}
+
+// Do mirrors Engine.do at ms (the engine's milliseconds: see NowMs).
+func (m *Model) Do(key string, ms uint64, kind Op, n, limit float64) (ok bool, val float64, rc ModelReceipt) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	q := &m.e.q
 	i0, i1, fp := m.e.locate(m.e.hash(key))
 	idx := [2]uint64{i0, i1}
-	L := [2]*modelLine{&m.lines[i0], &m.lines[i1]}
+	L := [2]*LineState{&m.lines[i0], &m.lines[i1]}
 	var c, lim uint64
 	if q.kind != KindExponential {
 		c, lim = q.units(n), q.limitUnits(limit)
 	}
 	for {
-		tms := max(ms, L[0].lw, L[1].lw)
+		tms := max(ms, L[0].LW, L[1].LW)
 		tlo, thi := q.ticks(tms)
-		est := max(L[0].floor, L[1].floor)
+		est := max(L[0].Floor, L[1].Floor)
 		candL, candS := -1, -1
 		for l := 0; l < 2; l++ {
 			for s := 0; s < SlotsPerLine; s++ {
-				if L[l].fp[s] == fp {
-					est = max(est, L[l].stamp[s])
+				if L[l].FP[s] == fp {
+					est = max(est, L[l].Stamp[s])
 					if candL < 0 {
 						candL, candS = l, s
 					}
@@ -98,7 +113,7 @@ func (m *model) do(key string, ms uint64, kind opKind, n, limit float64) (ok boo
 			free := [2]int{-1, -1}
 			for l := 0; l < 2; l++ {
 				for s := 0; s < SlotsPerLine; s++ {
-					if L[l].fp[s] != 0 && L[l].stamp[s] > tlo {
+					if L[l].FP[s] != 0 && L[l].Stamp[s] > tlo {
 						live[l]++
 					} else if free[l] < 0 {
 						free[l] = s
@@ -113,7 +128,7 @@ func (m *model) do(key string, ms uint64, kind opKind, n, limit float64) (ok boo
 				best, bestFloor, bestStamp := ^uint64(0), uint64(0), ^uint64(0)
 				for l := 0; l < 2; l++ {
 					for s := 0; s < SlotsPerLine; s++ {
-						st, fl := L[l].stamp[s], L[l].floor
+						st, fl := L[l].Stamp[s], L[l].Floor
 						cost := max(fl, st)
 						if cost < best || cost == best && (fl > bestFloor || fl == bestFloor && st < bestStamp) {
 							best, bestFloor, bestStamp, tl, slot = cost, fl, st, l, s
@@ -124,29 +139,29 @@ func (m *model) do(key string, ms uint64, kind opKind, n, limit float64) (ok boo
 			}
 		}
 		ln := L[tl]
-		if tms > ln.lw || evict {
-			nlw := max(ln.lw, tms)
-			lt, nlt := q.lo(ln.lw), q.lo(nlw)
-			fl := ln.floor
+		if tms > ln.LW || evict {
+			nlw := max(ln.LW, tms)
+			lt, nlt := q.lo(ln.LW), q.lo(nlw)
+			fl := ln.Floor
 			if evict {
 				fl = max(fl, vstamp)
 			}
 			if fl <= nlt {
 				fl = 0
 			}
-			changed := nlw != ln.lw || fl != ln.floor
-			ln.lw, ln.floor = nlw, fl
+			changed := nlw != ln.LW || fl != ln.Floor
+			ln.LW, ln.Floor = nlw, fl
 			if changed && nlt > lt {
 				// The engine's sweep; if it touches the target's word or
 				// any candidate, the engine's CAS or validation fails and
 				// it decides again: so does the model.
 				redo := false
 				for s := 0; s < SlotsPerLine; s++ {
-					if ln.fp[s] != 0 && ln.stamp[s]+sweepAge <= nlt {
-						if s>>1 == slot>>1 || ln.fp[s] == fp {
+					if ln.FP[s] != 0 && ln.Stamp[s]+sweepAge <= nlt {
+						if s>>1 == slot>>1 || ln.FP[s] == fp {
 							redo = true
 						}
-						ln.fp[s], ln.stamp[s] = 0, 0
+						ln.FP[s], ln.Stamp[s] = 0, 0
 					}
 				}
 				if redo {
@@ -154,14 +169,14 @@ func (m *model) do(key string, ms uint64, kind opKind, n, limit float64) (ok boo
 				}
 			}
 		}
-		rc = modelReceipt{ok: q.kind != KindExponential && ns < thi+q.span, line: idx[tl], slot: slot, fp: fp, stamp: ns, prevFP: ln.fp[slot], prevStamp: ln.stamp[slot]}
-		ln.fp[slot], ln.stamp[slot] = fp, ns
+		rc = ModelReceipt{ok: q.kind != KindExponential && ns < thi+q.span, line: idx[tl], slot: slot, fp: fp, stamp: ns, prevFP: ln.FP[slot], prevStamp: ln.Stamp[slot]}
+		ln.FP[slot], ln.Stamp[slot] = fp, ns
 		return true, q.value(ns, tlo), rc
 	}
 }
 
-// refund mirrors Engine.Refund.
-func (m *model) refund(rc *modelReceipt) bool {
+// Refund mirrors Engine.Refund.
+func (m *Model) Refund(rc *ModelReceipt) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if !rc.ok {
@@ -169,13 +184,13 @@ func (m *model) refund(rc *modelReceipt) bool {
 	}
 	rc.ok = false
 	ln := &m.lines[rc.line]
-	if ln.fp[rc.slot] != rc.fp || uint16(ln.stamp[rc.slot]) != uint16(rc.stamp) {
+	if ln.FP[rc.slot] != rc.fp || uint16(ln.Stamp[rc.slot]) != uint16(rc.stamp) {
 		return false
 	}
 	pf, ps := rc.prevFP, rc.prevStamp
-	if pf != 0 && ps <= m.e.q.lo(ln.lw) {
+	if pf != 0 && ps <= m.e.q.lo(ln.LW) {
 		pf, ps = 0, 0
 	}
-	ln.fp[rc.slot], ln.stamp[rc.slot] = pf, ps
+	ln.FP[rc.slot], ln.Stamp[rc.slot] = pf, ps
 	return true
 }

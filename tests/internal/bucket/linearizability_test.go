@@ -1,4 +1,4 @@
-package bucket
+package bucket_test
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -19,7 +20,7 @@ import (
 // porcupine against sequential specifications. Time moves in phases: it
 // is frozen while the goroutines run a phase and advanced between
 // phases, so each operation's time is its phase's and the specification
-// is exact (Linear(1000, 30): one token per ms, whole tokens).
+// is exact (bucket.Linear(1000, 30): one token per ms, whole tokens).
 
 type linKind uint8
 
@@ -141,7 +142,7 @@ var exactModel = porcupine.Model{
 	DescribeState:     func(s any) string { return fmt.Sprint(s) },
 }
 
-func applyOn(e *Engine, keys []string) func(linIn) linOut {
+func applyOn(e *bucket.Engine, keys []string) func(linIn) linOut {
 	return func(in linIn) linOut {
 		t := e.Timebase().Now() // frozen within a phase
 		switch in.kind {
@@ -163,7 +164,7 @@ func TestLinearizableSingleKey(t *testing.T) {
 		for rep := range reps(10, 2) {
 			clk := sketchtest.NewFakeClock()
 			clk.Set(1_000_000)
-			e := newTest(t, 1024, Linear(1000, 30), clk)
+			e := newTest(t, 1024, bucket.Linear(1000, 30), clk)
 			keys := []string{fmt.Sprintf("lin-%d", rep)}
 			gen := func(r *rand.Rand) linIn {
 				switch x := r.IntN(10); {
@@ -227,7 +228,7 @@ func TestLinearizableCollidingKeys(t *testing.T) {
 		for rep := range reps(10, 2) {
 			clk := sketchtest.NewFakeClock()
 			clk.Set(1_000_000)
-			e := newTest(t, 2, None(1000), clk)
+			e := newTest(t, 2, bucket.None(1000), clk)
 			keys := make([]string, 40)
 			for i := range keys {
 				keys[i] = fmt.Sprintf("coll-%d-%d", rep, i)

@@ -1,0 +1,148 @@
+package core
+
+import (
+	"fmt"
+	"math"
+
+	"github.com/lfgrudge/grudge/internal/atom"
+)
+
+// Conservative update (Config.Conservative; Estan and Varghese, "New
+// directions in traffic measurement and accounting", 2002): a write of
+// delta for a key raises each of its cells only to the key's new
+// estimate, est + delta (est the Min of its cells), instead of adding
+// delta to every cell. A cell shared with a heavier key already above
+// that is left alone, so a light key no longer inflates a heavy key's
+// cells, and a fresh key that collides with keys at their limit in some
+// levels meets less of their debt in the others: fewer innocent denials
+// on mixed-debt workloads (docs/capacity.md measures how many).
+//
+// One-sided: every cell of a key is at least its true score. A write
+// leaves every cell of its key at max(cell, est + delta) >= the key's
+// truth before it plus delta; writes of other keys only raise cells;
+// decay lowers a cell no faster than it lowers the truth (a decayed
+// max of values is at least each value decayed, for every law that
+// keeps order). What a lock-free raise must not lose is a concurrent
+// write of the same key: two writers reading est = 0 would both raise to
+// delta, one delta short. So every conservative write of a key is
+// serialized on the key's TryUpdate stripe (the seqlock of tryupdate.go,
+// held as a lock by writers): it reads the key's cells under the stripe,
+// so est includes every earlier write of the key, then raises each cell
+// by a CAS loop. A denial reads without the stripe: the cells hold every
+// completed write of the key and perhaps part of one in flight, which
+// only raises them, so a denial is a denial at some point of the call.
+//
+// Roll-backs are off: a conservative write of another key that finds a
+// cell already at its target writes nothing, so neither a CAS nor a
+// subtraction can tell whether a call's increment still stands alone in
+// the cell (the count-min's roll-back rules assume additive cells:
+// docs/design.md, "Writers outside the stripe, and the roll-back").
+// Refund gives nothing back and reports false (the increment stays: an
+// over-estimate), and a conservative TryUpdate never rolls back, since
+// under the stripe its commit cannot conflict with a write of its own key
+// and a raise never needs undoing. Negative deltas have no conservative
+// meaning (a cell cannot be lowered for one key without lowering the
+// others'): they panic.
+//
+// The guarantees that need additive cells do not hold: with every key in
+// one cell, the total admitted over all keys is no longer bounded by the
+// limit (a cell holds the largest key's debt, not the sum).
+
+// checkConservative panics on a negative delta.
+func checkConservative(op string, delta float64) {
+	if delta < 0 {
+		panic(fmt.Sprintf("sketch: %s: a conservative sketch takes no negative delta; got %v", op, delta))
+	}
+}
+
+// cuTry is tryUpdateReceipt for a conservative sketch: deny on a read
+// without the stripe, else decide again under the stripe and raise.
+func (s *Sketch) cuTry(h uint64, delta, limit float64, ms int64, rc *Receipt) bool {
+	checkConservative("TryUpdate", delta)
+	s.maintain(ms)
+	var sn snapshot
+	s.offsets(h, &sn.off)
+	s.loadAll(&sn, &ms)
+	if !(s.aggregate(sn.v[:s.levels])+delta <= limit) {
+		return false
+	}
+	ok, _ := s.cuWrite(h, &sn, delta, limit, ms)
+	if ok && rc != nil {
+		// A receipt that Refund will refuse: levels set, so that it is
+		// not the zero Receipt (which refunds nothing and reports true).
+		rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+	}
+	return ok
+}
+
+// cuAdd is update, updateAndQuery and add for a conservative sketch: an
+// unconditional raise. It returns the key's estimate after the write.
+func (s *Sketch) cuAdd(op string, h uint64, delta float64, ms int64) float64 {
+	checkConservative(op, delta)
+	s.maintain(ms)
+	var sn snapshot
+	s.offsets(h, &sn.off)
+	_, est := s.cuWrite(h, &sn, delta, math.Inf(1), ms)
+	return est
+}
+
+// cuWrite takes the key's stripe, reads its cells, decides (est + delta
+// <= limit), raises every cell to est + delta, and releases the stripe
+// (even if a custom decay law panics). It returns whether it admitted and
+// the Min of the cells it left.
+func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64) (bool, float64) {
+	st := &s.stripes[stripeOf(h)]
+	bo := atom.ContentionBackoff()
+	for {
+		seq := st.seq.Load()
+		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
+			break
+		}
+		bo.Spin()
+		for st.seq.Load()&1 != 0 {
+			bo.Spin()
+		}
+	}
+	defer st.seq.Add(1)
+	s.loadAll(sn, &ms)
+	est := s.aggregate(sn.v[:s.levels])
+	if !(est+delta <= limit) {
+		return false, est
+	}
+	if delta == 0 {
+		return true, est
+	}
+	target := est + delta
+	after := math.Inf(1)
+	for l := range s.levels {
+		after = min(after, s.raise(&s.cells[sn.off[l]], sn.w[l], sn.v[l], &ms, target))
+	}
+	return true, after
+}
+
+// raise lifts cell c to at least target (clamped at Hi, rounded up) at
+// *ms, starting from the word w it read and its value v, by a CAS loop on
+// fresh words; a cell already at or above target is left as it is. It
+// returns the cell's value after.
+func (s *Sketch) raise(c *atom.Cell, w atom.Word, v float64, ms *int64, target float64) float64 {
+	lost := false
+	bo := atom.ContentionBackoff()
+	for {
+		if lost {
+			atom.Backoff(&bo)
+			w = c.Load()
+			s.fresh(ms)
+			v = s.rules.Value(w, s.stamp(*ms))
+		}
+		lost = true
+		if v >= target {
+			return v
+		}
+		// target clamped at Hi and rounded up to float32, stamped at the
+		// newer of w's stamp and now, as Rules.Apply stamps an add.
+		nw := atom.Pack(s.rules.Round(target), atom.Newer(w.Stamp(), s.stamp(*ms)))
+		if c.CompareAndSwap(w, nw) {
+			return float64(nw.Score())
+		}
+	}
+}

@@ -1,0 +1,231 @@
+package limit
+
+import (
+	"fmt"
+	"math/big"
+	"time"
+
+	"github.com/lfgrudge/grudge/internal/bucket"
+	"github.com/lfgrudge/grudge/internal/conv"
+	"github.com/lfgrudge/grudge/internal/core"
+)
+
+// Engine names the structure that holds the keys' debts (WithEngine).
+type Engine uint8
+
+const (
+	// Auto (the default) picks Buckets wherever it is exact, CountMin
+	// otherwise (see the package documentation, "Engines").
+	Auto Engine = iota
+	// Buckets is the bucketed table (internal/bucket): a key at its
+	// limit takes one 32-bit entry, so the default memory holds a
+	// million keys at full debt while denying 0.03% of fresh keys
+	// (docs/capacity.md). It is exact (Exact) where it holds a limiter:
+	// MaxDebt must drain within 61.4 s and a token be a whole number of
+	// ticks of at most a millisecond (see "Engines"); New refuses
+	// WithEngine(Buckets) otherwise.
+	Buckets
+	// CountMin is the rotator of count-min sketches: any rate, any
+	// MaxDebt, re-rolled seeds every Period; about 10 cells per key at its
+	// limit for 1% of fresh keys denied.
+	CountMin
+)
+
+func (e Engine) String() string {
+	switch e {
+	case Auto:
+		return "auto"
+	case Buckets:
+		return "buckets"
+	case CountMin:
+		return "count-min"
+	}
+	return fmt.Sprintf("Engine(%d)", uint8(e))
+}
+
+// WithEngine chooses the engine (default Auto). WithSize,
+// WithGenerations, WithPeriod and WithConservativeUpdate(true) configure
+// the count-min: with Auto they select it, with Buckets they are an
+// error.
+func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
+
+// WithCapacity sizes the engine for keys keys at their limit at once
+// with at most a share deny of fresh keys (keys never seen) denied
+// because of them: Suggest's Lines for Buckets, its Levels x Cells for
+// CountMin (for the limiter's Generations). It replaces the default
+// memory; it cannot be combined with WithSize. keys must be >= 1 and deny
+// in (0, 1); the memory is bounded by WithMaxBytes like any size.
+func WithCapacity(keys int, deny float64) Option {
+	return func(o *options) { o.capKeys, o.capDeny, o.capSet = keys, deny, true }
+}
+
+// defaultBucketBytes is the Buckets engine's default memory: the cells of
+// the count-min's default, two generations of 4 x 100,000 cells (6.10
+// MiB), so that the two defaults compare on equal memory.
+var defaultBucketBytes = int(2 * core.CellBytes(core.DefaultLevels, core.DefaultCellsPerLevel))
+
+// bucketPlan is how the limiter would count debt in the Buckets engine:
+// unit ticks per token and drain ticks per ms, both integers, for a rate
+// of 1000 x drain / unit per second (<= the limit); ok false when the
+// engine cannot hold the law with ticks of at most a millisecond.
+type bucketPlan struct {
+	unit, drain float64
+	exact       bool // 1000 x drain / unit is the limit's exact rational value
+	ok          bool
+}
+
+// planBuckets quantizes the limiter's law for the Buckets engine (the
+// engine's own choice, bucket.QuantumOf): ticks of at most a
+// millisecond, MaxDebt within the 16-bit span.
+func planBuckets(rate, maxDebt float64) bucketPlan {
+	q, err := bucket.QuantumOf(bucket.Linear(rate, maxDebt))
+	if err != nil || q.PerMs == 0 {
+		return bucketPlan{}
+	}
+	p := bucketPlan{unit: q.PerUnit, drain: float64(q.PerMs), ok: true}
+	if num, den, ok := fraction(rate); ok {
+		// rate = num/den exactly iff unit x num == 1000 x den x drain.
+		a := new(big.Int).Mul(big.NewInt(int64(p.unit)), num)
+		b := new(big.Int).Mul(new(big.Int).Mul(big.NewInt(1000), den), big.NewInt(int64(q.PerMs)))
+		p.exact = a.Cmp(b) == 0
+	}
+	return p
+}
+
+// chooseEngine returns the engine for the limiter's law and options, or
+// the reason an explicit choice cannot be honored.
+func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, error) {
+	cmOnly := o.sizeSet || o.genSet || o.period != 0 || o.cu
+	// The bucket holds a limiter only where it is exact, so that every
+	// guarantee of the package holds on either engine.
+	fits := p.ok && p.exact
+	switch o.engine {
+	case Auto:
+		if !cmOnly && fits {
+			return Buckets, nil
+		}
+		return CountMin, nil
+	case Buckets:
+		if cmOnly {
+			return 0, bad("Engine", o.engine, "WithSize, WithGenerations, WithPeriod and WithConservativeUpdate configure the count-min; they cannot be used with WithEngine(Buckets)")
+		}
+		if !fits {
+			return 0, bad("Engine", o.engine, "the Buckets engine is exact only when MaxDebt drains within %.3f s in whole ticks of at most 1 ms, a token being a whole number of them (MaxDebt/limit = %v / %v); use Auto or CountMin", float64(bucketMaxTicks)/1000, maxDebt, rate)
+		}
+		return Buckets, nil
+	case CountMin:
+		return CountMin, nil
+	}
+	return 0, bad("Engine", o.engine, "Engine must be Auto, Buckets or CountMin; got %v", o.engine)
+}
+
+// bucketMaxTicks is the most ticks a debt can span in the Buckets engine
+// (its 16-bit stamps less the sweep's margin): at 1 ms a tick, MaxDebt
+// must drain within this many ms.
+const bucketMaxTicks = 61438
+
+// newBuckets builds the Buckets engine for l (unit and drain set from the
+// plan), sized by o.
+func (l *Limiter) newBuckets(o *options) error {
+	lines := bucket.LinesFor(defaultBucketBytes)
+	if o.capSet {
+		g, err := bucket.Suggest(o.capKeys, o.capDeny)
+		if err != nil {
+			return bad("Capacity", o.capKeys, "%v", err)
+		}
+		lines = g.Lines
+	}
+	maxBytes := o.MaxBytes
+	if maxBytes == 0 {
+		maxBytes = core.DefaultMaxBytes
+	}
+	if n := int64(lines+1) * bucket.LineBytes; n > maxBytes {
+		return bad("Size", n, "%d lines need %d bytes, above MaxBytes %d; raise WithMaxBytes or lower WithCapacity", lines, n, maxBytes)
+	}
+	// The engine counts in the limiter's units: a load of one unit is a
+	// whole number of its ticks, and it drains 1000 x drain units per
+	// second, whole ticks per ms, so every debt it reads at a millisecond
+	// is an exact integer number of units.
+	e, err := bucket.New(bucket.Config{
+		Lines:   lines,
+		Law:     bucket.Linear(1000*l.drain, l.maxDebtU),
+		Hasher:  conv.Hasher(o.Hasher),
+		Seed:    o.Seed,
+		SeedSet: true,
+		Clock:   l.tb,
+	})
+	if err != nil {
+		return fmt.Errorf("limit: %w", err)
+	}
+	if q := e.Quantum(); q.PerMs == 0 || q.Rate != 1000*l.drain || float64(q.PerMs) != l.drain*q.PerUnit {
+		// Cannot happen for the plans planBuckets makes.
+		return bad("Engine", Buckets, "the Buckets engine did not take the limiter's units (rate %v, unit %v, drain %v)", l.rate, l.unit, l.drain)
+	}
+	l.b, l.precheck = e, true
+	return nil
+}
+
+// receipt is what an admitted reservation took, in either engine.
+type receipt struct {
+	cm core.Reservation
+	b  bucket.Receipt
+}
+
+// The engine seam: every read and write of a key's debt goes through
+// these, in units (see units.go), at t (as the full forms take it).
+
+func (l *Limiter) queryAt(t time.Time, key string) float64 {
+	if l.b != nil {
+		return l.b.QueryAt(t, key)
+	}
+	return l.r.QueryStringAt(t, key)
+}
+
+func (l *Limiter) addAt(t time.Time, key string, u float64) float64 {
+	if l.b != nil {
+		return l.b.UpdateAndQueryAt(t, key, u)
+	}
+	return l.r.UpdateAndQueryStringAt(t, key, u)
+}
+
+// tryAndQueryAt is tryAt returning the debt after the decision (with nU
+// if admitted).
+func (l *Limiter) tryAndQueryAt(t time.Time, key string, nU, limU float64) (bool, float64) {
+	if l.b != nil {
+		return l.b.TryUpdateAndQueryAt(t, key, nU, limU)
+	}
+	ok := l.r.TryUpdateStringAt(t, key, nU, limU)
+	return ok, l.r.QueryStringAt(t, key)
+}
+
+func (l *Limiter) reserveAt(t time.Time, key string, nU, capU float64) (receipt, bool) {
+	var rc receipt
+	var ok bool
+	if l.b != nil {
+		rc.b, ok = l.b.TryReserveAt(t, key, nU, capU)
+	} else {
+		rc.cm, ok = l.r.TryReserveStringAt(t, key, nU, capU)
+	}
+	return rc, ok
+}
+
+func (l *Limiter) refund(rc *receipt) {
+	if l.b != nil {
+		l.b.Refund(&rc.b)
+		return
+	}
+	l.r.Refund(&rc.cm)
+}
+
+// Engine returns the engine the limiter runs on: Buckets or CountMin
+// (Auto resolved), or Auto for Inf and the zero Limiter, which keep no
+// state.
+func (l *Limiter) Engine() Engine {
+	switch {
+	case l.b != nil:
+		return Buckets
+	case l.r != nil:
+		return CountMin
+	}
+	return Auto
+}

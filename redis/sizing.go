@@ -1,0 +1,55 @@
+package redis
+
+import (
+	"fmt"
+
+	"github.com/lfgrudge/grudge/internal/bucket"
+)
+
+// Size is a server sketch size for a capacity target: what Suggest
+// returns, to put in LimiterConfig (or Config).
+type Size struct {
+	Levels        uint32 // LimiterConfig.Levels
+	CellsPerLevel uint32 // LimiterConfig.CellsPerLevel: M per shard
+	Shards        uint32 // LimiterConfig.Shards (at least 1)
+	// MemoryBytes is the server memory the sketch takes (Sketch.
+	// MemoryBytes, one generation as a Limiter's): Shards x (40 + L x M x
+	// 8) bytes.
+	MemoryBytes int64
+	// Deny is the predicted share of fresh keys (keys never seen) denied
+	// with the keys at their limit, (1 - e^(-k/M))^L for the k keys of a
+	// shard; Got the predicted share of those keys that got their whole
+	// burst when they arrived.
+	Deny, Got float64
+}
+
+// Suggest returns the smallest server sketch for a Limiter that holds
+// keys keys at their limit at once (each at a debt that would deny a
+// request) with at most a share deny of fresh keys denied because of
+// them, spread over shards shards (0 means 1; each holds about
+// keys/shards). It is the count-min's Bloom-filter formula: a fresh key
+// is denied when each of its L cells holds a key at its limit, so about
+// log2(1/deny) levels of keys/ln 2 cells, 1.44 log2(1/deny) cells (11.5
+// log2(1/deny) bytes) per key: 1M keys at 1% take 7 x 1,370,423 cells,
+// 73 MiB. Keys below their limit cost less: a cell denies once the debts
+// in it add up to the burst. docs/capacity.md compares the measured
+// rates. keys must be >= 1 and deny in (0, 1), or the error matches
+// ErrInvalidConfig.
+func Suggest(keys int, deny float64, shards uint32) (Size, error) {
+	if shards == 0 {
+		shards = 1
+	}
+	if keys < 1 || !(deny > 0 && deny < 1) {
+		return Size{}, fmt.Errorf("%w: Suggest needs keys >= 1 and deny in (0, 1); got %d, %v", ErrInvalidConfig, keys, deny)
+	}
+	per := (keys + int(shards) - 1) / int(shards)
+	g, err := bucket.SuggestCountMin(per, deny, 1)
+	if err != nil {
+		return Size{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	}
+	return Size{
+		Levels: g.Levels, CellsPerLevel: g.Cells, Shards: shards,
+		MemoryBytes: int64(shards) * (headerBytes + int64(g.Levels)*int64(g.Cells)*8),
+		Deny:        g.Deny, Got: g.Got,
+	}, nil
+}
