@@ -20,16 +20,20 @@ import (
 	"github.com/lfgrudge/grudge/sketch"
 )
 
-// The benchmarks compare limit with the per-key alternatives a Go server
+// The benchmarks compare limit (its default engine, and the count-min
+// engine: limit-countmin) with the per-key alternatives a Go server
 // uses: a sync.Map of *rate.Limiter (golang.org/x/time/rate), the same
-// with a TTL purge sweep, and a limiter on sketch/reference's rotator
-// (the mutex-per-cell design of grudge, as toll builds on it). Every
-// limiter allows rate r per key with burst b and the same sketch size
-// (L=4, M=100k, two generations).
+// with a TTL purge sweep, a limiter on sketch/reference's rotator (the
+// mutex-per-cell design of grudge, as toll builds on it), and the bounded
+// peers of peers_test.go (LRU caches of *rate.Limiter at limit's memory,
+// go-limiter's memorystore). Every limiter allows rate r per key with
+// burst b; the sketches have the same size (L=4, M=100k, two
+// generations). docs/readings.md has the commands and the numbers:
 //
-//	for i in 1 2 3 4 5; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
-//	go run ./limit/internal/allowratio < allow.txt
-//	go test -run '^$' -bench 'Heap' -benchtime 1x ./limit/
+//	for i in 1 2 3 4 5; do go test -run '^$' -bench 'Allow$' -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
+//	go run ./cmd/allowratio < allow.txt
+//	go test -run '^$' -bench 'Heap|Forget' -benchtime 1x ./limit/
+//	go test -run '^$' -bench Abuser -benchtime 1x -count 5 ./limit/
 
 const benchKeys = 1 << 20
 
@@ -149,7 +153,9 @@ var benchImpls = []benchImpl{
 		return t, func() { close(stop); <-done }
 	}},
 	{"reference", func(b testing.TB, r float64, burst int) (allower, func()) {
-		l := limit.MustNew(limit.Limit(r), burst) // for its derived Hi and Period
+		// The count-min limiter's derived Hi and Period (on Buckets, the
+		// default where exact, Period is 0: it does not rotate).
+		l := limit.MustNew(limit.Limit(r), burst, limit.WithEngine(limit.CountMin))
 		rr, err := ref.NewRotator(ref.RotatorConfig{
 			Sketch: sketch.Config{
 				Levels: 4, CellsPerLevel: 100_000, Decay: decay.Linear(r),
