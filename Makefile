@@ -11,8 +11,10 @@ QEMU      ?= qemu-aarch64-static
 ARM64_BIN := bin/arm64
 # The Go modules of the repository that replace the library by this
 # checkout, as directories (redis/ requires the library at its planned
-# tag and has its own steps: test-redis).
-MODULES   := . tests bench
+# tag and has its own steps: test-redis). examples/ holds the servers
+# behind limit/httplimit on net/http, chi, echo and gin, so the routers
+# stay out of the library's module graph.
+MODULES   := . tests bench examples
 # The modules whose packages are the library's and its tests: raced,
 # run under purego and on arm64.
 CORE_MODULES := . tests
@@ -20,7 +22,7 @@ CORE_MODULES := . tests
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-redis test-bench vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
+.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-redis test-bench test-examples vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
 
 all: test
 
@@ -28,9 +30,9 @@ all: test
 ## vet (amd64 + arm64 + purego), staticcheck, go mod tidy, race tests of
 ## the library and of tests/ (the consumer check included), purego tests,
 ## the no-backoff build, the arm64 suite under qemu, the bench module's
-## tests, and the redis/ module (vet, staticcheck, its tidy check, race
+## tests, the examples module's, and the redis/ module (vet, staticcheck, its tidy check, race
 ## tests against real redis-servers and a Redis Cluster).
-test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-bench test-redis
+test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-bench test-examples test-redis
 	@echo "make test: all checks passed"
 
 ## deps: install what the tests need when it is missing: qemu-user-static
@@ -103,6 +105,11 @@ test-arm64:
 ## options), raced.
 test-bench:
 	cd bench && $(GO) test -race -count=1 -timeout 10m ./...
+
+## test-examples: the example servers (examples/: net/http, chi, echo,
+## gin) built and driven through their handlers, raced.
+test-examples:
+	cd examples && $(GO) test -race -count=1 -timeout 10m ./...
 
 ## test-redis: the nested module redis/ (its own go.mod; the core module
 ## has no Redis dependency), built through the go.work workspace at the

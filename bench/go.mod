@@ -4,10 +4,13 @@ go 1.26.0
 
 require (
 	github.com/go-redis/redis_rate/v10 v10.0.1
+	github.com/hashicorp/golang-lru/v2 v2.0.7
 	github.com/lfgrudge/grudge v0.1.0
 	github.com/loov/hrtime v1.0.3
+	github.com/maypok86/otter/v2 v2.4.0
 	github.com/redis/go-redis/v9 v9.23.0
 	github.com/redis/rueidis v1.0.80
+	github.com/sethvargo/go-limiter v0.7.1
 	golang.org/x/time v0.15.0
 	gonum.org/v1/plot v0.17.0
 )

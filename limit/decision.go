@@ -14,9 +14,12 @@ import (
 type Decision struct {
 	// Allowed reports whether the request was admitted (and debited).
 	Allowed bool
-	// Limit and Burst are the limiter's policy.
-	Limit Limit
-	Burst int
+	// Limit and Burst are the limiter's policy, and Policy its name
+	// (WithName): for a Multi, the window's whose Remaining (admitted) or
+	// RetryAfter (denied) the Decision reports.
+	Limit  Limit
+	Burst  int
+	Policy string
 	// Remaining is how many one-token requests the key could make right
 	// after this decision: floor(burst - debt), at least 0.
 	Remaining int
@@ -63,7 +66,7 @@ func (l *Limiter) PeekN(t time.Time, key string, n int) Decision {
 
 func (l *Limiter) decide(t time.Time, key string, n int, commit bool) Decision {
 	checkN("Decide", n)
-	d := Decision{Limit: l.limit, Burst: l.burst}
+	d := Decision{Limit: l.limit, Burst: l.burst, Policy: l.name}
 	if l.none() {
 		d.Allowed, d.Remaining = l.unset(), l.burst
 		return d

@@ -144,6 +144,11 @@
 //
 // # Input
 //
+// ParseLimit reads a rate from a flag, an environment variable or a
+// configuration file ("100/s", "1000/h", "5/m", "10/250ms", ulule's
+// "1000-H", "inf"); Limit is an encoding.TextMarshaler and
+// TextUnmarshaler whose text reads back to the same Limit, bit for bit.
+//
 // New returns a *sketch.ConfigError (errors.Is(err,
 // sketch.ErrInvalidConfig)) for a NaN, zero, negative or too large limit,
 // a burst < 1, a nil Option or an invalid option (WithEngine(Buckets)

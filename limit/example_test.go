@@ -55,6 +55,29 @@ func ExampleMulti() {
 	// Output: 2 9
 }
 
+// Rates from flags, environment variables and configuration files:
+// ParseLimit reads "count/period", and a Limit is an encoding.TextUnmarshaler
+// (flag.TextVar, JSON strings, YAML) whose MarshalText reads back exactly.
+func ExampleParseLimit() {
+	for _, s := range []string{"100/s", "1000/h", "5/m", "10/250ms", "1000-H"} {
+		r, err := limit.ParseLimit(s)
+		if err != nil {
+			panic(err)
+		}
+		text, _ := r.MarshalText()
+		fmt.Printf("%-8s %.6g/s  %s\n", s, float64(r), text)
+	}
+	_, err := limit.ParseLimit("100/fortnight")
+	fmt.Println(err)
+	// Output:
+	// 100/s    100/s  100/s
+	// 1000/h   0.277778/s  1000/h
+	// 5/m      0.0833333/s  5/m
+	// 10/250ms 40/s  40/s
+	// 1000-H   0.277778/s  1000/h
+	// limit: ParseLimit: the period must be a positive duration (a unit ns, us, ms, s, m, h or d, or one like 250ms) (want "count/period", e.g. "100/s", "1000/h" or "10/250ms"); got "100/fortnight"
+}
+
 // An operator's view of a limiter's capacity: its Stats published with
 // expvar (served at /debug/vars by expvar's handler), and an alert when
 // the limiter would deny more than 1% of clients it has never seen. A

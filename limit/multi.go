@@ -82,7 +82,7 @@ func (m *Multi) AllowN(t time.Time, key string, n int) bool {
 // all of them (if nothing else happens to the keys) and one 1 ms earlier
 // is not; Never if n exceeds any window's burst. Limit and Burst are
 // those of the window that sets Remaining (on an admission) or
-// RetryAfter (on a denial).
+// RetryAfter (on a denial), and Policy its name.
 func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 	checkN("Multi.DecideKeys", n)
 	if len(m.ls) == 0 {
@@ -134,20 +134,20 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 	}
 	// Every window's state after the decision (a read).
 	first := m.ls[max(denied, 0)]
-	d := Decision{Limit: first.limit, Burst: first.burst, Remaining: math.MaxInt}
+	d := Decision{Limit: first.limit, Burst: first.burst, Policy: first.name, Remaining: math.MaxInt}
 	for i, l := range m.ls {
 		w := l.state(t, key(i), n)
 		switch {
 		case denied < 0:
 			if w.Remaining < d.Remaining {
-				d.Limit, d.Burst = w.Limit, w.Burst
+				d.Limit, d.Burst, d.Policy = w.Limit, w.Burst, w.Policy
 			}
 		case w.Never:
 			if !d.Never {
-				d.Never, d.RetryAfter, d.Limit, d.Burst = true, InfDuration, w.Limit, w.Burst
+				d.Never, d.RetryAfter, d.Limit, d.Burst, d.Policy = true, InfDuration, w.Limit, w.Burst, w.Policy
 			}
 		case !d.Never && (w.RetryAfter > d.RetryAfter || i == denied && d.RetryAfter == 0):
-			d.RetryAfter, d.Limit, d.Burst = w.RetryAfter, w.Limit, w.Burst
+			d.RetryAfter, d.Limit, d.Burst, d.Policy = w.RetryAfter, w.Limit, w.Burst, w.Policy
 		}
 		d.Remaining, d.ResetAfter, d.NextAfter = combine(d, w)
 	}
@@ -181,7 +181,7 @@ func (m *Multi) precheck(t time.Time, n int, key func(int) string) int {
 // ResetAfter and NextAfter of its debt now, Allowed whether n more fit,
 // and if not RetryAfter (or Never).
 func (l *Limiter) state(t time.Time, key string, n int) Decision {
-	d := Decision{Limit: l.limit, Burst: l.burst}
+	d := Decision{Limit: l.limit, Burst: l.burst, Policy: l.name}
 	if l.none() {
 		d.Allowed, d.Remaining = l.unset(), l.burst
 		return d

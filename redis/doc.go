@@ -4,6 +4,12 @@
 // module (github.com/lfgrudge/grudge/redis) so the core keeps no Redis
 // dependency.
 //
+// A *Limiter is an httplimit.Limiter as it is (DecideContext and
+// Policies): httplimit.Wrap(l, mux) limits every client across every
+// instance, with the draft's header fields; a round trip that fails is
+// decided by the Limiter's Policy (FailClosed: 503 from the middleware,
+// FailOpen and LocalFallback: their decision).
+//
 // # Model
 //
 // The server holds L x M cells per generation in one Redis string (a

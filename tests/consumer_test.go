@@ -11,10 +11,12 @@ import (
 
 // forbidden are the modules a user of the library must never get in
 // their module graph: plotting (the bench module's), test-only and
-// measurement modules.
+// measurement modules, the examples' routers.
 var forbidden = []string{
 	"gonum", "go-fonts", "go-latex", "go-pdf", "sbinet/gg", "svgo", "freetype",
 	"golang.org/x/image", "porcupine", "rapid", "hrtime", "goleak", "golang.org/x/time",
+	// The routers of the examples module and the peers of the benchmarks.
+	"go-chi", "labstack/echo", "gin-gonic", "maypok86/otter", "golang-lru", "sethvargo/go-limiter",
 }
 
 // consumerMain imports every public package of the module.

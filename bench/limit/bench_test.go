@@ -20,16 +20,20 @@ import (
 	"github.com/lfgrudge/grudge/sketch"
 )
 
-// The benchmarks compare limit with the per-key alternatives a Go server
+// The benchmarks compare limit (its default engine, and the count-min
+// engine: limit-countmin) with the per-key alternatives a Go server
 // uses: a sync.Map of *rate.Limiter (golang.org/x/time/rate), the same
-// with a TTL purge sweep, and a limiter on sketch/reference's rotator
-// (the mutex-per-cell design of grudge, as toll builds on it). Every
-// limiter allows rate r per key with burst b and the same sketch size
-// (L=4, M=100k, two generations).
+// with a TTL purge sweep, a limiter on sketch/reference's rotator (the
+// mutex-per-cell design of grudge, as toll builds on it), and the bounded
+// peers of peers_test.go (LRU caches of *rate.Limiter at limit's memory,
+// go-limiter's memorystore). Every limiter allows rate r per key with
+// burst b; the sketches have the same size (L=4, M=100k, two
+// generations). docs/readings.md has the commands and the numbers:
 //
-//	for i in 1 2 3 4 5; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
-//	go run ./limit/internal/allowratio < allow.txt
-//	go test -run '^$' -bench 'Heap' -benchtime 1x ./limit/
+//	for i in 1 2 3 4 5; do go test -run '^$' -bench 'Allow$' -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
+//	go run ./cmd/allowratio < allow.txt
+//	go test -run '^$' -bench 'Heap|Forget' -benchtime 1x ./limit/
+//	go test -run '^$' -bench Abuser -benchtime 1x -count 5 ./limit/
 
 const benchKeys = 1 << 20
 
@@ -123,6 +127,9 @@ var benchImpls = []benchImpl{
 	{"limit", func(b testing.TB, r float64, burst int) (allower, func()) {
 		return limitImpl{limit.MustNew(limit.Limit(r), burst)}, func() {}
 	}},
+	{"limit-countmin", func(b testing.TB, r float64, burst int) (allower, func()) {
+		return limitImpl{limit.MustNew(limit.Limit(r), burst, limit.WithEngine(limit.CountMin))}, func() {}
+	}},
 	{"syncmap", func(b testing.TB, r float64, burst int) (allower, func()) {
 		return &syncMapLimiter{r: rate.Limit(r), b: burst}, func() {}
 	}},
@@ -146,7 +153,9 @@ var benchImpls = []benchImpl{
 		return t, func() { close(stop); <-done }
 	}},
 	{"reference", func(b testing.TB, r float64, burst int) (allower, func()) {
-		l := limit.MustNew(limit.Limit(r), burst) // for its derived Hi and Period
+		// The count-min limiter's derived Hi and Period (on Buckets, the
+		// default where exact, Period is 0: it does not rotate).
+		l := limit.MustNew(limit.Limit(r), burst, limit.WithEngine(limit.CountMin))
 		rr, err := ref.NewRotator(ref.RotatorConfig{
 			Sketch: sketch.Config{
 				Levels: 4, CellsPerLevel: 100_000, Decay: decay.Linear(r),
@@ -162,55 +171,73 @@ var benchImpls = []benchImpl{
 	}},
 }
 
-// BenchmarkAllow measures one Allow on uniform keys out of 1M, admitted
-// (a generous limit: every call admits) and denied (every key exhausted
-// beforehand, a limit that does not refill within the run), at the
-// GOMAXPROCS given by -cpu. Every implementation is warmed with one call
-// per key first, so the sync.Map ones hold 1M limiters.
+// allImpls are the implementations BenchmarkAllow compares: limit, the
+// sync.Map ones, the reference, and the bounded peers (peers_test.go).
+var allImpls = append(benchImpls[:len(benchImpls):len(benchImpls)], peerImpls...)
+
+// BenchmarkAllow measures one Allow on uniform keys out of 1M (and out of
+// 16k, within the bounded peers' bound), admitted (a generous limit:
+// every call admits) and denied (every key exhausted beforehand, a limit
+// that does not refill within the run), at the GOMAXPROCS given by -cpu.
+// Every implementation is warmed with one call per key first (a copy of
+// the key), so the sync.Map ones hold 1M limiters and the bounded ones
+// their bound. wrong/op is the fraction of calls that did not answer as
+// the path expects: on the denied path at 1M keys, the keys a bounded
+// cache forgot and admitted again.
 func BenchmarkAllow(b *testing.B) {
-	for _, path := range []string{"admitted", "denied"} {
-		for _, impl := range benchImpls {
-			b.Run(fmt.Sprintf("path=%s/impl=%s/keys=1M", path, impl.name), func(b *testing.B) {
-				r, burst := 1000.0, 10
-				if path == "denied" {
-					r, burst = 1e-6, 1
-				}
-				a, stop := impl.new(b, r, burst)
-				defer stop()
-				var warm [8]byte
-				for i := range uint64(benchKeys) {
-					a.Allow(benchKey(&warm, i))
-				}
-				// Collect the garbage of earlier sub-benchmarks (1M-entry
-				// maps) now, so that no background GC of theirs runs in
-				// this one's timed loop.
-				runtime.GC()
-				var seed atomic.Uint64
-				var wrong atomic.Int64
-				b.ReportAllocs()
-				b.ResetTimer()
-				b.RunParallel(func(pb *testing.PB) {
-					x := seed.Add(1)*0x9e3779b97f4a7c15 | 1
-					want := path == "admitted"
-					bad := int64(0)
-					var buf [8]byte
-					for pb.Next() {
-						x ^= x >> 12
-						x ^= x << 25
-						x ^= x >> 27
-						if a.Allow(benchKey(&buf, (x*0x2545f4914f6cdd1d)>>44)) != want {
-							bad++
-						}
-					}
-					wrong.Add(bad)
-				})
-				b.StopTimer()
-				// The admitted path may deny a few (a collision's debt);
-				// report it rather than flatter the path.
-				b.ReportMetric(float64(wrong.Load())/float64(b.N), "wrong/op")
-			})
+	for _, keys := range []uint64{benchKeys, 16 << 10} {
+		for _, path := range []string{"admitted", "denied"} {
+			for _, impl := range allImpls {
+				benchAllow(b, impl, path, keys)
+			}
 		}
 	}
+}
+
+func benchAllow(b *testing.B, impl benchImpl, path string, keys uint64) {
+	name := fmt.Sprintf("%dk", keys>>10)
+	if keys >= 1<<20 {
+		name = fmt.Sprintf("%dM", keys>>20)
+	}
+	b.Run(fmt.Sprintf("path=%s/impl=%s/keys=%s", path, impl.name, name), func(b *testing.B) {
+		r, burst := 1000.0, 10
+		if path == "denied" {
+			r, burst = 1e-6, 1
+		}
+		a, stop := impl.new(b, r, burst)
+		defer stop()
+		var warm [8]byte
+		for i := range keys {
+			a.Allow(strings.Clone(benchKey(&warm, i)))
+		}
+		// Collect the garbage of earlier sub-benchmarks (1M-entry
+		// maps) now, so that no background GC of theirs runs in
+		// this one's timed loop.
+		runtime.GC()
+		var seed atomic.Uint64
+		var wrong atomic.Int64
+		b.ReportAllocs()
+		b.ResetTimer()
+		b.RunParallel(func(pb *testing.PB) {
+			x := seed.Add(1)*0x9e3779b97f4a7c15 | 1
+			want := path == "admitted"
+			bad := int64(0)
+			var buf [8]byte
+			for pb.Next() {
+				x ^= x >> 12
+				x ^= x << 25
+				x ^= x >> 27
+				if a.Allow(benchKey(&buf, ((x*0x2545f4914f6cdd1d)>>44)&(keys-1))) != want {
+					bad++
+				}
+			}
+			wrong.Add(bad)
+		})
+		b.StopTimer()
+		// The admitted path may deny a few (a collision's debt);
+		// report it rather than flatter the path.
+		b.ReportMetric(float64(wrong.Load())/float64(b.N), "wrong/op")
+	})
 }
 
 // BenchmarkHeap reports the live heap (after GC) an implementation holds
@@ -221,7 +248,7 @@ func BenchmarkAllow(b *testing.B) {
 // (e.g. 3000000) on a machine short of memory.
 func BenchmarkHeap(b *testing.B) {
 	counts := []int{1_000_000, 10_000_000}
-	for _, impl := range benchImpls[:3] {
+	for _, impl := range append(benchImpls[:4:4], peerImpls...) {
 		for _, n := range counts {
 			b.Run(fmt.Sprintf("impl=%s/keys=%dM", impl.name, n/1_000_000), func(b *testing.B) {
 				for range b.N {

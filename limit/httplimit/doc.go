@@ -1,8 +1,32 @@
-// Package httplimit is net/http middleware over limit.Limiter: a limit per
-// client in constant memory, whatever the number of clients.
+// Package httplimit is net/http middleware over a per-key limiter: a
+// limit per client in constant memory, whatever the number of clients.
 //
 //	l := limit.MustNew(10, 20)                 // 10/s, bursts of 20, per client
 //	http.ListenAndServe(addr, httplimit.Wrap(l, mux))
+//
+// # Limiters
+//
+// The middleware takes a Limiter, an interface of two methods
+// (DecideContext and Policies) that *limit.Limiter and *limit.Multi (10/s
+// and 1000/h at once, all or nothing) implement, and so does the Redis
+// module's *redis.Limiter (one limit across the instances of a service).
+// A Multi's windows need distinct names (limit.WithName): RateLimit-Policy
+// lists them all, RateLimit names the one that binds. Per route, give each
+// route its own Middleware: With copies one's options onto another
+// limiter, and Handler wraps the route (mux.Handle(pattern,
+// login.Handler(h)), chi's r.With(login.Handler)). For routers whose
+// middleware is not an http.Handler wrapper (gin, echo's native form),
+// Allow decides a request and answers it unless it should go on. The
+// examples module of the repository (examples/) runs it under net/http,
+// chi, echo and gin.
+//
+// # Hooks
+//
+// WithSkip (before the key: health checks) and WithExcludedKey (after
+// it: an allowlist) let requests through untouched; WithDeniedHandler
+// writes denials (the fields already set); WithErrorHandler answers what
+// cannot be decided; WithLimiterError sees every error of the limiter;
+// WithHook sees every decision.
 //
 // # Keys
 //
@@ -45,8 +69,12 @@
 //
 // A request whose key cannot be extracted, or whose cost is invalid, goes
 // to the error handler (WithErrorHandler) with a typed error (ErrNoClientIP,
-// ErrForwardedFor, ErrNoHeader, ErrBadCost); the default answers 400 for
-// the client's own faults and 500 for the server's, with the status text
-// only: no error text ever reaches a response. New's errors are
-// *sketch.ConfigError values (a nil limiter or Option included).
+// ErrForwardedFor, ErrNoHeader, ErrBadCost), and so does one the limiter
+// could not decide (ErrLimiter, wrapping the limiter's error: a remote
+// store down with no fallback); the default answers 400 for the client's
+// own faults, 500 for the server's and 503 for the limiter's, with the
+// status text only: no error text ever reaches a response. A limiter that
+// errs but still decides (the Redis module's FailOpen and LocalFallback
+// policies) is followed. New's errors are *sketch.ConfigError values (a
+// nil limiter or Option included).
 package httplimit

@@ -63,13 +63,13 @@ func ceilSeconds(d time.Duration) int64 {
 	return int64(s)
 }
 
-// policyField returns the RateLimit-Policy value of the draft for a token
+// policyField returns the RateLimit-Policy item of the draft for a token
 // bucket: the quota q is the burst (what a full bucket admits at once)
 // and the window w the time to refill it from empty, burst/rate seconds
 // rounded up (at least 1).
-func policyField(quotedName string, l *limit.Limiter) string {
-	w := ceilSeconds(time.Duration(math.Ceil(float64(l.Burst()) / float64(l.Limit()) * float64(time.Second))))
-	return quotedName + ";q=" + strconv.Itoa(l.Burst()) + ";w=" + strconv.FormatInt(max(w, 1), 10)
+func policyField(quotedName string, p limit.Policy) string {
+	w := ceilSeconds(time.Duration(math.Ceil(float64(p.Burst) / float64(p.Limit) * float64(time.Second))))
+	return quotedName + ";q=" + strconv.Itoa(p.Burst) + ";w=" + strconv.FormatInt(max(w, 1), 10)
 }
 
 // rateLimitField returns the RateLimit value of the draft: r the

@@ -1,9 +1,11 @@
 package httplimit
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"strconv"
 
@@ -11,29 +13,73 @@ import (
 	"github.com/lfgrudge/grudge/limit"
 )
 
+// Limiter is what a Middleware limits with: *limit.Limiter and
+// *limit.Multi implement it, and so does the Redis module's
+// *redis.Limiter (a limit shared by every instance of a service).
+type Limiter interface {
+	// DecideContext decides a request of n >= 1 tokens for key, now. A
+	// nil error means d is the limiter's decision. A non-nil error means
+	// the limiter could not decide as configured (a remote store failed
+	// or timed out); d is then what its fallback decided, if anything:
+	// a decision is a Decision that is Allowed, Never, or a denial with
+	// RetryAfter > 0.
+	DecideContext(ctx context.Context, key string, n int) (limit.Decision, error)
+	// Policies returns the token buckets the limiter enforces, at least
+	// one, with distinct names; a Decision's Policy names one of them.
+	Policies() []limit.Policy
+}
+
+// ErrLimiter is matched (errors.Is) by the error the error handler gets
+// when the limiter returned an error and no decision; the error also
+// wraps the limiter's. The default handler answers 503.
+var ErrLimiter = errors.New("httplimit: the limiter could not decide")
+
 // Middleware limits the requests of each key (by default the client IP,
-// IPv6 folded to /64) with a limit.Limiter. Create one with New; the zero
-// Middleware is not usable (Handler panics with "httplimit: zero
-// Middleware; use New"). It is safe for concurrent use.
+// IPv6 folded to /64) with a Limiter. Create one with New (and one per
+// route with With); the zero Middleware is not usable (Handler and
+// Allow panic with "httplimit: zero Middleware; use New"). It is safe
+// for concurrent use.
 //
-// Every answer carries the RateLimit-Policy and RateLimit fields of
-// Draft; a denial is 429 Too Many Requests with Retry-After in whole
+// For each request, in order: WithSkip's function may let it through
+// untouched; the key is extracted (an error goes to the error handler);
+// WithExcludedKey's function may let it through untouched; the cost is
+// computed (below 1: the error handler); the limiter decides. A limiter
+// error goes to WithLimiterError's function, and when the limiter made
+// no decision at all, to the error handler (wrapped in ErrLimiter);
+// otherwise the decision stands (a fallback's: the Redis module's
+// FailOpen or LocalFallback). Then WithHook's function sees the
+// decision, the header fields are set, and the request goes to the next
+// handler if admitted, to the denied handler if not.
+//
+// Every decided answer carries the RateLimit-Policy and RateLimit fields
+// of Draft; a denial is 429 Too Many Requests with Retry-After in whole
 // seconds rounded up (so a client retrying at that second is never
 // early for its own debt). A request that can never be admitted (cost
 // above the burst) is 429 without Retry-After.
 type Middleware struct {
-	l          *limit.Limiter
-	key        KeyFunc
-	cost       func(*http.Request) int
-	legacy     bool
-	problem    bool
-	hook       func(r *http.Request, key string, d limit.Decision)
-	onKeyError func(w http.ResponseWriter, r *http.Request, err error)
-	policy     string // the RateLimit-Policy value, fixed
-	quoted     string // the policy name as an sf-string
+	l        Limiter
+	key      KeyFunc
+	cost     func(*http.Request) int
+	legacy   bool
+	problem  bool
+	hook     func(r *http.Request, key string, d limit.Decision)
+	onError  func(w http.ResponseWriter, r *http.Request, err error)
+	onDenied func(w http.ResponseWriter, r *http.Request, d limit.Decision) // nil: deny
+	onLimErr func(r *http.Request, key string, err error)
+	skip     func(r *http.Request) bool
+	excluded func(key string) bool
+	policies []policy // the limiter's, in order
+	policy   string   // the RateLimit-Policy value, fixed; "" when every policy is Inf
 }
 
-// Option configures New.
+// policy is one of the limiter's policies, as the fields name it.
+type policy struct {
+	name   string
+	quoted string // name as an sf-string
+	inf    bool   // limit.Inf: announced nowhere
+}
+
+// Option configures New and With.
 type Option func(*Middleware)
 
 // WithKey sets the key extractor (default RemoteIP()).
@@ -59,51 +105,116 @@ func WithProblemJSON(on bool) Option { return func(m *Middleware) { m.problem = 
 
 // WithHook calls f after every decision (admitted or not), before the
 // answer is written: for metrics and logging. f must be safe for
-// concurrent use and should be fast.
+// concurrent use and should be fast. nil removes it.
 func WithHook(f func(r *http.Request, key string, d limit.Decision)) Option {
 	return func(m *Middleware) { m.hook = f }
 }
 
-// WithErrorHandler answers requests whose key cannot be extracted, or
-// whose cost is invalid (ErrBadCost); err says why, for logs. The default
-// answers 500 Internal Server Error for ErrNoClientIP, ErrNilRequest and
-// ErrBadCost (the server's faults) and 400 Bad Request otherwise, with the
+// WithErrorHandler answers requests the middleware cannot decide: the key
+// cannot be extracted, the cost is invalid (ErrBadCost), or the limiter
+// returned an error and no decision (ErrLimiter); err says why, for
+// logs. The default answers 500 Internal Server Error for ErrNoClientIP,
+// ErrNilRequest and ErrBadCost (the server's faults), 503 Service
+// Unavailable for ErrLimiter, and 400 Bad Request otherwise, with the
 // status text only: no error text reaches the client.
 func WithErrorHandler(f func(w http.ResponseWriter, r *http.Request, err error)) Option {
-	return func(m *Middleware) { m.onKeyError = f }
+	return func(m *Middleware) { m.onError = f }
 }
+
+// WithDeniedHandler answers denied requests instead of the default 429
+// (throttled's DeniedHandler, ulule's WithLimitReachedHandler). The
+// header fields (RateLimit-Policy, RateLimit, Retry-After unless d.Never)
+// are already set when f runs; f writes the status and the body. Keep
+// error text and the key out of the body. nil restores the default.
+func WithDeniedHandler(f func(w http.ResponseWriter, r *http.Request, d limit.Decision)) Option {
+	return func(m *Middleware) { m.onDenied = f }
+}
+
+// WithLimiterError calls f with every error the limiter returns, whether
+// or not it also decided (a degraded Redis limiter decides by its
+// Policy): for logs and metrics. nil removes it.
+func WithLimiterError(f func(r *http.Request, key string, err error)) Option {
+	return func(m *Middleware) { m.onLimErr = f }
+}
+
+// WithSkip lets through, before the key is extracted, the requests for
+// which f returns true: not limited, no header fields, nothing debited
+// (health checks, static files). nil removes it.
+func WithSkip(f func(r *http.Request) bool) Option { return func(m *Middleware) { m.skip = f } }
+
+// WithExcludedKey lets through the requests whose key f returns true
+// for, as WithSkip but after the key is extracted (ulule's
+// WithExcludedKey: an allowlist of clients). nil removes it.
+func WithExcludedKey(f func(key string) bool) Option { return func(m *Middleware) { m.excluded = f } }
 
 // New returns middleware limiting with l. It returns a *sketch.ConfigError
 // (errors.Is(err, sketch.ErrInvalidConfig)), prefixed "httplimit: ", for
-// a nil or zero limiter, a nil Option, a nil WithKey or WithErrorHandler
-// function, or a policy name (l.Name()) that is not printable ASCII.
-func New(l *limit.Limiter, opts ...Option) (*Middleware, error) {
-	if l == nil || l.Burst() == 0 { // New never builds a burst of 0
-		return nil, bad("Limiter", l, "New needs a limiter from limit.New; got nil or a zero Limiter")
+// a nil or zero limiter (no policies), a nil Option, a nil WithKey or
+// WithErrorHandler function, or a policy whose name
+// is not printable ASCII or repeats another's (give a Multi's windows
+// names with limit.WithName), whose limit is not > 0, or whose burst is
+// negative.
+func New(l Limiter, opts ...Option) (*Middleware, error) {
+	return build(&Middleware{key: RemoteIP(), onError: defaultError}, l, opts)
+}
+
+// With returns middleware with m's options and limiter l, then opts:
+// one per route, sharing the key, hooks and handlers (chi's
+// r.With(m.Handler), or mux.Handle(pattern, m.Handler(h)) per pattern).
+// Its errors are New's.
+func (m *Middleware) With(l Limiter, opts ...Option) (*Middleware, error) {
+	if m.l == nil {
+		return nil, bad("Middleware", nil, "With on a zero Middleware; use New")
 	}
-	m := &Middleware{l: l, key: RemoteIP(), onKeyError: defaultError}
+	c := *m
+	return build(&c, l, opts)
+}
+
+func build(m *Middleware, l Limiter, opts []Option) (*Middleware, error) {
+	var pols []limit.Policy
+	if l != nil {
+		pols = l.Policies()
+	}
+	if len(pols) == 0 {
+		return nil, bad("Limiter", l, "New needs a limiter from limit.New or limit.NewMulti (or another with a policy); got nil or a zero limiter")
+	}
 	for i, o := range opts {
 		if o == nil {
 			return nil, bad("Option", i, "option %d is nil", i)
 		}
 		o(m)
 	}
-	if m.key == nil || m.onKeyError == nil {
+	if m.key == nil || m.onError == nil {
 		return nil, bad("Option", nil, "WithKey and WithErrorHandler need a non-nil function")
 	}
-	if err := checkName(l.Name()); err != nil {
-		return nil, err
-	}
-	m.quoted = sfString(l.Name())
-	if l.Limit() != limit.Inf {
-		m.policy = policyField(m.quoted, l)
+	m.l, m.policies, m.policy = l, nil, ""
+	for _, p := range pols {
+		if err := checkName(p.Name); err != nil {
+			return nil, err
+		}
+		if !(p.Limit > 0) || p.Burst < 0 {
+			return nil, bad("Policy", p, "policy %q: the limit must be > 0 and the burst >= 0; got %v and %d", p.Name, float64(p.Limit), p.Burst)
+		}
+		for _, q := range m.policies {
+			if q.name == p.Name {
+				return nil, bad("Name", p.Name, "policy names must be distinct (limit.WithName on each window); got %q twice", p.Name)
+			}
+		}
+		q := policy{name: p.Name, quoted: sfString(p.Name), inf: p.Limit == limit.Inf || math.IsInf(float64(p.Limit), 1)}
+		m.policies = append(m.policies, q)
+		if !q.inf {
+			if m.policy != "" {
+				m.policy += ", "
+			}
+			m.policy += policyField(q.quoted, p)
+		}
 	}
 	return m, nil
 }
 
 // Wrap is New(l, opts...).Handler(next) that panics on an error: the
 // middleware in one line.
-func Wrap(l *limit.Limiter, next http.Handler, opts ...Option) http.Handler {
+func Wrap(l Limiter, next http.Handler, opts ...Option) http.Handler {
 	m, err := New(l, opts...)
 	if err != nil {
 		panic(err)
@@ -116,18 +227,22 @@ func bad(field string, value any, format string, args ...any) error {
 	return core.ConfigErr("httplimit", field, value, format, args...)
 }
 
-// defaultError answers a request the middleware cannot key or cost: 500
-// for the server's faults, 400 for the client's, the status text only.
+// defaultError answers a request the middleware cannot decide: 500 for
+// the server's faults, 503 when the limiter could not decide, 400 for
+// the client's; the status text only.
 func defaultError(w http.ResponseWriter, _ *http.Request, err error) {
 	code := http.StatusBadRequest
-	if errors.Is(err, ErrNoClientIP) || errors.Is(err, ErrNilRequest) || errors.Is(err, ErrBadCost) {
+	switch {
+	case errors.Is(err, ErrLimiter):
+		code = http.StatusServiceUnavailable
+	case errors.Is(err, ErrNoClientIP) || errors.Is(err, ErrNilRequest) || errors.Is(err, ErrBadCost):
 		code = http.StatusInternalServerError
 	}
 	http.Error(w, http.StatusText(code), code)
 }
 
-// Handler returns next behind the limiter. It panics if next is nil, or
-// on the zero Middleware.
+// Handler returns next behind the limiter: Allow, then next if it
+// returned true. It panics if next is nil, or on the zero Middleware.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	if m.l == nil {
 		panic("httplimit: zero Middleware; use New")
@@ -136,42 +251,91 @@ func (m *Middleware) Handler(next http.Handler) http.Handler {
 		panic("httplimit: Handler needs a next handler; got nil")
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		key, err := m.key(r)
-		if err != nil {
-			m.onKeyError(w, r, err)
-			return
-		}
-		n := 1
-		if m.cost != nil {
-			if n = m.cost(r); n < 1 {
-				m.onKeyError(w, r, fmt.Errorf("%w; got %d", ErrBadCost, n))
-				return
-			}
-		}
-		d := m.l.DecideN(m.l.Now(), key, n)
-		if m.hook != nil {
-			m.hook(r, key, d)
-		}
-		m.SetHeaders(w.Header(), d)
-		if d.Allowed {
+		if m.Allow(w, r) {
 			next.ServeHTTP(w, r)
-			return
 		}
-		m.deny(w, d)
 	})
 }
 
-// SetHeaders sets the RateLimit-Policy and RateLimit fields (and the
-// legacy ones if enabled) for d, and Retry-After on a denial that can be
+// Allow decides r as Handler does, for routers whose middleware is not an
+// http.Handler wrapper (gin, echo): it sets the header fields on w and
+// returns true when r should go on to its handler; otherwise it has
+// answered r (429, or the error handler) and returns false. It panics on
+// the zero Middleware.
+func (m *Middleware) Allow(w http.ResponseWriter, r *http.Request) bool {
+	if m.l == nil {
+		panic("httplimit: zero Middleware; use New")
+	}
+	if m.skip != nil && m.skip(r) {
+		return true
+	}
+	key, err := m.key(r)
+	if err != nil {
+		m.onError(w, r, err)
+		return false
+	}
+	if m.excluded != nil && m.excluded(key) {
+		return true
+	}
+	n := 1
+	if m.cost != nil {
+		if n = m.cost(r); n < 1 {
+			m.onError(w, r, fmt.Errorf("%w; got %d", ErrBadCost, n))
+			return false
+		}
+	}
+	d, err := m.l.DecideContext(r.Context(), key, n)
+	if err != nil {
+		if m.onLimErr != nil {
+			m.onLimErr(r, key, err)
+		}
+		if !d.Allowed && !d.Never && d.RetryAfter <= 0 {
+			m.onError(w, r, fmt.Errorf("%w: %w", ErrLimiter, err))
+			return false
+		}
+	}
+	if m.hook != nil {
+		m.hook(r, key, d)
+	}
+	m.SetHeaders(w.Header(), d)
+	if d.Allowed {
+		return true
+	}
+	if m.onDenied != nil {
+		m.onDenied(w, r, d)
+	} else {
+		m.deny(w, d)
+	}
+	return false
+}
+
+// find returns the policy d names: d.Policy, or the first one for a
+// Decision that names none of them.
+func (m *Middleware) find(d limit.Decision) policy {
+	for _, p := range m.policies {
+		if p.name == d.Policy {
+			return p
+		}
+	}
+	return m.policies[0]
+}
+
+// SetHeaders sets the RateLimit-Policy field (every policy of the
+// limiter that is not Inf) and the RateLimit field (the policy d names:
+// its remaining quota r and t, the seconds until more is available), the
+// legacy ones if enabled, and Retry-After on a denial that can be
 // retried: RetryAfter in whole seconds rounded up, at least 1, so never
 // earlier than the RateLimit field's t (d.NextAfter <= d.RetryAfter). A
-// limiter with limit Inf sets none.
+// limiter whose policies are all Inf gets none; a Decision of an Inf
+// policy gets no RateLimit field.
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	if m.policy == "" {
 		return
 	}
 	h.Set("RateLimit-Policy", m.policy)
-	h.Set("RateLimit", rateLimitField(m.quoted, d))
+	if p := m.find(d); !p.inf {
+		h.Set("RateLimit", rateLimitField(p.quoted, d))
+	}
 	if m.legacy {
 		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
 		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
@@ -217,6 +381,6 @@ func (m *Middleware) deny(w http.ResponseWriter, d limit.Decision) {
 	w.WriteHeader(http.StatusTooManyRequests)
 	_ = json.NewEncoder(w).Encode(Problem{
 		Type: ProblemType, Title: ProblemTitle, Status: http.StatusTooManyRequests,
-		Detail: detail, ViolatedPolicies: []string{m.l.Name()}, RetryAfter: ra,
+		Detail: detail, ViolatedPolicies: []string{m.find(d).name}, RetryAfter: ra,
 	})
 }

@@ -1,16 +1,18 @@
 // Command allowratio summarizes interleaved rounds of BenchmarkAllow as
 // the markdown tables of docs/readings.md:
 //
-//	for i in 1 2 3 4 5; do go test -run '^$' -bench Allow -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
-//	go run ./limit/internal/allowratio < allow.txt
+//	for i in 1 2 3 4 5; do go test -run '^$' -bench 'Allow$' -benchtime 1000000x -cpu 1,2 ./limit/; done > allow.txt
+//	go run ./cmd/allowratio < allow.txt
 //
 // Each `go test` run is one round: it measures every implementation once,
 // one after the other, so the implementations of a round share the
 // machine's state at that time. The first table gives each
-// implementation's median ns/op over the rounds, with the range; the
-// second, for each other implementation, the ratio of its ns/op to
-// limit's within the same round (how many times faster limit is), median
-// and range over the rounds.
+// implementation's median ns/op over the rounds, with the range, per key
+// count and path; the second, for each other implementation, the ratio
+// of its ns/op to limit's within the same round (how many times faster
+// limit is), median and range over the rounds; the third, wrong/op
+// where any implementation has some (a bounded cache that forgot a
+// denied key).
 package main
 
 import (
@@ -23,16 +25,17 @@ import (
 	"strconv"
 )
 
-var line = regexp.MustCompile(`^BenchmarkAllow/path=([^/]+)/impl=([^/]+)/keys=\w+?(?:-(\d+))?\s+\d+\s+([0-9.]+) ns/op`)
+var line = regexp.MustCompile(`^BenchmarkAllow/path=([^/]+)/impl=([^/]+)/keys=(\w+?)(?:-(\d+))?\s+\d+\s+([0-9.]+) ns/op(?:\s+([0-9.e+-]+) wrong/op)?`)
 
 type cell struct {
-	path, impl string
-	procs      int
+	keys, path, impl string
+	procs            int
 }
 
 func main() {
 	rounds := map[cell][]float64{} // ns/op per round, in input order
-	var impls, paths []string
+	wrong := map[cell][]float64{}  // wrong/op per round
+	var impls, paths, keys []string
 	var procs []int
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
@@ -41,15 +44,22 @@ func main() {
 			continue
 		}
 		p := 1
-		if m[3] != "" {
-			p, _ = strconv.Atoi(m[3])
+		if m[4] != "" {
+			p, _ = strconv.Atoi(m[4])
 		}
-		ns, err := strconv.ParseFloat(m[4], 64)
+		ns, err := strconv.ParseFloat(m[5], 64)
 		if err != nil {
 			log.Fatal(err)
 		}
-		c := cell{m[1], m[2], p}
+		c := cell{m[3], m[1], m[2], p}
 		rounds[c] = append(rounds[c], ns)
+		if m[6] != "" {
+			w, _ := strconv.ParseFloat(m[6], 64)
+			wrong[c] = append(wrong[c], w)
+		}
+		if !slices.Contains(keys, c.keys) {
+			keys = append(keys, c.keys)
+		}
 		if !slices.Contains(impls, c.impl) {
 			impls = append(impls, c.impl)
 		}
@@ -69,36 +79,67 @@ func main() {
 	slices.Sort(procs)
 	fmt.Println("ns/op, median (min-max) over the rounds:")
 	fmt.Println()
-	header(procs, "path | implementation")
-	for _, path := range paths {
-		for _, impl := range impls {
-			fmt.Printf("| %s | `%s` |", path, impl)
-			for _, p := range procs {
-				fmt.Printf(" %s |", summary(rounds[cell{path, impl, p}], "%.0f"))
+	header(procs, "keys | path | implementation")
+	for _, k := range keys {
+		for _, path := range paths {
+			for _, impl := range impls {
+				fmt.Printf("| %s | %s | `%s` |", k, path, impl)
+				for _, p := range procs {
+					fmt.Printf(" %s |", summary(rounds[cell{k, path, impl, p}], "%.0f"))
+				}
+				fmt.Println()
 			}
-			fmt.Println()
 		}
 	}
 	fmt.Println()
 	fmt.Println("ns/op of the implementation / ns/op of `limit` in the same round, median (min-max):")
 	fmt.Println()
-	header(procs, "path | limit faster than")
-	for _, path := range paths {
-		for _, impl := range impls {
-			if impl == "limit" {
-				continue
-			}
-			fmt.Printf("| %s | `%s` |", path, impl)
-			for _, p := range procs {
-				base, other := rounds[cell{path, "limit", p}], rounds[cell{path, impl, p}]
-				n := min(len(base), len(other))
-				r := make([]float64, n)
-				for i := range n {
-					r[i] = other[i] / base[i]
+	header(procs, "keys | path | limit faster than")
+	for _, k := range keys {
+		for _, path := range paths {
+			for _, impl := range impls {
+				if impl == "limit" {
+					continue
 				}
-				fmt.Printf(" %s |", summary(r, "%.2fx"))
+				fmt.Printf("| %s | %s | `%s` |", k, path, impl)
+				for _, p := range procs {
+					base, other := rounds[cell{k, path, "limit", p}], rounds[cell{k, path, impl, p}]
+					n := min(len(base), len(other))
+					r := make([]float64, n)
+					for i := range n {
+						r[i] = other[i] / base[i]
+					}
+					fmt.Printf(" %s |", summary(r, "%.2fx"))
+				}
+				fmt.Println()
 			}
-			fmt.Println()
+		}
+	}
+	// wrong/op: the calls that did not answer as the path expects (a
+	// denied key a bounded cache forgot and admitted); rows with any.
+	var rows []string
+	for _, k := range keys {
+		for _, path := range paths {
+			for _, impl := range impls {
+				row, any := fmt.Sprintf("| %s | %s | `%s` |", k, path, impl), false
+				for _, p := range procs {
+					w := wrong[cell{k, path, impl, p}]
+					any = any || slices.ContainsFunc(w, func(x float64) bool { return x > 0 })
+					row += fmt.Sprintf(" %s |", summary(w, "%.4f"))
+				}
+				if any {
+					rows = append(rows, row)
+				}
+			}
+		}
+	}
+	if len(rows) > 0 {
+		fmt.Println()
+		fmt.Println("wrong/op (the fraction of calls not answered as the path expects), median (min-max), rows with any:")
+		fmt.Println()
+		header(procs, "keys | path | implementation")
+		for _, r := range rows {
+			fmt.Println(r)
 		}
 	}
 }
@@ -109,7 +150,7 @@ func header(procs []int, first string) {
 		fmt.Printf(" P=%d |", p)
 	}
 	fmt.Println()
-	fmt.Print("|---|---|")
+	fmt.Print("|---|---|---|")
 	for range procs {
 		fmt.Print("---|")
 	}

@@ -1,6 +1,6 @@
 // Command heapplot draws docs/img/readings-heap.png from the output of
 //
-//	go test -run '^$' -bench Heap -benchtime 1x ./limit/ | go run ./limit/internal/heapplot -o docs/img/readings-heap.png
+//	go test -run '^$' -bench Heap -benchtime 1x ./limit/ | go run ./cmd/heapplot -o ../docs/img/readings-heap.png -note "machine, commit"
 //
 // one line per implementation: live heap (MB, log scale) against the
 // number of distinct keys seen.
@@ -26,6 +26,7 @@ var line = regexp.MustCompile(`^BenchmarkHeap/impl=([^/]+)/keys=(\d+)M\S*\s+\d+\
 
 func main() {
 	out := flag.String("o", "readings-heap.png", "output PNG")
+	note := flag.String("note", "", "a second title line: the machine and commit measured")
 	flag.Parse()
 	series := map[string]plotter.XYs{}
 	var names []string
@@ -47,6 +48,9 @@ func main() {
 	}
 	p := plot.New()
 	p.Title.Text = "live heap after N distinct keys (one Allow each)"
+	if *note != "" {
+		p.Title.Text += "\n" + *note
+	}
 	p.X.Label.Text = "distinct keys (millions)"
 	p.Y.Label.Text = "heap (MB, log scale)"
 	p.Y.Scale = plot.LogScale{}

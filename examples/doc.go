@@ -1,0 +1,12 @@
+// Package examples holds runnable servers behind limit/httplimit, one per
+// router: net/http (nethttp), chi, echo and gin. It is a nested module
+// (github.com/lfgrudge/grudge/examples) so that the routers stay out of
+// the library's module graph; make test vets and tests it.
+//
+// Each server has the same policies: every client (by IP, IPv6 per /64)
+// gets 10 requests per second with bursts of 20 and at most 1000 per
+// hour (a limit.Multi of two named windows), and POST /login gets its
+// own, tighter limiter (5 per minute, bursts of 2) through
+// Middleware.With; /healthz is never limited (WithSkip). The rates are
+// flags read by limit.ParseLimit.
+package examples

@@ -1,0 +1,70 @@
+package redis
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/lfgrudge/grudge/limit"
+)
+
+// DecideContext is AllowN answering a limit.Decision, the shape of
+// package limit's limiters: with it and Policies, a *Limiter is an
+// httplimit.Limiter (one limit per client across every instance of a
+// service). The error is AllowN's: on a round trip that failed, d is the
+// Policy's decision (FailOpen and LocalFallback decide; FailClosed's
+// denial says no retry time, RetryAfter 0, which httplimit answers
+// through its error handler, 503). Burst and Remaining are rounded down
+// to whole tokens; NextAfter is the time until Remaining grows by one
+// (or the bucket is full), rounded up to the millisecond. It panics if
+// n <= 0.
+func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.Decision, error) {
+	if n <= 0 {
+		panic("redis: DecideContext: n must be > 0; got " + strconv.Itoa(n))
+	}
+	d, err := l.AllowN(ctx, key, float64(n))
+	return toDecision(d, float64(n), l.sk.cfg.Name), err
+}
+
+// Policies returns the limiter's one policy: its Name, Rate and Burst
+// (rounded down to whole tokens); nil for a nil Limiter.
+func (l *Limiter) Policies() []limit.Policy {
+	if l == nil || l.sk == nil {
+		return nil
+	}
+	return []limit.Policy{{Name: l.sk.cfg.Name, Limit: limit.Limit(l.limit.Rate), Burst: wholeTokens(l.limit.Burst)}}
+}
+
+// wholeTokens returns floor(x) as an int, within [0, 2^53].
+func wholeTokens(x float64) int { return int(min(max(math.Floor(x), 0), 1<<53)) }
+
+// toDecision converts AllowN's Decision for n tokens.
+func toDecision(d Decision, n float64, name string) limit.Decision {
+	out := limit.Decision{
+		Allowed: d.Allowed, Limit: limit.Limit(d.Limit.Rate), Burst: wholeTokens(d.Limit.Burst), Policy: name,
+		Remaining: min(wholeTokens(d.Remaining), wholeTokens(d.Limit.Burst)), ResetAfter: max(d.ResetAfter, 0),
+	}
+	switch {
+	case d.Allowed:
+	case n > d.Limit.Burst:
+		out.Never, out.RetryAfter = true, limit.InfDuration
+	case d.RetryAfter > 0:
+		out.RetryAfter = d.RetryAfter
+	}
+	// The next whole token: from Remaining r to floor(r)+1 (at most the
+	// burst) at Rate per second.
+	if r, b := d.Remaining, d.Limit.Burst; r < b && d.Limit.Rate > 0 {
+		next := min(math.Floor(r)+1, b) - r
+		ms := math.Ceil(next / d.Limit.Rate * 1000)
+		if ms >= float64(math.MaxInt64/int64(time.Millisecond)) {
+			out.NextAfter = limit.InfDuration
+		} else {
+			out.NextAfter = time.Duration(ms) * time.Millisecond
+		}
+		if out.RetryAfter > 0 {
+			out.NextAfter = min(out.NextAfter, out.RetryAfter)
+		}
+	}
+	return out
+}
