@@ -137,7 +137,10 @@ func TestMeterRestoreRefused(t *testing.T) {
 	others := []persisted{
 		meterCases[0].mk(clk, 2*time.Second),
 		meterCases[1].mk(clk, time.Second),
-		func() persisted { r, _ := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 65)); return r }(),
+		func() persisted {
+			r, _ := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 65))
+			return r
+		}(),
 		func() persisted {
 			r, _ := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 64), meter.WithPeriodWindows(4))
 			return r
