@@ -132,7 +132,7 @@ func TestLimiterCrashDuringSnapshots(t *testing.T) {
 	begin := time.Now()
 	midWrite := 0
 	minDebt := float64(crashBurst)
-	checked := 0
+	checked, strong := 0, 0 // kills checked; hot keys checked at a captured debt >= burst/2
 	for i := range kills {
 		engine := []string{"buckets", "count-min"}[i%2]
 		path := filepath.Join(dir, engine+".snap")
@@ -229,6 +229,9 @@ func TestLimiterCrashDuringSnapshots(t *testing.T) {
 					i, engine, key, debt, floor, captured, elapsed, crashRate)
 			}
 			minDebt = min(minDebt, debt)
+			if captured >= crashBurst/2 {
+				strong++
+			}
 		}
 		checked++
 	}
@@ -237,10 +240,10 @@ func TestLimiterCrashDuringSnapshots(t *testing.T) {
 	if checked < kills/4 || checked == 0 {
 		t.Errorf("only %d of %d kills came after a reported save: the check hardly ran", checked, kills)
 	}
-	if minDebt < crashBurst/2 && !raceOn {
-		// The hot keys sit at their burst; a restore that lost them
-		// (or a kill long after the last save) would show here. (Under
-		// -race the child is too slow to fill them before its kill.)
-		t.Errorf("a hot key came back at debt %v: forgiven", minDebt)
+	if strong == 0 && !raceOn && os.Getenv("GRUDGE_TEST_EMULATOR") == "" {
+		// The hot keys sit near their burst; the check has teeth only
+		// where the captured debt was high. (Under -race or an emulator
+		// the child may be too slow to fill them before its kill.)
+		t.Errorf("no kill came after a save that captured a hot key at half its burst or more")
 	}
 }
