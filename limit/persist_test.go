@@ -386,7 +386,13 @@ func TestSaverLimiter(t *testing.T) {
 	if err := snapshot.Load(path, r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Allow("abuser") && r.Allow("abuser") {
+	got := 0
+	for range 2 {
+		if r.Allow("abuser") {
+			got++
+		}
+	}
+	if got == 2 {
 		t.Fatal("the abuser got two tokens back within the second the test took")
 	}
 }
