@@ -348,7 +348,7 @@ func TestRestoreCorrupt(t *testing.T) {
 // and a key denied before the snapshot began is still denied after the
 // restore.
 func TestSaverLimiter(t *testing.T) {
-	l := limit.MustNew(1, 5) // Buckets, real clock: 5 s to drain a burst
+	l := limit.MustNew(limit.Every(5*time.Second), 5) // Buckets, real clock: a token per 5 s
 	for l.Allow("abuser") {
 	}
 	path := filepath.Join(t.TempDir(), "limiter.snap")
@@ -382,7 +382,7 @@ func TestSaverLimiter(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	r := limit.MustNew(1, 5)
+	r := limit.MustNew(limit.Every(5*time.Second), 5)
 	if err := snapshot.Load(path, r); err != nil {
 		t.Fatal(err)
 	}
@@ -393,7 +393,7 @@ func TestSaverLimiter(t *testing.T) {
 		}
 	}
 	if got == 2 {
-		t.Fatal("the abuser got two tokens back within the second the test took")
+		t.Fatal("the abuser got two tokens back within the 10 s they take")
 	}
 }
 
