@@ -142,6 +142,56 @@
 // Multi decides several limiters all-or-nothing: see its doc for what a
 // concurrent reader can observe.
 //
+// # Saving and restoring
+//
+// A restart would otherwise forgive every abuser. A Limiter implements
+// io.WriterTo and io.ReaderFrom (with SnapshotSize), so package
+// sketch/snapshot's Saver, WriteFile and Load keep it on disk:
+//
+//	l := limit.MustNew(10, 20)
+//	if err := snapshot.Load(path, l); err != nil && !errors.Is(err, snapshot.ErrNoSnapshot) {
+//		log.Print(err) // l is empty, as built: serve anyway
+//	}
+//	s, _ := snapshot.NewSaver(path, time.Second, l)
+//	defer s.Close() // one last save
+//
+// The snapshot holds the hidden state: the engine's cells or lines, each
+// debt with its time, and the hash seed. ReadFrom takes it into a
+// limiter freshly built with the same configuration and any seed: the
+// snapshot's seed replaces the limiter's (users never see it, and
+// WithSeed is not needed), so every key maps to the cells it had.
+// "The same configuration" is what the engine's state means: the
+// engine, its base units (the unit of a token and the drain per
+// millisecond, which the limit and MaxDebt set: see "Exactness"), MaxDebt,
+// the size, and for CountMin Generations, Period and conservative
+// update. Anything else is refused, before the limiter is touched, with
+// an error matching sketch.ErrSnapshotMismatch; a damaged or truncated
+// snapshot with one matching sketch.ErrCorruptSnapshot; either way the
+// limiter is left empty, as built. The burst, RejectCost, the name and
+// the mode are configuration, not state: the restoring process's apply,
+// as x/time/rate's SetBurst would (to change the burst across a restart,
+// fix MaxDebt with WithMaxDebt, since its default is twice the burst).
+//
+// Time: debts are restored as of the snapshot's instant and drain by the
+// wall time elapsed since (the limiter clock's time.Time; none if the
+// restoring clock reads earlier), so a debt saved 5 s ago has drained 5 s
+// worth, never more, and never grows: the restored limiter decides as
+// the never-stopped one would at the same wall time (TestRestoreDifferential,
+// on both engines). A count-min's rotation deadline moves the same way.
+//
+// Consistency: WriteTo runs alongside every other method and never
+// blocks them. Each cell (count-min) or line (Buckets: its entries, then
+// its header, as a decision reads them) is read with atomic loads, one
+// after the other, so a snapshot taken under traffic is not a global
+// cut: every key's restored debt is at least its debt when its cells
+// were read, drained since (the one-sided rule holds), and a request in
+// flight may be in it or not. What a crash loses is the requests since
+// the last completed save (snapshot's package documentation); a
+// SIGKILL test (sketch/snapshot) checks that a restored key is never
+// below the debt its last durable save captured, drained since. A Multi
+// is saved and restored window by window (each window is a Limiter).
+// The format and its measured sizes and costs are in docs/snapshots.md.
+//
 // # Input
 //
 // ParseLimit reads a rate from a flag, an environment variable or a

@@ -49,6 +49,27 @@
 //	Guard.Release:        once { s.Update(k, -1) }
 //	Novelty.Seen(k):      fresh := s.TryUpdate(k, 1-theta, 1); s.Update(k, 1); return !fresh
 //
+// # Saving and restoring
+//
+// Rate and Novelty implement io.WriterTo and io.ReaderFrom, so that
+// package sketch/snapshot's Saver, WriteFile and Load keep them on disk
+// across a restart or a deploy. The snapshot is a short header (the
+// meter's kind, window and Period) and the rotator's snapshot: every
+// cell with its age, the rotation deadline and the hash seed. ReadFrom
+// takes it into a meter freshly built with the same window,
+// PeriodWindows and size, whatever that meter's seed: the snapshot's
+// seed replaces it (users never see it), so every key maps to the cells
+// it had. Every counter and mark decays by the wall time elapsed since
+// the snapshot (none if the restoring clock's time is earlier), so a
+// restored meter reads what the never-stopped one would. Another
+// configuration is refused with an error matching
+// sketch.ErrSnapshotMismatch, a damaged or truncated snapshot with one
+// matching sketch.ErrCorruptSnapshot, and the meter is then left as it
+// was. WriteTo runs concurrently with everything else and stops nothing:
+// each cell is one atomic load, so a snapshot under traffic is not a
+// global cut (an event in flight may be in it or not; see
+// sketch.Sketch.WriteTo). Inflight has none (see Inflight).
+//
 // Errors from the constructors are *sketch.ConfigError values
 // (errors.Is(err, sketch.ErrInvalidConfig)) naming the field, a nil
 // Option included, and every size is bounded (WithMaxBytes); they and

@@ -39,6 +39,11 @@ import (
 // from the new generation while its later -1 would take a colliding
 // key's count there. A Guard that is never released leaks its 1 for
 // good; release with defer.
+//
+// Inflight has no snapshot (WriteTo/ReadFrom), on purpose: its counts
+// are requests of this process, each owed a Release by a Guard that dies
+// with the process, so counts restored in another process would never be
+// released and would refuse their keys for good.
 type Inflight struct {
 	s   *core.Sketch
 	max float64 // maxLimit

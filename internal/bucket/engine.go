@@ -46,6 +46,7 @@ type Engine struct {
 	lines  []line
 	n      uint64 // len(lines)
 	hasher core.Hasher
+	hf     core.HasherFactory // hasher's factory: a restore that adopts a seed rebuilds it
 	tb     *core.Timebase
 	epoch  int64 // the clock reading (ms) that is ms 0 of the line headers
 	q      quant
@@ -80,7 +81,7 @@ func New(cfg Config) (*Engine, error) {
 	if !cfg.SeedSet {
 		seed = core.RandomSeed()
 	}
-	e := &Engine{q: q, hasher: hf(seed), tb: core.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
+	e := &Engine{q: q, hasher: hf(seed), hf: hf, tb: core.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
 	if e.sample == 0 {
 		e.sample = 4096
 	}

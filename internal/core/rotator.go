@@ -52,6 +52,8 @@ type genSet struct {
 	next uint64
 	// claimed is set by the one operation that promotes this set.
 	claimed atomic.Bool
+	// seed is the base seed a decoded set was built under (decode only).
+	seed uint64
 }
 
 // Stats counts what the rotator has done since New. Counters only grow.
@@ -124,10 +126,13 @@ func (r *Rotator) SetManual() { r.cfg.Manual = true }
 
 // build returns a fresh, empty generation hashing under the seed of
 // creation counter gen.
-func (r *Rotator) build(gen uint64) *Sketch {
+func (r *Rotator) build(gen uint64) *Sketch { return r.buildSeeded(r.cfg.Sketch.Seed, gen) }
+
+// buildSeeded is build under base seed base.
+func (r *Rotator) buildSeeded(base, gen uint64) *Sketch {
 	c := r.cfg.Sketch
 	c.Clock = r.tb // one time scale for every generation
-	c.Seed = GenerationSeed(r.cfg.Sketch.Seed, gen)
+	c.Seed = GenerationSeed(base, gen)
 	s, err := New(c)
 	if err != nil {
 		// c is cfg.Sketch, validated by New; only the seed differs.

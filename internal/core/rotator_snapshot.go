@@ -119,7 +119,7 @@ func (r *Rotator) UnmarshalBinary(data []byte) error {
 		}
 		return rotCorrupt("Checksum", got, want, nil, "checksum mismatch: stored %#08x, computed %#08x", got, want)
 	}
-	gs, n, err := r.decode(bytes.NewReader(data))
+	gs, n, err := r.decode(bytes.NewReader(data), false)
 	if err != nil {
 		return err
 	}
@@ -144,16 +144,33 @@ func (r *Rotator) UnmarshalBinary(data []byte) error {
 // on a rotator nobody else is using. It builds N new generations before
 // it drops the old ones, so it needs the memory of 2N for a moment.
 func (r *Rotator) ReadFrom(rd io.Reader) (int64, error) {
-	gs, n, err := r.decode(rd)
+	gs, n, err := r.decode(rd, false)
 	if err == nil {
 		r.cur.Store(gs)
 	}
 	return n, err
 }
 
+// ReadFromAdopt is ReadFrom that adopts the snapshot's base seed instead
+// of requiring the rotator's own: the generations are rebuilt under the
+// seeds the snapshot's were created with, and on success the rotator's
+// base seed becomes the snapshot's (later generations derive from it).
+// Everything else is checked as ReadFrom checks it. It is for faces
+// whose seed the user never sees (a limit.Limiter, a meter): the
+// restoring process builds them with any seed.
+func (r *Rotator) ReadFromAdopt(rd io.Reader) (int64, error) {
+	gs, n, err := r.decode(rd, true)
+	if err == nil {
+		r.cfg.Sketch.Seed = gs.seed
+		r.cur.Store(gs)
+	}
+	return n, err
+}
+
 // decode reads a snapshot from rd and returns the generation set it
-// describes, not yet published.
-func (r *Rotator) decode(rd io.Reader) (*genSet, int64, error) {
+// describes, not yet published. With adopt, the snapshot's base seed is
+// taken instead of checked (and returned in the set's seed).
+func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	h := crc32.New(crcTable)
 	cr := &countReader{r: rd}
 	tr := io.TeeReader(cr, h)
@@ -188,14 +205,14 @@ func (r *Rotator) decode(rd io.Reader) (*genSet, int64, error) {
 		return nil, cr.n, rotMismatch("Generations", n, r.cfg.Generations)
 	case period != r.periodMs:
 		return nil, cr.n, rotMismatch("Period", fmt.Sprintf("%dms", period), fmt.Sprintf("%dms", r.periodMs))
-	case seed != r.cfg.Sketch.Seed:
+	case seed != r.cfg.Sketch.Seed && !adopt:
 		return nil, cr.n, rotMismatch("Seed", seed, r.cfg.Sketch.Seed)
 	case next < uint64(n):
 		return nil, cr.n, rotCorrupt("Next", next, n, nil, "creation counter %d is below Generations %d", next, n)
 	}
-	gs := &genSet{gens: make([]*Sketch, n), next: next}
+	gs := &genSet{gens: make([]*Sketch, n), next: next, seed: seed}
 	for i := range gs.gens {
-		g := r.build(next - uint64(n) + uint64(i))
+		g := r.buildSeeded(seed, next-uint64(n)+uint64(i))
 		if _, err := g.ReadFrom(tr); err != nil {
 			return nil, cr.n, fmt.Errorf("rotator: snapshot generation %d of %d: %w", i, n, err)
 		}

@@ -28,9 +28,15 @@ const (
 	SnapshotMagic = "GRDG"
 	// SnapshotVersion is the format version this package writes and reads.
 	SnapshotVersion = 1
-	// SnapshotKindSketch and SnapshotKindRotator tell the two payloads apart.
+	// SnapshotKindSketch and SnapshotKindRotator tell the two payloads
+	// apart; the others are the snapshots of the bucket engine
+	// (internal/bucket), of a limit.Limiter and of a meter, which share
+	// the magic and the version byte's place.
 	SnapshotKindSketch  = 1
 	SnapshotKindRotator = 2
+	SnapshotKindBucket  = 3
+	SnapshotKindLimiter = 4
+	SnapshotKindMeter   = 5
 
 	snapHeaderSize = 88
 	snapCellSize   = 8

@@ -1,7 +1,7 @@
-// Package snapshot keeps a running service's sketch (or rotator) on disk:
-// a Saver writes a snapshot atomically every interval and on Close, and
-// Load restores the last one, or reports why it could not and leaves the
-// destination as it was built (empty).
+// Package snapshot keeps a running service's sketch (or rotator, limiter
+// or meter) on disk: a Saver writes a snapshot atomically every interval
+// and on Close, and Load restores the last one, or reports why it could
+// not and leaves the destination as it was built (empty).
 //
 // Atomic write: the snapshot goes to a temporary file in the same
 // directory, which is fsynced, renamed over the target and the directory
@@ -29,12 +29,18 @@ import (
 	"github.com/lfgrudge/grudge/internal/core"
 )
 
-// Source is what a Saver snapshots: *sketch.Sketch and *rotator.Rotator.
+// Source is what a Saver snapshots: *sketch.Sketch, *rotator.Rotator,
+// *limit.Limiter, *meter.Rate and *meter.Novelty (each one's WriteTo
+// runs alongside its other methods and never stops them; a Multi is
+// saved window by window).
 type Source interface {
 	WriteTo(w io.Writer) (int64, error)
 }
 
-// Destination is what Load restores: *sketch.Sketch and *rotator.Rotator.
+// Destination is what Load restores: *sketch.Sketch, *rotator.Rotator,
+// *limit.Limiter, *meter.Rate and *meter.Novelty, freshly built with the
+// snapshot's configuration (a limiter or meter adopts the snapshot's hash
+// seed; a sketch or rotator must be built with it).
 type Destination interface {
 	ReadFrom(r io.Reader) (int64, error)
 }
@@ -221,13 +227,14 @@ func (e *LoadError) Is(target error) bool {
 	return target == ErrNoSnapshot && errors.Is(e.Err, fs.ErrNotExist)
 }
 
-// Load restores dst (a freshly built *sketch.Sketch or *rotator.Rotator,
-// under the configuration of the snapshot) from the file at path. On any
-// error it returns a *LoadError and dst is left empty, as built: a file
-// whose size is not the length of dst's snapshot is refused before dst is touched,
-// as is a refused header; a rotator is never changed by a failed restore,
-// and a sketch whose cells were bad is reset by its ReadFrom. The caller carries on with the empty
-// dst and reports the error.
+// Load restores dst (a freshly built Destination, under the configuration
+// of the snapshot) from the file at path. On any error it returns a
+// *LoadError and dst is left empty, as built: a file whose size is not
+// the length of dst's snapshot is refused before dst is touched (every
+// provided Destination knows its length), as is a refused header; a
+// rotator or meter is never changed by a failed restore, and a sketch or
+// limiter whose cells were bad is emptied by its ReadFrom. The caller
+// carries on with the empty dst and reports the error.
 func Load(path string, dst Destination) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -264,7 +271,8 @@ func Load(path string, dst Destination) error {
 
 // snapshotSize returns the exact snapshot length of dst when it knows it:
 // a *sketch.Sketch or *rotator.Rotator (through the engine underneath),
-// or any Destination with a SnapshotSize method.
+// or any Destination with a SnapshotSize method (*limit.Limiter,
+// *meter.Rate, *meter.Novelty).
 func snapshotSize(dst Destination) (int64, bool) {
 	if s := core.SketchOf(dst); s != nil {
 		return s.SnapshotSize(), true
