@@ -48,10 +48,10 @@ const PeriodFactor = 16
 // silently. A Limiter is safe for concurrent use by any number of
 // goroutines; it starts no goroutine and never needs purging.
 type Limiter struct {
-	r     *core.Rotator  // the CountMin engine; nil with Buckets, for Inf (inf set) and in the zero Limiter
-	b     *bucket.Engine // the Buckets engine; nil with CountMin, for Inf and in the zero Limiter
-	tb    *core.Timebase // the clock's time scale; nil only in the zero Limiter
-	inf   bool           // limit is Inf: admit everything, keep no state
+	r   *core.Rotator  // the CountMin engine; nil with Buckets, for Inf (inf set) and in the zero Limiter
+	b   *bucket.Engine // the Buckets engine; nil with CountMin, for Inf and in the zero Limiter
+	tb  *core.Timebase // the clock's time scale; nil only in the zero Limiter
+	inf bool           // limit is Inf: admit everything, keep no state
 	// p is the policy the Limiter's own methods decide with (limit,
 	// burst and their units): New's, replaced whole by SetLimit and
 	// SetBurst (under set), so that a decision reads one pointer and
