@@ -48,16 +48,16 @@ const PeriodFactor = 16
 // silently. A Limiter is safe for concurrent use by any number of
 // goroutines; it starts no goroutine and never needs purging.
 type Limiter struct {
-	r   *core.Rotator  // the CountMin engine; nil with Buckets, for Inf (inf set) and in the zero Limiter
-	b   *bucket.Engine // the Buckets engine; nil with CountMin, for Inf and in the zero Limiter
-	tb  *core.Timebase // the clock's time scale; nil only in the zero Limiter
-	inf bool           // limit is Inf: admit everything, keep no state
+	r     *core.Rotator  // the CountMin engine; nil with Buckets, for Inf (inf set) and in the zero Limiter
+	b     *bucket.Engine // the Buckets engine; nil with CountMin, for Inf and in the zero Limiter
+	tb    *core.Timebase // the clock's time scale; nil only in the zero Limiter
+	inf   bool           // limit is Inf: admit everything, keep no state
+	setMu sync.Mutex     // serializes SetLimit and SetBurst
 	// p is the policy the Limiter's own methods decide with (limit,
 	// burst and their units): New's, replaced whole by SetLimit and
-	// SetBurst (under set), so that a decision reads one pointer and
-	// never mixes two policies. A Tier carries its own (tier.go).
-	p   atomic.Pointer[params]
-	set sync.Mutex
+	// SetBurst, so that a decision reads one pointer and never mixes two
+	// policies. A Tier carries its own (tier.go).
+	p atomic.Pointer[params]
 	// The engine holds a key's debt in units (see units): one token of
 	// New's limit is unit units, and a debt drains by drain units per
 	// millisecond (the law is linear at 1000 x drain per second, whose

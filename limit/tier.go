@@ -159,8 +159,8 @@ func (l *Limiter) SetLimit(limit Limit) error {
 	if l.inf && (limit == Inf || math.IsInf(float64(limit), 1)) {
 		return nil
 	}
-	l.set.Lock()
-	defer l.set.Unlock()
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
 	cur := l.p.Load()
 	p, err := l.newParams(limit, cur.burst, cur.name)
 	if err != nil {
@@ -180,8 +180,8 @@ func (l *Limiter) SetBurst(burst int) error {
 	if l.tb == nil {
 		panic(errZero)
 	}
-	l.set.Lock()
-	defer l.set.Unlock()
+	l.setMu.Lock()
+	defer l.setMu.Unlock()
 	cur := l.p.Load()
 	if l.inf {
 		if burst < 1 || burst > 1<<24 {
