@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"math/bits"
 	"time"
 
 	"github.com/lfgrudge/grudge/sketch"
@@ -48,24 +49,36 @@ func gridShift(maxDebtU float64) int {
 //
 //   - whole units on the Buckets engine (a unit is a whole number of its
 //     ticks), and on the count-min when New's units are a short
-//     fraction's but not exact (debts beyond 2^24 units);
+//     fraction's but not exact (debts beyond 2^24 units), there with at
+//     most m significant bits (below);
 //   - multiples of 2^-shift units on an exact count-min (every such
 //     multiple up to MaxDebt is exact in a float32 cell, so debts mixing
 //     policies stay exact, and so does New's policy);
-//   - bits significant bits, as New's own unit, when New's rate is not a
-//     short fraction (units.go).
+//   - m significant bits when New's rate is not a short fraction, as
+//     units rounds New's own unit: m = 24 - bits(the policy's MaxDebt in
+//     its tokens), at least 8, so that adds of up to MaxDebt tokens are
+//     exact.
 //
 // r's exact value is its short fraction where it has one (3 for
 // Limit(3), 1/3 for Every(3*time.Second)), else the float64's own. For
 // New's rate this returns New's unit and exactness.
 func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
+	// m bits of cost hold the policy's MaxDebt in its tokens within a
+	// float32's 24 bits, so that its adds are exact (a full burst from
+	// an empty key is admitted), as units does for New's rate (whose
+	// MaxDebt this is when r is New's rate).
+	tokens := l.maxDebt // the policy's MaxDebt in its tokens
+	if r != l.rate {
+		tokens = l.maxDebt / l.rate * r
+	}
+	m := max(24-bits.Len64(uint64(min(math.Ceil(tokens), 1<<62))), 8)
 	if l.bits > 0 {
 		x := 1000 * l.drain / r
 		if math.IsInf(x, 0) {
 			return x, false
 		}
 		ex := new(big.Rat).Quo(new(big.Rat).SetFloat64(1000*l.drain), new(big.Rat).SetFloat64(r))
-		return roundUpBits(x, l.bits, ex), false
+		return roundUpBits(x, m, ex), false
 	}
 	var rr *big.Rat
 	if p, q, ok := fraction(r); ok {
@@ -78,6 +91,16 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 	c := new(big.Int).Quo(s.Num(), s.Denom())
 	if !s.IsInt() {
 		c.Add(c, big.NewInt(1))
+	}
+	if l.b == nil && !l.exact {
+		// Debts beyond 2^24 units (shift 0): whole units of at most m
+		// significant bits.
+		if drop := c.BitLen() - m; drop > 0 {
+			lo := new(big.Int).Lsh(big.NewInt(1), uint(drop))
+			if new(big.Int).Rem(c, lo).Sign() != 0 {
+				c.Rsh(c, uint(drop)).Add(c, big.NewInt(1)).Lsh(c, uint(drop))
+			}
+		}
 	}
 	if c.BitLen() > 53 {
 		return math.Inf(1), false
