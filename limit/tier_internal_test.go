@@ -84,3 +84,19 @@ func TestCostOfRoundsUp(t *testing.T) {
 		}
 	}
 }
+
+// TestCostOfGrid: on an exact count-min the grid is finer than a unit
+// (docs/design.md, section 9): at 100/s (a token of 10 units) a tier of
+// 400/s costs 2.5 units, exactly; on Buckets, costs are whole units.
+func TestCostOfGrid(t *testing.T) {
+	l := MustNew(100, 10, WithEngine(CountMin))
+	if u, exact := l.costOf(400); u != 2.5 || !exact || l.unit != 10 {
+		t.Fatalf("count-min 100/s, tier 400/s: cost %v exact %v (unit %v)", u, exact, l.unit)
+	}
+	b := MustNew(100, 10, WithEngine(Buckets))
+	for _, r := range []float64{400, 7, 33.3} {
+		if u, _ := b.costOf(r); u != float64(int64(u)) {
+			t.Fatalf("buckets tier %v: cost %v not whole", r, u)
+		}
+	}
+}
