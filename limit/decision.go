@@ -43,80 +43,83 @@ type Decision struct {
 
 // Decide is Allow returning the full Decision: DecideN at the clock's
 // reading with n = 1.
-func (l *Limiter) Decide(key string) Decision { return l.decide(l.Now(), key, 1, true) }
+func (l *Limiter) Decide(key string) Decision { return l.decide(l.p.Load(), l.Now(), key, 1, true) }
 
 // DecideN is AllowN returning the full Decision. It panics if n <= 0. On
 // a denial RejectCost (if any) is debited before RetryAfter is computed,
 // so RetryAfter includes the penalty.
 func (l *Limiter) DecideN(t time.Time, key string, n int) Decision {
-	return l.decide(t, key, n, true)
+	return l.decide(l.p.Load(), t, key, n, true)
 }
 
 // Peek is Decide without any write: PeekN at the clock's reading with
 // n = 1.
-func (l *Limiter) Peek(key string) Decision { return l.decide(l.Now(), key, 1, false) }
+func (l *Limiter) Peek(key string) Decision { return l.decide(l.p.Load(), l.Now(), key, 1, false) }
 
 // PeekN is DecideN without any write: it says what DecideN would answer
 // at t (Remaining and ResetAfter as if the request were admitted, when
 // it would be), and debits nothing, not even RejectCost. Like every
 // access it may perform a rotation that is due; it never writes a cell.
 func (l *Limiter) PeekN(t time.Time, key string, n int) Decision {
-	return l.decide(t, key, n, false)
+	return l.decide(l.p.Load(), t, key, n, false)
 }
 
-func (l *Limiter) decide(t time.Time, key string, n int, commit bool) Decision {
+// decide is DecideN (commit) and PeekN (!commit) under the policy p
+// (the Limiter's or a Tier's): every number of the Decision comes from p
+// and the engine's debt, in p's units.
+func (l *Limiter) decide(p *params, t time.Time, key string, n int, commit bool) Decision {
 	checkN("Decide", n)
-	d := Decision{Limit: l.limit, Burst: l.burst, Policy: l.name}
 	if l.none() {
-		d.Allowed, d.Remaining = l.unset(), l.burst
-		return d
+		l.unset()
+		return Decision{Allowed: true, Limit: p.limit, Burst: p.burst, Policy: p.name, Remaining: p.burst}
 	}
-	nU := float64(n) * l.unit
+	d := Decision{Limit: p.limit, Burst: p.burst, Policy: p.name}
+	nU := float64(n) * p.unit
 	var debt float64 // in units
 	switch {
-	case n > l.burst:
+	case n > p.burst:
 		d.Never, d.RetryAfter = true, InfDuration
-		if commit && l.rejectU > 0 {
-			debt = l.addAt(t, key, l.rejectU)
+		if commit && p.rejectU > 0 {
+			debt = l.addAt(t, key, p.rejectU)
 		} else {
 			debt = l.queryAt(t, key)
 		}
-		l.fill(&d, debt, l.gap(t))
+		l.fill(p, &d, debt, l.gap(t))
 		return d
 	case !commit:
 		debt = l.queryAt(t, key)
-		d.Allowed = debt+nU <= l.burstU
+		d.Allowed = debt+nU <= p.burstU
 	case l.strict:
-		d.Allowed, debt = l.tryAndQueryAt(t, key, nU, l.burstU)
+		d.Allowed, debt = l.tryAndQueryAt(t, key, nU, p.burstU)
 	default:
 		debt = l.queryAt(t, key)
-		if debt+nU <= l.burstU {
+		if debt+nU <= p.burstU {
 			d.Allowed = true
 			debt = l.addAt(t, key, nU)
 		}
 	}
-	if !d.Allowed && commit && l.rejectU > 0 {
-		debt = l.addAt(t, key, l.rejectU)
+	if !d.Allowed && commit && p.rejectU > 0 {
+		debt = l.addAt(t, key, p.rejectU)
 	}
 	gap := l.gap(t)
 	if !d.Allowed {
 		// At least 1 ms: a denial can race a drain or a refund that made
 		// the request fit a moment later.
-		d.RetryAfter = gap + l.ms(max(l.msUntilFits(debt, nU), 1))
+		d.RetryAfter = gap + l.ms(max(l.msUntilFits(p, debt, nU), 1))
 	} else if !commit {
 		debt += nU // what the key would owe after the request
 	}
-	l.fill(&d, debt, gap)
+	l.fill(p, &d, debt, gap)
 	return d
 }
 
 // fill sets d's Remaining, ResetAfter and NextAfter for a debt of debt
-// units read gap after t.
-func (l *Limiter) fill(d *Decision, debt float64, gap time.Duration) {
-	d.Remaining = l.remaining(debt)
+// units read gap after t, under the policy p.
+func (l *Limiter) fill(p *params, d *Decision, debt float64, gap time.Duration) {
+	d.Remaining = p.remaining(debt)
 	if debt > 0 {
 		d.ResetAfter = gap + l.ms(math.Ceil(debt/l.drain))
-		d.NextAfter = gap + l.ms(l.msUntilFits(debt, float64(d.Remaining+1)*l.unit))
+		d.NextAfter = gap + l.ms(l.msUntilFits(p, debt, float64(d.Remaining+1)*p.unit))
 	}
 }
 
@@ -136,9 +139,9 @@ func (l *Limiter) gap(t time.Time) time.Duration {
 // remaining returns floor(burst - debt) in tokens, at least 0: the most
 // one-token requests that fit a debt of debt units, as TryUpdate adds
 // them.
-func (l *Limiter) remaining(debt float64) int {
-	r := int(max(math.Floor((l.burstU-debt)/l.unit), 0))
-	for r > 0 && debt+float64(r)*l.unit > l.burstU {
+func (p *params) remaining(debt float64) int {
+	r := int(max(math.Floor((p.burstU-debt)/p.unit), 0))
+	for r > 0 && debt+float64(r)*p.unit > p.burstU {
 		r-- // the division rounded up past a boundary (inexact units)
 	}
 	return r
@@ -147,10 +150,10 @@ func (l *Limiter) remaining(debt float64) int {
 // msUntilFits returns the least whole number of ms x >= 0 after which a
 // debt of debt units, drained x ms as the sketch drains it, leaves room
 // for nU units within the burst: max(debt - drop(x), 0) + nU <= burstU,
-// evaluated as TryUpdate evaluates it. nU <= burstU.
-func (l *Limiter) msUntilFits(debt, nU float64) float64 {
-	fits := func(x float64) bool { return max(debt-l.drop(x), 0)+nU <= l.burstU }
-	return l.settle(math.Ceil((debt+nU-l.burstU)/l.drain), fits)
+// evaluated as TryUpdate evaluates it, under the policy p. nU <= burstU.
+func (l *Limiter) msUntilFits(p *params, debt, nU float64) float64 {
+	fits := func(x float64) bool { return max(debt-l.drop(x), 0)+nU <= p.burstU }
+	return l.settle(math.Ceil((debt+nU-p.burstU)/l.drain), fits)
 }
 
 // msUntilBelow returns the least whole number of ms x >= 0 after which a
@@ -194,10 +197,13 @@ func (l *Limiter) Tokens(key string) float64 { return l.TokensAt(l.Now(), key) }
 // TokensAt returns the tokens key has at t, as x/time/rate's TokensAt:
 // burst - debt, fractional, negative while reservations are queued past
 // the burst. It only reads (t is taken as AllowN takes it).
-func (l *Limiter) TokensAt(t time.Time, key string) float64 {
+func (l *Limiter) TokensAt(t time.Time, key string) float64 { return l.tokensAt(l.p.Load(), t, key) }
+
+// tokensAt is TokensAt under the policy p.
+func (l *Limiter) tokensAt(p *params, t time.Time, key string) float64 {
 	if l.none() {
 		l.unset()
-		return l.burstF
+		return p.burstF
 	}
-	return l.burstF - l.queryAt(t, key)/l.unit
+	return p.burstF - l.queryAt(t, key)/p.unit
 }

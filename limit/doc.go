@@ -137,6 +137,69 @@
 // case (a client hammering at the limit), and to nothing for any client
 // that pauses for MaxDebt/rate in a Period.
 //
+// # Tiers and changing the limit
+//
+// One limiter can enforce several policies on the same keys: per-plan or
+// per-route limits (redis_rate takes a Limit on every call), and a limit
+// changed at run time (x/time/rate's SetLimit and SetBurst), without a
+// new limiter and without losing any key's state. The engine drains
+// every key's debt at one rate R, New's; a policy of rate r and burst b
+// is a cost of n x R/r per request of n tokens against a burst of
+// b x R/r, in tokens of R. So a key's debt is held as time to drain, and
+// every policy of the limiter sees the same debt:
+//
+//	l, _ := limit.New(10, 20, limit.WithMaxDebt(80))
+//	free, _ := l.Tier("free", 2.5, 20) // 20 requests of 400 ms: 8 s of debt
+//	paid, _ := l.Tier("paid", 10, 20)  // New's policy, under its own name
+//	free.Allow(key); paid.DecideContext(ctx, key, 1)
+//
+// Limiter.Tier builds a policy once (big.Rat arithmetic; keep the Tier,
+// do not build one per request); a *Tier has the decision methods of
+// the Limiter (Allow, AllowN, Decide, DecideN, Peek, PeekN, Reserve,
+// ReserveN, Wait, WaitN, Tokens, TokensAt, DecideContext, Policies, so
+// httplimit takes it), at the same cost (Allow does not allocate). Its
+// Decisions carry its Limit, Burst and name, and every duration and
+// Remaining in its tokens.
+//
+// SetLimit and SetBurst replace the Limiter's own policy whole (one
+// pointer: a decision racing them uses the old policy or the new one,
+// never a mix); Tiers are not changed by them. A key in debt keeps its
+// debt as time: after SetLimit it still drains what it owes in the same
+// time (ResetAfter), and pays the new cost for new requests against the
+// burst in the new tokens (x/time/rate keeps the token count instead;
+// docs/migrating.md compares). Limit, Burst, Policies and Exact read the
+// current policy; MaxDebt stays New's, in New's tokens.
+//
+// Limits of the scaling. A policy's burst in the engine's units must fit
+// what a key can carry, MaxDebt (the count-min's Hi, the Buckets
+// engine's span; neither clamps a burst silently): Tier, SetLimit and
+// SetBurst return a *MaxDebtError naming the MaxDebt (in tokens of
+// New's limit) the policy needs. To offer tiers down to R/k with burst
+// b, build with WithMaxDebt(k x b) (on Buckets, MaxDebt must still drain
+// within its 61.4 s). Reservations of any policy queue up to the
+// limiter's MaxDebt.
+//
+// Exactness of a policy. A token of rate r costs 1000 x drain / r of the
+// engine's units (drain: units drained per ms; New's token is 1000 x
+// drain / R), rounded up to what the engine stores exactly: whole units
+// on Buckets (its ticks), multiples of 2^-k units on an exact count-min
+// (the finest grid whose multiples up to MaxDebt a float32 holds, so
+// debts mixing policies stay exact), and the significant bits that keep
+// MaxDebt tokens exact in a float32 elsewhere. The rounding is never
+// early: a request costs at least its share, the policy's effective rate
+// is at most r, short of it by less than one grid step per token, and
+// its full burst is admitted at once from an empty key. Tier.Exact (and
+// Limiter.Exact after SetLimit) reports a policy whose cost needed no
+// rounding on an exact limiter: then its decisions and durations are
+// the rational bucket (r, b)'s, as New's are. Every tier R/k for a whole
+// k is exact on an exact limiter; other ratios are where R/r times New's
+// unit is on the grid. An inexact policy is never early against its own
+// bucket, and its RetryAfter still predicts its own next decision to
+// the millisecond; a key shared with it counts its burst at the rounded
+// cost (at most b grid steps of drain more time than b x R/r). A Multi's
+// windows are Limiters: SetLimit on a window works; a Multi of Tiers is
+// not provided (build each window as a Limiter).
+//
 // # Multi-window
 //
 // Multi decides several limiters all-or-nothing: see its doc for what a

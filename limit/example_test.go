@@ -99,3 +99,50 @@ func ExampleLimiter_Stats() {
 	// buckets alert: false
 	// buckets alert: true
 }
+
+// Per-plan limits on one limiter: tiers share each key's debt, held as
+// time. A free client's burst of 20 at 2.5/s is 8 s of drain, the
+// limiter's MaxDebt (80 tokens of its 10/s).
+func ExampleLimiter_Tier() {
+	clk := sketchtest.NewFakeClock()
+	l := limit.MustNew(10, 20, limit.WithMaxDebt(80), limit.WithClock(clk))
+	free, err := l.Tier("free", 2.5, 20)
+	if err != nil {
+		panic(err)
+	}
+	for range 20 {
+		free.Allow("user-42")
+	}
+	d := free.Decide("user-42")
+	fmt.Println(d.Allowed, d.Policy, d.RetryAfter, d.ResetAfter, free.Exact())
+	// The limiter's own policy (10/s, burst 20: 2 s) sees the 8 s owed.
+	fmt.Println(l.Decide("user-42").RetryAfter)
+	// A slower tier with the same burst would need twice the MaxDebt.
+	_, err = l.Tier("trial", 1.25, 20)
+	fmt.Println(err)
+	// Output:
+	// false free 400ms 8s true
+	// 6.1s
+	// limit: a policy of 1.25/s with burst 20 needs MaxDebt >= 160 (WithMaxDebt, in tokens of New's limit); got 80
+}
+
+// SetLimit keeps every key's debt as time to drain: halving the rate
+// leaves a key that owes 1 s still 1 s from full, and its burst of 10
+// now spans 2 s, so 5 requests of 200 ms fit at once (x/time/rate would
+// keep the key's 0 tokens: docs/migrating.md).
+func ExampleLimiter_SetLimit() {
+	clk := sketchtest.NewFakeClock()
+	l := limit.MustNew(10, 10, limit.WithMaxDebt(20), limit.WithClock(clk))
+	for range 10 {
+		l.Allow("k")
+	}
+	fmt.Println(l.Decide("k").RetryAfter)
+	if err := l.SetLimit(5); err != nil {
+		panic(err)
+	}
+	d := l.Decide("k")
+	fmt.Println(d.Allowed, d.Remaining, d.ResetAfter, l.Limit())
+	// Output:
+	// 100ms
+	// true 4 1.2s 5
+}

@@ -3,6 +3,8 @@ package limit
 import (
 	"fmt"
 	"math"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
@@ -50,26 +52,35 @@ type Limiter struct {
 	b     *bucket.Engine // the Buckets engine; nil with CountMin, for Inf and in the zero Limiter
 	tb    *core.Timebase // the clock's time scale; nil only in the zero Limiter
 	inf   bool           // limit is Inf: admit everything, keep no state
-	limit Limit
-	burst int
-	// The engine holds a key's debt in units (see units): one token is
-	// unit units, and a debt drains by drain units per millisecond (the
-	// law is linear at 1000 x drain per second, whose drop over whole
-	// milliseconds is exact: decay.Linear for CountMin, whole ticks for
-	// Buckets). burstU, maxDebtU and rejectU are burst, MaxDebt and
-	// RejectCost in units.
-	unit, drain               float64
-	burstU, maxDebtU, rejectU float64
-	exact                     bool    // the engine is the exact rational bucket at whole ms: see Exact
-	burstF                    float64 // float64(burst)
-	rate                      float64 // float64(limit), > 0 and finite unless inf
-	maxDebt                   float64 // MaxDebt in tokens, >= burstF
-	rejectCost                float64 // >= 0, <= maxDebt
-	strict                    bool
-	precheck                  bool // its refunds fail whenever another request wrote the key's cells since (Buckets, conservative update): Multi reads it first
-	name                      string
-	period                    time.Duration
-	newTimer                  func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
+	setMu sync.Mutex     // serializes SetLimit and SetBurst
+	// p is the policy the Limiter's own methods decide with (limit,
+	// burst and their units): New's, replaced whole by SetLimit and
+	// SetBurst, so that a decision reads one pointer and never mixes two
+	// policies. A Tier carries its own (tier.go).
+	p atomic.Pointer[params]
+	// The engine holds a key's debt in units (see units): one token of
+	// New's limit is unit units, and a debt drains by drain units per
+	// millisecond (the law is linear at 1000 x drain per second, whose
+	// drop over whole milliseconds is exact: decay.Linear for CountMin,
+	// whole ticks for Buckets). maxDebtU is MaxDebt in units. These are
+	// the engine's base units, fixed for the limiter's life: every
+	// policy (New's, SetLimit's, a Tier's) prices its tokens in them.
+	unit, drain float64
+	maxDebtU    float64
+	exact       bool    // New's policy is the exact rational bucket at whole ms: see Exact
+	rate        float64 // float64(New's limit), > 0 and finite unless inf
+	maxDebt     float64 // MaxDebt in tokens of New's limit, >= its burst
+	rejectCost  float64 // >= 0, <= maxDebt
+	// A policy's cost per token is rounded up to what the engine stores
+	// exactly (costOf): a multiple of 2^-shift units, or, when bits > 0
+	// (units that are not whole: a rate that is not a short fraction on
+	// the count-min), bits significant bits.
+	shift, bits int
+	strict      bool
+	precheck    bool // its refunds fail whenever another request wrote the key's cells since (Buckets, conservative update): Multi reads it first
+	name        string
+	period      time.Duration
+	newTimer    func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
 }
 
 // Option configures New.
@@ -220,10 +231,11 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
-	l := &Limiter{limit: limit, burst: burst, burstF: float64(burst), strict: o.strict, name: o.name,
-		tb: core.NewTimebase(o.Clock), newTimer: timerOf(o.Clock)}
+	l := &Limiter{strict: o.strict, name: o.name, tb: core.NewTimebase(o.Clock), newTimer: timerOf(o.Clock)}
+	burstF := float64(burst)
 	if limit == Inf || math.IsInf(float64(limit), 1) {
-		l.limit, l.inf = Inf, true
+		l.inf = true
+		l.p.Store(&params{limit: Inf, burst: burst, burstF: burstF, name: o.name, exact: true})
 		return l, nil
 	}
 	if limit > maxRate {
@@ -232,9 +244,9 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	l.rate = float64(limit)
 	maxDebt := o.maxDebt
 	if maxDebt == 0 {
-		maxDebt = max(2*l.burstF, l.burstF+o.rejectCost)
+		maxDebt = max(2*burstF, burstF+o.rejectCost)
 	}
-	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < l.burstF || maxDebt > 1<<24 {
+	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < burstF || maxDebt > 1<<24 {
 		return nil, bad("MaxDebt", maxDebt, "MaxDebt must be in [burst (%d), 2^24]; got %v", burst, maxDebt)
 	}
 	if o.rejectCost > maxDebt {
@@ -244,17 +256,22 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if o.capSet && o.sizeSet {
 		return nil, bad("Capacity", o.capKeys, "WithCapacity and WithSize both size the engine; give one")
 	}
-	unit, drain, exact := units(l.rate, maxDebt)
+	unit, drain, exact, fbits := units(l.rate, maxDebt)
 	plan := planBuckets(l.rate, maxDebt)
 	eng, err := chooseEngine(&o, l.rate, maxDebt, plan)
 	if err != nil {
 		return nil, err
 	}
 	if eng == Buckets {
-		unit, drain, exact = plan.unit, plan.drain, plan.exact
+		unit, drain, exact, fbits = plan.unit, plan.drain, plan.exact, 0
 	}
-	l.unit, l.drain, l.exact = unit, drain, exact
-	l.burstU, l.maxDebtU, l.rejectU = l.burstF*l.unit, maxDebt*l.unit, o.rejectCost*l.unit
+	l.unit, l.drain, l.exact, l.bits = unit, drain, exact, fbits
+	l.maxDebtU = maxDebt * l.unit
+	if eng != Buckets && exact {
+		l.shift = gridShift(l.maxDebtU)
+	}
+	l.p.Store(&params{unit: l.unit, burstU: burstF * l.unit, rejectU: o.rejectCost * l.unit,
+		limit: limit, burst: burst, burstF: burstF, name: o.name, exact: exact})
 	if eng == Buckets {
 		if err := o.Finish("limit", "Generations", 0); err != nil {
 			return nil, err
@@ -329,16 +346,31 @@ func periodFor(debtU, drain float64, gens uint32, k float64) time.Duration {
 	return time.Duration(max(ms, 1)) * time.Millisecond
 }
 
-// Limit returns the sustained rate.
-func (l *Limiter) Limit() Limit { return l.limit }
+// Limit returns the sustained rate: New's, or the last SetLimit's (0
+// for the zero Limiter).
+func (l *Limiter) Limit() Limit {
+	if p := l.p.Load(); p != nil {
+		return p.limit
+	}
+	return 0
+}
 
-// Burst returns the burst: the most a key is admitted at once.
-func (l *Limiter) Burst() int { return l.burst }
+// Burst returns the burst, the most a key is admitted at once: New's, or
+// the last SetBurst's (0 for the zero Limiter).
+func (l *Limiter) Burst() int {
+	if p := l.p.Load(); p != nil {
+		return p.burst
+	}
+	return 0
+}
 
 // Name returns the policy name (WithName).
 func (l *Limiter) Name() string { return l.name }
 
-// MaxDebt returns the most debt a key can carry (0 for Inf).
+// MaxDebt returns the most debt a key can carry (0 for Inf), in tokens
+// of New's limit (WithMaxDebt): a SetLimit or a Tier prices its tokens
+// differently, but the debt a key can carry, in time to drain, stays
+// MaxDebt / New's limit.
 func (l *Limiter) MaxDebt() float64 { return l.maxDebt }
 
 // Period returns the count-min's rotation Period (0 for Inf and for the
@@ -395,18 +427,21 @@ func checkN(op string, n int) {
 // Allow reports whether one request for key is admitted now, and if so
 // debits it: AllowN at the clock's reading with n = 1. It does not
 // allocate.
-func (l *Limiter) Allow(key string) bool {
+func (l *Limiter) Allow(key string) bool { return l.allow(l.p.Load(), key) }
+
+// allow is Allow under the policy p (the Limiter's or a Tier's).
+func (l *Limiter) allow(p *params, key string) bool {
 	if b := l.b; b != nil {
 		if l.strict {
-			if b.TryUpdate(key, l.unit, l.burstU) {
+			if b.TryUpdate(key, p.unit, p.burstU) {
 				return true
 			}
-		} else if b.Query(key)+l.unit <= l.burstU {
-			b.Update(key, l.unit)
+		} else if b.Query(key)+p.unit <= p.burstU {
+			b.Update(key, p.unit)
 			return true
 		}
-		if l.rejectU > 0 {
-			b.Update(key, l.rejectU)
+		if p.rejectU > 0 {
+			b.Update(key, p.rejectU)
 		}
 		return false
 	}
@@ -414,15 +449,15 @@ func (l *Limiter) Allow(key string) bool {
 		return l.unset()
 	}
 	if l.strict {
-		if l.r.TryUpdateString(key, l.unit, l.burstU) {
+		if l.r.TryUpdateString(key, p.unit, p.burstU) {
 			return true
 		}
-	} else if l.r.QueryString(key)+l.unit <= l.burstU {
-		l.r.UpdateString(key, l.unit)
+	} else if l.r.QueryString(key)+p.unit <= p.burstU {
+		l.r.UpdateString(key, p.unit)
 		return true
 	}
-	if l.rejectU > 0 {
-		l.r.UpdateString(key, l.rejectU)
+	if p.rejectU > 0 {
+		l.r.UpdateString(key, p.rejectU)
 	}
 	return false
 }
@@ -432,38 +467,43 @@ func (l *Limiter) Allow(key string) bool {
 // counts as that time, and a t after the clock's reading counts as that
 // reading (the one deviation from x/time/rate). It does not allocate.
 func (l *Limiter) AllowN(t time.Time, key string, n int) bool {
+	return l.allowN(l.p.Load(), t, key, n)
+}
+
+// allowN is AllowN under the policy p.
+func (l *Limiter) allowN(p *params, t time.Time, key string, n int) bool {
 	checkN("AllowN", n)
 	if l.none() {
 		return l.unset()
 	}
-	if n > l.burst {
+	if n > p.burst {
 		return false
 	}
-	nU := float64(n) * l.unit
+	nU := float64(n) * p.unit
 	if b := l.b; b != nil {
 		if l.strict {
-			if b.TryUpdateAt(t, key, nU, l.burstU) {
+			if b.TryUpdateAt(t, key, nU, p.burstU) {
 				return true
 			}
-		} else if b.QueryAt(t, key)+nU <= l.burstU {
+		} else if b.QueryAt(t, key)+nU <= p.burstU {
 			b.UpdateAt(t, key, nU)
 			return true
 		}
-		if l.rejectU > 0 {
-			b.UpdateAt(t, key, l.rejectU)
+		if p.rejectU > 0 {
+			b.UpdateAt(t, key, p.rejectU)
 		}
 		return false
 	}
 	if l.strict {
-		if l.r.TryUpdateStringAt(t, key, nU, l.burstU) {
+		if l.r.TryUpdateStringAt(t, key, nU, p.burstU) {
 			return true
 		}
-	} else if l.r.QueryStringAt(t, key)+nU <= l.burstU {
+	} else if l.r.QueryStringAt(t, key)+nU <= p.burstU {
 		l.r.UpdateStringAt(t, key, nU)
 		return true
 	}
-	if l.rejectU > 0 {
-		l.r.UpdateStringAt(t, key, l.rejectU)
+	if p.rejectU > 0 {
+		l.r.UpdateStringAt(t, key, p.rejectU)
 	}
 	return false
 }

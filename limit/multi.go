@@ -97,12 +97,19 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		}
 		return keys[i]
 	}
+	// Each window's policy, read once: a SetLimit racing the decision
+	// is seen wholly or not at all.
+	var pin [4]*params
+	ps := pin[:0]
+	for _, l := range m.ls {
+		ps = append(ps, l.p.Load())
+	}
 	var inline [4]receipt
 	taken := inline[:0]
-	denied := m.precheck(t, n, key)
+	denied := m.precheck(ps, t, n, key)
 	if denied >= 0 {
-		if l := m.ls[denied]; l.rejectU > 0 {
-			l.addAt(t, key(denied), l.rejectU)
+		if p := ps[denied]; p.rejectU > 0 {
+			m.ls[denied].addAt(t, key(denied), p.rejectU)
 		}
 	}
 	for i, l := range m.ls {
@@ -115,8 +122,9 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 		}
 		ok := false
 		var res receipt
-		if n <= l.burst {
-			res, ok = l.reserveAt(t, key(i), float64(n)*l.unit, l.burstU)
+		p := ps[i]
+		if n <= p.burst {
+			res, ok = l.reserveAt(t, key(i), float64(n)*p.unit, p.burstU)
 		}
 		if !ok {
 			for j := range taken {
@@ -125,18 +133,18 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 				}
 			}
 			denied = i
-			if l.rejectU > 0 {
-				l.addAt(t, key(i), l.rejectU)
+			if p.rejectU > 0 {
+				l.addAt(t, key(i), p.rejectU)
 			}
 			break
 		}
 		taken = append(taken, res)
 	}
 	// Every window's state after the decision (a read).
-	first := m.ls[max(denied, 0)]
+	first := ps[max(denied, 0)]
 	d := Decision{Limit: first.limit, Burst: first.burst, Policy: first.name, Remaining: math.MaxInt}
 	for i, l := range m.ls {
-		w := l.state(t, key(i), n)
+		w := l.state(ps[i], t, key(i), n)
 		switch {
 		case denied < 0:
 			if w.Remaining < d.Remaining {
@@ -168,36 +176,36 @@ func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
 // those later windows first, a request that one of them denies takes
 // nothing. (The additive count-min gives such takes back within the
 // millisecond, and is not read twice.)
-func (m *Multi) precheck(t time.Time, n int, key func(int) string) int {
+func (m *Multi) precheck(ps []*params, t time.Time, n int, key func(int) string) int {
 	for i := 1; i < len(m.ls); i++ {
-		if l := m.ls[i]; l.precheck && (n > l.burst || l.queryAt(t, key(i))+float64(n)*l.unit > l.burstU) {
+		if l, p := m.ls[i], ps[i]; l.precheck && (n > p.burst || l.queryAt(t, key(i))+float64(n)*p.unit > p.burstU) {
 			return i
 		}
 	}
 	return -1
 }
 
-// state returns what the key has at t, without a write: Remaining,
-// ResetAfter and NextAfter of its debt now, Allowed whether n more fit,
-// and if not RetryAfter (or Never).
-func (l *Limiter) state(t time.Time, key string, n int) Decision {
-	d := Decision{Limit: l.limit, Burst: l.burst, Policy: l.name}
+// state returns what the key has at t under the policy p, without a
+// write: Remaining, ResetAfter and NextAfter of its debt now, Allowed
+// whether n more fit, and if not RetryAfter (or Never).
+func (l *Limiter) state(p *params, t time.Time, key string, n int) Decision {
+	d := Decision{Limit: p.limit, Burst: p.burst, Policy: p.name}
 	if l.none() {
-		d.Allowed, d.Remaining = l.unset(), l.burst
+		d.Allowed, d.Remaining = l.unset(), p.burst
 		return d
 	}
 	debt := l.queryAt(t, key)
 	gap := l.gap(t)
-	nU := float64(n) * l.unit
+	nU := float64(n) * p.unit
 	switch {
-	case n > l.burst:
+	case n > p.burst:
 		d.Never, d.RetryAfter = true, InfDuration
-	case debt+nU <= l.burstU:
+	case debt+nU <= p.burstU:
 		d.Allowed = true
 	default:
-		d.RetryAfter = gap + l.ms(max(l.msUntilFits(debt, nU), 1))
+		d.RetryAfter = gap + l.ms(max(l.msUntilFits(p, debt, nU), 1))
 	}
-	l.fill(&d, debt, gap)
+	l.fill(p, &d, debt, gap)
 	return d
 }
 

@@ -17,7 +17,7 @@ func (l *Limiter) Policies() []Policy {
 	if l == nil || l.tb == nil {
 		return nil
 	}
-	return []Policy{{Name: l.name, Limit: l.limit, Burst: l.burst}}
+	return l.p.Load().policies()
 }
 
 // DecideContext is DecideN at the clock's reading, in the shape of a

@@ -84,17 +84,17 @@ func (r *Reservation) Cancel() {
 // clock's reading counts as that reading (see AllowN).
 func (l *Limiter) ReserveN(t time.Time, key string, n int) *Reservation {
 	checkN("ReserveN", n)
-	return l.reserve(t, key, n, l.maxDebtU)
+	return l.reserve(l.p.Load(), t, key, n, l.maxDebtU)
 }
 
 // Reserve is ReserveN at the clock's reading with n = 1.
 func (l *Limiter) Reserve(key string) *Reservation { return l.ReserveN(l.Now(), key, 1) }
 
-// reserve is ReserveN with the debt after the reservation capped at capU
-// units (<= maxDebtU): WaitN's deadline lowers the cap, so that a
-// reservation it could not wait for is refused before anything is
-// debited.
-func (l *Limiter) reserve(t time.Time, key string, n int, capU float64) *Reservation {
+// reserve is ReserveN under the policy p with the debt after the
+// reservation capped at capU units (<= maxDebtU): WaitN's deadline
+// lowers the cap, so that a reservation it could not wait for is refused
+// before anything is debited.
+func (l *Limiter) reserve(p *params, t time.Time, key string, n int, capU float64) *Reservation {
 	r := &Reservation{lim: l}
 	if l.none() {
 		r.ok = l.unset()
@@ -104,10 +104,10 @@ func (l *Limiter) reserve(t time.Time, key string, n int, capU float64) *Reserva
 		}
 		return r
 	}
-	if n > l.burst {
+	if n > p.burst {
 		return r
 	}
-	nU := float64(n) * l.unit
+	nU := float64(n) * p.unit
 	res, ok := l.reserveAt(t, key, nU, capU)
 	if !ok {
 		return r
@@ -118,7 +118,7 @@ func (l *Limiter) reserve(t time.Time, key string, n int, capU float64) *Reserva
 	// each used; the debt read then drains back within the burst x ms
 	// later.
 	at := l.tb.Time(l.tb.HighWater())
-	r.timeToAct = at.Add(l.ms(l.msUntilBelow(after, l.burstU)))
+	r.timeToAct = at.Add(l.ms(l.msUntilBelow(after, p.burstU)))
 	return r
 }
 
@@ -179,12 +179,18 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // safe side). It reads and waits on the limiter's clock (WithClock). It
 // panics if n <= 0.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
-	checkN("WaitN", n)
 	if l.tb == nil {
+		checkN("WaitN", n)
 		panic(errZero)
 	}
-	if n > l.burst && !l.inf {
-		return &WaitError{Err: ErrAboveBurst, N: n, Burst: l.burst}
+	return l.waitN(l.p.Load(), ctx, key, n)
+}
+
+// waitN is WaitN under the policy p.
+func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error {
+	checkN("WaitN", n)
+	if n > p.burst && !l.inf {
+		return &WaitError{Err: ErrAboveBurst, N: n, Burst: p.burst}
 	}
 	select {
 	case <-ctx.Done():
@@ -195,7 +201,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 		return nil
 	}
 	if l.newTimer == nil {
-		return &WaitError{Err: ErrNoTimer, N: n, Burst: l.burst}
+		return &WaitError{Err: ErrNoTimer, N: n, Burst: p.burst}
 	}
 	now := l.tb.Now()
 	capU, why, left := l.maxDebtU, ErrMaxDebt, time.Duration(0)
@@ -204,15 +210,15 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 		// only if its debt drains within the burst by then.
 		left = dl.Sub(now)
 		if left < 0 {
-			return &WaitError{Err: ErrPastDeadline, N: n, Burst: l.burst, Wait: left}
+			return &WaitError{Err: ErrPastDeadline, N: n, Burst: p.burst, Wait: left}
 		}
-		if c := l.burstU + l.drop(float64(left/time.Millisecond)); c < capU {
+		if c := p.burstU + l.drop(float64(left/time.Millisecond)); c < capU {
 			capU, why = c, ErrPastDeadline
 		}
 	}
-	r := l.reserve(now, key, n, capU)
+	r := l.reserve(p, now, key, n, capU)
 	if !r.ok {
-		return &WaitError{Err: why, N: n, Burst: l.burst, Wait: left}
+		return &WaitError{Err: why, N: n, Burst: p.burst, Wait: left}
 	}
 	delay := r.timeToAct.Sub(l.tb.Now())
 	if delay <= 0 {

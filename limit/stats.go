@@ -35,10 +35,11 @@ func (l *Limiter) Stats() Stats {
 		return Stats{}
 	}
 	st := Stats{Engine: l.Engine(), Bytes: l.Sizes().Total}
+	p := l.p.Load()
 	if l.b != nil {
-		st.Saturation = l.b.Saturation(l.unit, l.burstU)
+		st.Saturation = l.b.Saturation(p.unit, p.burstU)
 	} else {
-		st.Saturation = l.r.Saturation(l.unit, l.burstU, 0, statsCalls.Add(0x9E3779B97F4A7C15))
+		st.Saturation = l.r.Saturation(p.unit, p.burstU, 0, statsCalls.Add(0x9E3779B97F4A7C15))
 	}
 	return st
 }

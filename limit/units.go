@@ -60,7 +60,10 @@ Beyond MaxDebt 65535 tokens adds may round up: a decision late by the
 rounding, never early. (24 bits hold MaxDebt tokens of a given
 precision, whatever the unit: this is the price of exact adds.)
 */
-func units(rate, maxDebt float64) (unit, drain float64, exact bool) {
+//
+// fbits is 0 for a short fraction's units (whole units), else the m of
+// the rounding (Tier costs round the same way: costOf).
+func units(rate, maxDebt float64) (unit, drain float64, exact bool, fbits int) {
 	if p, q, ok := fraction(rate); ok {
 		num := new(big.Int).Mul(q, big.NewInt(1000))
 		g := new(big.Int).GCD(nil, nil, num, p)
@@ -72,12 +75,12 @@ func units(rate, maxDebt float64) (unit, drain float64, exact bool) {
 			unit, drain = float64(c.Int64()), float64(k.Int64())
 			odd := uint64(c.Int64()) >> bits.TrailingZeros64(uint64(c.Int64()))
 			if exact = maxDebt*unit <= maxExactUnits; exact || bits.Len64(odd)+bits.Len64(uint64(math.Ceil(maxDebt))) <= 24 {
-				return unit, drain, exact
+				return unit, drain, exact, 0
 			}
 		}
 	}
-	m := 24 - bits.Len64(uint64(math.Ceil(maxDebt)))
-	return roundUpBits(1000/rate, max(m, 8), new(big.Rat).Quo(big.NewRat(1000, 1), new(big.Rat).SetFloat64(rate))), 1, false
+	m := max(24-bits.Len64(uint64(math.Ceil(maxDebt))), 8)
+	return roundUpBits(1000/rate, m, new(big.Rat).Quo(big.NewRat(1000, 1), new(big.Rat).SetFloat64(rate))), 1, false, m
 }
 
 // roundUpBits returns the least float64 with at most m significant bits
@@ -128,5 +131,10 @@ func fraction(r float64) (p, q *big.Int, ok bool) {
 // Exact reports whether the limiter is exact: whether every decision,
 // RetryAfter, ResetAfter and Remaining it gives for a key alone in its
 // cells is that of the rational token bucket at millisecond resolution
-// (see the package documentation, "Exactness"). Inf is exact.
-func (l *Limiter) Exact() bool { return l.inf || l.exact }
+// (see the package documentation, "Exactness"), under its current
+// policy (New's, or SetLimit's and SetBurst's: see Tier.Exact). Inf is
+// exact; the zero Limiter is not.
+func (l *Limiter) Exact() bool {
+	p := l.p.Load()
+	return l.inf || p != nil && p.exact
+}
