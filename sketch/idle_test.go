@@ -259,3 +259,32 @@ func TestIdleWholeSketch(t *testing.T) {
 		})
 	}
 }
+
+// TestSweepKeepsLinearDrain: under the linear law a drained value above
+// 2^24 is not a float32, and the horizon sweep stores it rounded up. The
+// sweep stamps it earlier by the rounding's drain time (atom.Rules.Rebase),
+// so the key keeps draining on its own schedule: read at every later
+// millisecond it equals the exact drain of what was written, not the
+// rounding (up to 1023 here) more. Before that, a limiter's RetryAfter
+// computed before a sweep was late after it (TestRetryAfterInexact).
+func TestSweepKeepsLinearDrain(t *testing.T) {
+	const v0 = 1e10 // float32 step 1024 from 2^33 down to 2^33's half
+	for _, start := range []int64{0, 123_457, 1<<31 - 5} {
+		clk := sketchtest.NewFakeClock()
+		clk.Set(start)
+		s := mustNewSketch(t, sketch.Config{Levels: 4, CellsPerLevel: 64, Decay: decay.Linear(1000), Hi: 1e12, Clock: clk})
+		key, other := []byte("drain"), []byte("other")
+		s.Update(key, v0)
+		// Another key's writes of 0 every day carry the sweeps (one
+		// every 2^29 ms); Query, the minimum over 4 levels, reads key's
+		// own cells wherever other shares one.
+		for day := int64(1); day <= 40; day++ {
+			clk.Set(start + day*idleDay + day) // off the whole-second grid
+			s.Update(other, 0)
+			want := v0 - float64(day*idleDay+day) // 1 unit per ms, exact in float64
+			if got := s.Query(key); got != want {
+				t.Fatalf("start %d, day %d: Query %v, want the exact drain %v (off by %v)", start, day, got, want, got-want)
+			}
+		}
+	}
+}

@@ -185,6 +185,30 @@ func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
 	return Pack(r.Round(v+delta), Newer(w.Stamp(), now))
 }
 
+// Rebase returns the score a re-stamping (the horizon sweep) stores for
+// a cell of score s aged age ms at the sweep's time, and how many ms
+// before that time to stamp it, at most maxBack. The score is s decayed
+// and rounded up as every stored value is (Round). Under the linear law a
+// drained value a float32 cannot hold (above 2^24) would then read later
+// by the rounding at every later time (a limiter's debt would drain the
+// rounding's worth of ms late); stamped earlier by the time the law takes
+// to drain that rounding, the stored word reads the drained value itself
+// at the sweep's time and after, never less. Every other case is stamped
+// at the sweep's time (back 0).
+func (r *Rules) Rebase(s float64, age, maxBack int64) (score float32, back int64) {
+	v := r.Decay(s, age)
+	score = r.Round(v)
+	f := float64(score)
+	if r.law.Kind() != law.KindLinear || !(v > 0) || !(f > v) {
+		return score, 0
+	}
+	back = min(int64((f-v)*1000/r.law.Param()), maxBack)
+	for back > 0 && !(r.law.LinearApply(f, back) >= v) {
+		back-- // float64 rounding of the drop: never read below v
+	}
+	return score, max(back, 0)
+}
+
 // Round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
 // float32 values, the result stays inside the bounds. v must not be NaN.
 // It inlines (TestInlining).

@@ -163,7 +163,8 @@ func (s *Sketch) sweepStep(ms int64, chunks int) {
 }
 
 // rebase decays every cell of cells older than sweepKeep at time at to
-// at, and stamps it at. floor is the current floor: the stamp s of a cell
+// at, and stamps it at (or, under the linear law, a little earlier: see
+// atom.Rules.Rebase). floor is the current floor: the stamp s of a cell
 // stands for floor + uint32(s - stamp(floor)).
 func (s *Sketch) rebase(cells []atom.Cell, floor, at int64) {
 	fs, now := s.stamp(floor), s.stamp(at)
@@ -176,8 +177,14 @@ func (s *Sketch) rebase(cells []atom.Cell, floor, at int64) {
 			if age < sweepKeep {
 				break // young enough (or written after at by a later operation)
 			}
-			v := s.rules.Decay(float64(w.Score()), age)
-			if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), now)) {
+			// The new floor is at - sweepKeep: a stamp back-dated by
+			// up to sweepKeep keeps the invariant.
+			v, back := s.rules.Rebase(float64(w.Score()), age, sweepKeep)
+			st := now
+			if back > 0 {
+				st = s.stamp(at - back)
+			}
+			if c.CompareAndSwap(w, atom.Pack(v, st)) {
 				break
 			}
 		}

@@ -63,6 +63,10 @@ func (c *Compiled) Law() Decay { return c.law }
 // Kind returns the law's kind.
 func (c *Compiled) Kind() Kind { return c.kind }
 
+// Param returns the law's parameter: lambda (Exponential) or rate
+// (Linear), per second; 0 for other kinds.
+func (c *Compiled) Param() float64 { return c.param }
+
 // Apply returns score after dt ms under the law, on the safe side (see
 // Compiled). dt <= 0 returns score.
 func (c *Compiled) Apply(score float64, dt int64) float64 {

@@ -267,11 +267,9 @@ func TestTierNeverEarly(t *testing.T) {
 		// rate the float can stand for.
 		//
 		// The tier's token is at most 20 s, so a run lasts far less than
-		// the count-min's stamp sweep (every 2^29 to 2^30 ms): a sweep
-		// re-stamps a decayed debt rounded up to float32, which past
-		// 2^24 units makes a retry at RetryAfter come a millisecond of
-		// drain late (never early; TestRetryAfterInexact meets it with
-		// rates down to 0.001/s).
+		// the count-min's stamp sweep (every 2^29 to 2^30 ms; the sweep
+		// keeps a linear drain on schedule: TestSweepKeepsLinearDrain,
+		// and TestRetryAfterInexact with rates down to 0.001/s).
 		engine := limit.CountMin
 		rate := rapid.Float64Range(0.5, 5000).Draw(rt, "rate")
 		ratio := rapid.Float64Range(0.1, 20).Draw(rt, "ratio")
