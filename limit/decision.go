@@ -43,13 +43,15 @@ type Decision struct {
 
 // Decide is Allow returning the full Decision: DecideN at the clock's
 // reading with n = 1.
-func (l *Limiter) Decide(key string) Decision { return l.decide(l.Now(), key, 1, true) }
+func (l *Limiter) Decide(key string) Decision { return l.DecideN(l.Now(), key, 1) }
 
 // DecideN is AllowN returning the full Decision. It panics if n <= 0. On
 // a denial RejectCost (if any) is debited before RetryAfter is computed,
 // so RetryAfter includes the penalty.
 func (l *Limiter) DecideN(t time.Time, key string, n int) Decision {
-	return l.decide(t, key, n, true)
+	d := l.decide(t, key, n, true)
+	l.counts.count(d.Allowed)
+	return d
 }
 
 // Peek is Decide without any write: PeekN at the clock's reading with

@@ -70,6 +70,7 @@ type Limiter struct {
 	name                      string
 	period                    time.Duration
 	newTimer                  func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
+	counts                    counters                                            // the decisions since New, for Stats
 }
 
 // Option configures New.
@@ -396,6 +397,12 @@ func checkN(op string, n int) {
 // debits it: AllowN at the clock's reading with n = 1. It does not
 // allocate.
 func (l *Limiter) Allow(key string) bool {
+	ok := l.allow(key)
+	l.counts.count(ok)
+	return ok
+}
+
+func (l *Limiter) allow(key string) bool {
 	if b := l.b; b != nil {
 		if l.strict {
 			if b.TryUpdate(key, l.unit, l.burstU) {
@@ -433,6 +440,12 @@ func (l *Limiter) Allow(key string) bool {
 // reading (the one deviation from x/time/rate). It does not allocate.
 func (l *Limiter) AllowN(t time.Time, key string, n int) bool {
 	checkN("AllowN", n)
+	ok := l.allowN(t, key, n)
+	l.counts.count(ok)
+	return ok
+}
+
+func (l *Limiter) allowN(t time.Time, key string, n int) bool {
 	if l.none() {
 		return l.unset()
 	}

@@ -84,7 +84,9 @@ func (r *Reservation) Cancel() {
 // clock's reading counts as that reading (see AllowN).
 func (l *Limiter) ReserveN(t time.Time, key string, n int) *Reservation {
 	checkN("ReserveN", n)
-	return l.reserve(t, key, n, l.maxDebtU)
+	r := l.reserve(t, key, n, l.maxDebtU)
+	l.counts.count(r.ok)
+	return r
 }
 
 // Reserve is ReserveN at the clock's reading with n = 1.
@@ -184,6 +186,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 		panic(errZero)
 	}
 	if n > l.burst && !l.inf {
+		l.counts.count(false)
 		return &WaitError{Err: ErrAboveBurst, N: n, Burst: l.burst}
 	}
 	select {
@@ -192,6 +195,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	default:
 	}
 	if l.inf {
+		l.counts.count(true)
 		return nil
 	}
 	if l.newTimer == nil {
@@ -211,6 +215,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 		}
 	}
 	r := l.reserve(now, key, n, capU)
+	l.counts.count(r.ok)
 	if !r.ok {
 		return &WaitError{Err: why, N: n, Burst: l.burst, Wait: left}
 	}
