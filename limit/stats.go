@@ -105,8 +105,8 @@ const counterBits = 6
 // whatever the struct's alignment.
 type counters struct {
 	s [counterShards]struct {
-		_                [128 - 16]byte
-		admitted, denied atomic.Uint64
+		_ [128 - 16]byte
+		n [2]atomic.Uint64 // denied, admitted
 	}
 	_ [128 - 16]byte
 }
@@ -119,20 +119,19 @@ type counters struct {
 func (c *counters) count(ok bool) {
 	var x byte
 	i := uint64(uintptr(unsafe.Pointer(&x))) * 0x9E3779B97F4A7C15 >> (64 - counterBits)
-	s := &c.s[i]
+	j := 0
 	if ok {
-		s.admitted.Add(1)
-	} else {
-		s.denied.Add(1)
+		j = 1
 	}
+	c.s[i].n[j].Add(1)
 }
 
 // sum returns the admitted and denied counts, each summed over the
 // shards.
 func (c *counters) sum() (admitted, denied uint64) {
 	for i := range c.s {
-		admitted += c.s[i].admitted.Load()
-		denied += c.s[i].denied.Load()
+		denied += c.s[i].n[0].Load()
+		admitted += c.s[i].n[1].Load()
 	}
 	return admitted, denied
 }

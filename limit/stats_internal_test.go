@@ -29,7 +29,7 @@ func TestCounterShards(t *testing.T) {
 	wg.Wait()
 	used := 0
 	for i := range c.s {
-		if c.s[i].admitted.Load()+c.s[i].denied.Load() > 0 {
+		if c.s[i].n[0].Load()+c.s[i].n[1].Load() > 0 {
 			used++
 		}
 	}
