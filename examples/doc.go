@@ -9,4 +9,9 @@
 // own, tighter limiter (5 per minute, bursts of 2) through
 // Middleware.With; /healthz is never limited (WithSkip). The rates are
 // flags read by limit.ParseLimit.
+//
+// Package promstats (examples/promstats) is a Prometheus collector of
+// limiters' Stats: admitted, denied and rotation counters, saturation
+// and bytes gauges, one series per named limiter; Prometheus's client is
+// a dependency of this module only, never of the library's.
 package examples

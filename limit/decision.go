@@ -67,7 +67,17 @@ func (l *Limiter) PeekN(t time.Time, key string, n int) Decision {
 // decide is DecideN (commit) and PeekN (!commit) under the policy p
 // (the Limiter's or a Tier's): every number of the Decision comes from p
 // and the engine's debt, in p's units.
+// A committed decision counts for Stats.
 func (l *Limiter) decide(p *params, t time.Time, key string, n int, commit bool) Decision {
+	d := l.judge(p, t, key, n, commit)
+	if commit {
+		l.counts.count(d.Allowed)
+	}
+	return d
+}
+
+// judge is decide without the count.
+func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) Decision {
 	checkN("Decide", n)
 	if l.none() {
 		l.unset()

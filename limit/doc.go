@@ -61,7 +61,9 @@
 // Reservation.Cancel). WithCapacity sizes either engine for a number of
 // keys at their limit and a rate of fresh-key denials; Suggest says what
 // that costs in each, Limiter.Capacity how many such keys a limiter
-// holds; Stats reads how saturated the engine is now.
+// holds; Stats reads how saturated the engine is now, and counts the
+// decisions admitted and denied and the count-min's rotations (sharded
+// counters: no contended write on the decision paths).
 //
 // # Exactness
 //

@@ -1,6 +1,7 @@
 package limit_test
 
 import (
+	"encoding/json"
 	"expvar"
 	"fmt"
 	"time"
@@ -145,4 +146,25 @@ func ExampleLimiter_SetLimit() {
 	// Output:
 	// 100ms
 	// true 4 1.2s 5
+}
+
+// The decision counters, as expvar serves them at /debug/vars: every
+// Allow (or Decide, Reserve, Wait) counts once, admitted or denied; a
+// Peek is a read and counts nothing.
+func ExampleLimiter_Stats_counters() {
+	l := limit.MustNew(10, 5)
+	if expvar.Get("api-limiter") == nil {
+		expvar.Publish("api-limiter", expvar.Func(func() any { return l.Stats() }))
+	}
+	for range 8 {
+		l.Allow("203.0.113.7")
+	}
+	l.Peek("203.0.113.7")
+	var st struct {
+		Engine                      string
+		Admitted, Denied, Rotations uint64
+	}
+	json.Unmarshal([]byte(expvar.Get("api-limiter").String()), &st)
+	fmt.Printf("%+v\n", st)
+	// Output: {Engine:buckets Admitted:5 Denied:3 Rotations:0}
 }

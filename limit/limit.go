@@ -81,6 +81,7 @@ type Limiter struct {
 	name        string
 	period      time.Duration
 	newTimer    func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
+	counts      counters                                            // the decisions since New (a Tier's too), for Stats
 }
 
 // Option configures New.
@@ -429,8 +430,16 @@ func checkN(op string, n int) {
 // allocate.
 func (l *Limiter) Allow(key string) bool { return l.allow(l.p.Load(), key) }
 
-// allow is Allow under the policy p (the Limiter's or a Tier's).
+// allow is Allow under the policy p (the Limiter's or a Tier's),
+// counted for Stats.
 func (l *Limiter) allow(p *params, key string) bool {
+	ok := l.admit(p, key)
+	l.counts.count(ok)
+	return ok
+}
+
+// admit is allow without the count.
+func (l *Limiter) admit(p *params, key string) bool {
 	if b := l.b; b != nil {
 		if l.strict {
 			if b.TryUpdate(key, p.unit, p.burstU) {
@@ -470,9 +479,16 @@ func (l *Limiter) AllowN(t time.Time, key string, n int) bool {
 	return l.allowN(l.p.Load(), t, key, n)
 }
 
-// allowN is AllowN under the policy p.
+// allowN is AllowN under the policy p, counted for Stats.
 func (l *Limiter) allowN(p *params, t time.Time, key string, n int) bool {
 	checkN("AllowN", n)
+	ok := l.admitN(p, t, key, n)
+	l.counts.count(ok)
+	return ok
+}
+
+// admitN is allowN without the check of n and the count.
+func (l *Limiter) admitN(p *params, t time.Time, key string, n int) bool {
 	if l.none() {
 		return l.unset()
 	}

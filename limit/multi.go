@@ -35,7 +35,8 @@ import (
 // is not usable: its methods panic with "limit: zero Multi; use
 // NewMulti".
 type Multi struct {
-	ls []*Limiter
+	ls     []*Limiter
+	counts counters // the Multi's decisions since NewMulti, for Stats
 }
 
 // NewMulti returns a Multi over the given windows, checked in order (put
@@ -84,6 +85,12 @@ func (m *Multi) AllowN(t time.Time, key string, n int) bool {
 // those of the window that sets Remaining (on an admission) or
 // RetryAfter (on a denial), and Policy its name.
 func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
+	d := m.decideKeys(t, n, keys...)
+	m.counts.count(d.Allowed)
+	return d
+}
+
+func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 	checkN("Multi.DecideKeys", n)
 	if len(m.ls) == 0 {
 		panic("limit: zero Multi; use NewMulti")

@@ -94,7 +94,15 @@ func (l *Limiter) Reserve(key string) *Reservation { return l.ReserveN(l.Now(), 
 // reservation capped at capU units (<= maxDebtU): WaitN's deadline
 // lowers the cap, so that a reservation it could not wait for is refused
 // before anything is debited.
+// It counts for Stats.
 func (l *Limiter) reserve(p *params, t time.Time, key string, n int, capU float64) *Reservation {
+	r := l.book(p, t, key, n, capU)
+	l.counts.count(r.ok)
+	return r
+}
+
+// book is reserve without the count.
+func (l *Limiter) book(p *params, t time.Time, key string, n int, capU float64) *Reservation {
 	r := &Reservation{lim: l}
 	if l.none() {
 		r.ok = l.unset()
@@ -190,6 +198,7 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error {
 	checkN("WaitN", n)
 	if n > p.burst && !l.inf {
+		l.counts.count(false)
 		return &WaitError{Err: ErrAboveBurst, N: n, Burst: p.burst}
 	}
 	select {
@@ -198,6 +207,7 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 	default:
 	}
 	if l.inf {
+		l.counts.count(true)
 		return nil
 	}
 	if l.newTimer == nil {

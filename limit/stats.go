@@ -1,10 +1,36 @@
 package limit
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+)
 
-// Stats is a reading of a limiter for monitoring: what it runs on and
-// how full it is. It is a plain value (publish it with expvar.Func, or
-// marshal it as JSON: Engine reads as its name); more fields may come.
+// Stats is a reading of a limiter for monitoring: what it runs on, how
+// full it is, and what it has decided. It is a plain value (publish it
+// with expvar.Func, or marshal it as JSON: Engine reads as its name);
+// more fields may come.
+//
+// Counting: every decision that commits counts once, in Admitted or in
+// Denied, when it returns: Allow and AllowN (by their answer), Decide,
+// DecideN and DecideContext (by Allowed), Reserve and ReserveN (by OK),
+// Wait and WaitN (Admitted once they reserve, whether or not the wait
+// then completes; Denied on ErrAboveBurst and on a reservation refused,
+// ErrMaxDebt or ErrPastDeadline; nothing when they return before asking
+// the limiter: a context already done, a deadline already past,
+// ErrNoTimer). Peek, PeekN, Tokens and TokensAt decide nothing and count
+// nothing; a Reservation's Cancel (and WaitN's, on a context that ends)
+// gives tokens back but does not uncount. An Inf limiter counts its
+// decisions too (all admitted). A Tier's decisions count in its
+// limiter's Stats, by the same rules. The counts are the process's:
+// ReadFrom restores debts, not counts. A Multi's decisions count in the Multi's
+// Stats, not in its windows' (see Multi.Stats).
+//
+// The counters cost no contended write: each decision adds one to one
+// of a fixed set of cache-line-padded counters, chosen by the calling
+// goroutine's stack address, and Stats sums them. Each counter is exact
+// for the decisions that have returned before Stats is called; read
+// while decisions are in flight, Admitted and Denied are each a
+// moment's reading, not a snapshot of the pair.
 type Stats struct {
 	// Engine is the engine the limiter runs on (Auto for Inf).
 	Engine Engine
@@ -19,27 +45,45 @@ type Stats struct {
 	// that would deny in a run of 16,384 cells of each level of its
 	// primary generation (their product: the Bloom filter's rate). Each
 	// reading reads about 256 KiB (Buckets) or 512 KiB (count-min) and
-	// takes well under a millisecond; it never writes and does not
-	// allocate. 0 for Inf.
+	// takes well under a millisecond; it writes no cell and does not
+	// allocate (but see Rotations). 0 for Inf.
 	Saturation float64
+	// Admitted and Denied are the decisions since New that admitted and
+	// that denied (see Counting above).
+	Admitted, Denied uint64
+	// Rotations is the number of periods the count-min has rotated
+	// through since New (a clock jump over k periods counts k, as the
+	// public rotator's Rotations does). Rotation is lazy, performed by
+	// the first access after its deadline: Stats is such an access, so
+	// the count (and Saturation) is up to date with the clock, and a
+	// Stats call past a deadline performs that rotation (which allocates
+	// the fresh generation), as any decision would. The Buckets engine
+	// does not rotate (its debts expire entry by entry, its Period is 0):
+	// Rotations is always 0 there, and Saturation is its reading of
+	// pressure. 0 for Inf.
+	Rotations uint64
 }
 
 // statsCalls draws a fresh sample offset per Stats call.
 var statsCalls atomic.Uint64
 
 // Stats returns the limiter's current Stats. It panics on the zero
-// Limiter.
+// Limiter. It does not allocate, unless it performs a rotation that is
+// due (see Stats.Rotations).
 func (l *Limiter) Stats() Stats {
-	if l.none() {
-		l.unset()
-		return Stats{}
+	if l.tb == nil {
+		panic(errZero)
 	}
 	st := Stats{Engine: l.Engine(), Bytes: l.Sizes().Total}
+	st.Admitted, st.Denied = l.counts.sum()
 	p := l.p.Load()
-	if l.b != nil {
+	switch {
+	case l.b != nil:
 		st.Saturation = l.b.Saturation(p.unit, p.burstU)
-	} else {
+	case l.r != nil:
+		l.r.QueryString("") // an access: performs a rotation that is due
 		st.Saturation = l.r.Saturation(p.unit, p.burstU, 0, statsCalls.Add(0x9E3779B97F4A7C15))
+		st.Rotations = l.r.Stats().Periods
 	}
 	return st
 }
@@ -47,3 +91,83 @@ func (l *Limiter) Stats() Stats {
 // MarshalText returns the engine's name ("auto", "buckets",
 // "count-min"), so that Stats marshals readably.
 func (e Engine) MarshalText() ([]byte, error) { return []byte(e.String()), nil }
+
+// counterShards is the number of shards of a limiter's decision
+// counters: a power of two, enough that the goroutines running at once
+// on a large machine rarely share one.
+const counterShards = 1 << counterBits
+
+const counterBits = 6
+
+// counters are a limiter's decision counts, sharded so that concurrent
+// decisions do not write one cache line: each shard's counts follow 112
+// bytes of padding (a shard is 128 bytes: two lines, as the
+// adjacent-line prefetcher pairs them), and 112 more end the struct, so
+// that no line holds two shards' counts, nor a count and anything that
+// precedes or follows the counters (the Limiter's read-mostly fields),
+// whatever the struct's alignment.
+type counters struct {
+	s [counterShards]struct {
+		_ [128 - 16]byte
+		n [2]atomic.Uint64 // denied, admitted
+	}
+	_ [128 - 16]byte
+}
+
+// count adds one decision, admitted or denied. The shard is a hash of
+// the address of a local variable: a goroutine's stack is its own, so
+// concurrent goroutines spread over the shards (and one goroutine's
+// decisions mostly land on one), with no runtime internals and no
+// allocation. Any shard is correct; the choice only spreads the writes.
+func (c *counters) count(ok bool) {
+	var x byte
+	i := uint64(uintptr(unsafe.Pointer(&x))) * 0x9E3779B97F4A7C15 >> (64 - counterBits)
+	j := 0
+	if ok {
+		j = 1
+	}
+	c.s[i].n[j].Add(1)
+}
+
+// sum returns the admitted and denied counts, each summed over the
+// shards.
+func (c *counters) sum() (admitted, denied uint64) {
+	for i := range c.s {
+		denied += c.s[i].n[0].Load()
+		admitted += c.s[i].n[1].Load()
+	}
+	return admitted, denied
+}
+
+// Stats returns the Multi's Stats. Admitted and Denied count the
+// Multi's own decisions (Allow, AllowN, DecideKeys, DecideContext: one
+// per call, admitted only if every window admitted), which its windows
+// do not count: a window's own Stats (see Windows) count only the calls
+// made on that window directly. The rest combines the windows' Stats:
+// Bytes and Rotations are their sums, Saturation the probability that
+// a fresh key is denied by at least one window, 1 - (1-s1)(1-s2)...
+// (the windows hash independently: their seeds differ unless WithSeed
+// gave them one), Engine the windows' engine if they all run on one,
+// Auto otherwise. It panics on the zero Multi, and does not allocate
+// (see Limiter.Stats).
+func (m *Multi) Stats() Stats {
+	if len(m.ls) == 0 {
+		panic("limit: zero Multi; use NewMulti")
+	}
+	var st Stats
+	st.Admitted, st.Denied = m.counts.sum()
+	pass := 1.0 // the probability that a fresh key passes every window
+	for i, l := range m.ls {
+		w := l.Stats()
+		if i == 0 {
+			st.Engine = w.Engine
+		} else if w.Engine != st.Engine {
+			st.Engine = Auto
+		}
+		st.Bytes += w.Bytes
+		st.Rotations += w.Rotations
+		pass *= 1 - w.Saturation
+	}
+	st.Saturation = 1 - pass
+	return st
+}

@@ -17,6 +17,8 @@ var forbidden = []string{
 	"golang.org/x/image", "porcupine", "rapid", "hrtime", "goleak", "golang.org/x/time",
 	// The routers of the examples module and the peers of the benchmarks.
 	"go-chi", "labstack/echo", "gin-gonic", "maypok86/otter", "golang-lru", "sethvargo/go-limiter",
+	// The Prometheus collector of the examples module (examples/promstats).
+	"prometheus",
 }
 
 // consumerMain imports every public package of the module.
