@@ -301,43 +301,60 @@ func TestRetryAfterInexact(t *testing.T) {
 		if l.Exact() {
 			rt.Skip("a rate that is a short fraction: TestExactBucket's domain")
 		}
-		m := newBucket(new(big.Rat).SetFloat64(rate), burst)
-		m.at = clk.NowMillis()
-		tok := 1000 / rate
-		for range rapid.IntRange(1, 100).Draw(rt, "ops") {
-			clk.Advance(time.Duration(rapid.Float64Range(0, 2).Draw(rt, "gapTokens")*tok) * time.Millisecond)
-			m.advance(clk.NowMillis())
-			n := rapid.IntRange(1, burst).Draw(rt, "n")
-			d := l.DecideN(clk.Now(), "k", n)
-			if d.Allowed {
-				if !m.fits(n) {
-					rt.Fatalf("admitted n=%d before the exact bucket (debt %v, burst %d)", n, m.debt.FloatString(9), burst)
-				}
-				m.debt.Add(m.debt, rat(int64(n)))
-				continue
-			}
-			if want := time.Duration(m.retryAfter(n)) * time.Millisecond; d.RetryAfter < want {
-				rt.Fatalf("RetryAfter %v before the exact bucket's %v", d.RetryAfter, want)
-			}
-			if !rapid.Bool().Draw(rt, "retry") {
-				continue
-			}
-			at := clk.Now()
-			clk.SetTime(at.Add(d.RetryAfter - time.Millisecond))
-			if l.PeekN(clk.Now(), "k", n).Allowed {
-				rt.Fatalf("admitted 1 ms before RetryAfter %v (rate %v, burst %d, n %d)", d.RetryAfter, rate, burst, n)
-			}
-			clk.SetTime(at.Add(d.RetryAfter))
-			m.advance(clk.NowMillis())
-			if !l.AllowN(clk.Now(), "k", n) {
-				rt.Fatalf("denied at RetryAfter %v (rate %v, burst %d, n %d)", d.RetryAfter, rate, burst, n)
-			}
+		neverEarly(rt, l, clk, new(big.Rat).SetFloat64(rate), burst)
+	})
+}
+
+// decider is what neverEarly drives: a Limiter or a Tier.
+type decider interface {
+	DecideN(t time.Time, key string, n int) limit.Decision
+	PeekN(t time.Time, key string, n int) limit.Decision
+	AllowN(t time.Time, key string, n int) bool
+}
+
+// neverEarly drives key "k" of l, on clk, through up to 100 requests
+// of 1 to burst tokens at random gaps against the exact bucket of rate
+// r: every admission is one the exact bucket admits, every RetryAfter
+// is at least the exact bucket's, and a retry 1 ms before RetryAfter is
+// denied while one at RetryAfter is admitted.
+func neverEarly(rt *rapid.T, l decider, clk *sketchtest.FakeClock, r *big.Rat, burst int) {
+	m := newBucket(r, burst)
+	m.at = clk.NowMillis()
+	rate, _ := r.Float64()
+	tok := 1000 / rate
+	for range rapid.IntRange(1, 100).Draw(rt, "ops") {
+		clk.Advance(time.Duration(rapid.Float64Range(0, 2).Draw(rt, "gapTokens")*tok) * time.Millisecond)
+		m.advance(clk.NowMillis())
+		n := rapid.IntRange(1, burst).Draw(rt, "n")
+		d := l.DecideN(clk.Now(), "k", n)
+		if d.Allowed {
 			if !m.fits(n) {
-				rt.Fatalf("admitted at RetryAfter %v before the exact bucket", d.RetryAfter)
+				rt.Fatalf("admitted n=%d before the exact bucket (debt %v, burst %d)", n, m.debt.FloatString(9), burst)
 			}
 			m.debt.Add(m.debt, rat(int64(n)))
+			continue
 		}
-	})
+		if want := time.Duration(m.retryAfter(n)) * time.Millisecond; d.RetryAfter < want {
+			rt.Fatalf("RetryAfter %v before the exact bucket's %v", d.RetryAfter, want)
+		}
+		if !rapid.Bool().Draw(rt, "retry") {
+			continue
+		}
+		at := clk.Now()
+		clk.SetTime(at.Add(d.RetryAfter - time.Millisecond))
+		if l.PeekN(clk.Now(), "k", n).Allowed {
+			rt.Fatalf("admitted 1 ms before RetryAfter %v (rate %v, burst %d, n %d)", d.RetryAfter, rate, burst, n)
+		}
+		clk.SetTime(at.Add(d.RetryAfter))
+		m.advance(clk.NowMillis())
+		if !l.AllowN(clk.Now(), "k", n) {
+			rt.Fatalf("denied at RetryAfter %v (rate %v, burst %d, n %d)", d.RetryAfter, rate, burst, n)
+		}
+		if !m.fits(n) {
+			rt.Fatalf("admitted at RetryAfter %v before the exact bucket", d.RetryAfter)
+		}
+		m.debt.Add(m.debt, rat(int64(n)))
+	}
 }
 
 // TestBurstFromEmpty: whatever the rate and burst, an empty key is

@@ -309,42 +309,7 @@ func TestTierNeverEarly(t *testing.T) {
 		if tr.Allow("empty") {
 			rt.Fatal("request past the tier's burst admitted")
 		}
-		m := newBucket(exactRate, tierBurst)
-		m.at = clk.NowMillis()
-		tok := 1000 / tierRate
-		for range rapid.IntRange(1, 100).Draw(rt, "ops") {
-			clk.Advance(time.Duration(rapid.Float64Range(0, 2).Draw(rt, "gapTokens")*tok) * time.Millisecond)
-			m.advance(clk.NowMillis())
-			n := rapid.IntRange(1, tierBurst).Draw(rt, "n")
-			d := tr.DecideN(clk.Now(), "k", n)
-			if d.Allowed {
-				if !m.fits(n) {
-					rt.Fatalf("admitted n=%d before the exact bucket (debt %v, burst %d)", n, m.debt.FloatString(9), tierBurst)
-				}
-				m.debt.Add(m.debt, rat(int64(n)))
-				continue
-			}
-			if want := time.Duration(m.retryAfter(n)) * time.Millisecond; d.RetryAfter < want {
-				rt.Fatalf("RetryAfter %v before the exact bucket's %v", d.RetryAfter, want)
-			}
-			if !rapid.Bool().Draw(rt, "retry") {
-				continue
-			}
-			at := clk.Now()
-			clk.SetTime(at.Add(d.RetryAfter - time.Millisecond))
-			if tr.PeekN(clk.Now(), "k", n).Allowed {
-				rt.Fatalf("admitted 1 ms before RetryAfter %v", d.RetryAfter)
-			}
-			clk.SetTime(at.Add(d.RetryAfter))
-			m.advance(clk.NowMillis())
-			if !tr.AllowN(clk.Now(), "k", n) {
-				rt.Fatalf("denied at RetryAfter %v", d.RetryAfter)
-			}
-			if !m.fits(n) {
-				rt.Fatalf("admitted at RetryAfter %v before the exact bucket", d.RetryAfter)
-			}
-			m.debt.Add(m.debt, rat(int64(n)))
-		}
+		neverEarly(rt, tr, clk, exactRate, tierBurst)
 	})
 }
 
