@@ -1,7 +1,6 @@
 package snapshot_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -12,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -136,69 +134,15 @@ func TestLimiterCrashDuringSnapshots(t *testing.T) {
 	for i := range kills {
 		engine := []string{"buckets", "count-min"}[i%2]
 		path := filepath.Join(dir, engine+".snap")
-		cmd := selfCommand("-test.run=^TestLimiterHelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), limiterCrashEnv+"="+path, limiterCrashEngine+"="+engine)
+		env := []string{limiterCrashEnv + "=" + path, limiterCrashEngine + "=" + engine}
 		if small {
-			cmd.Env = append(cmd.Env, limiterCrashSmall+"=1")
+			env = append(env, limiterCrashSmall+"=1")
 		}
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var mu sync.Mutex
-		var last []string // the fields of the last "saved" line
-		firstSave := make(chan struct{}, 1)
-		started := make(chan struct{})
-		lines := make(chan error, 1)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				switch {
-				case len(f) == 2+crashHot && f[0] == "saved":
-					mu.Lock()
-					last = f[1:]
-					mu.Unlock()
-					select {
-					case firstSave <- struct{}{}:
-					default:
-					}
-				case len(f) == 1 && f[0] == "start":
-					close(started)
-				case len(f) >= 1 && f[0] == "error":
-					lines <- errors.New(sc.Text())
-					return
-				}
-			}
-			lines <- nil
-		}()
-		select {
-		case <-started:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("child did not start in 20 s")
-		}
-		if i < 2 {
-			// No snapshot on this path yet: let the first one land.
-			select {
-			case <-firstSave:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatal("child made no save in 20 s")
-			}
-		}
+		// No snapshot on this path before i = 2: let the first one land.
+		c := startCrashChild(t, "TestLimiterHelperProcess", env, i < 2)
 		// After the child's first save (20 ms), then at any moment of the
 		// next saves and their writes.
-		time.Sleep(15*time.Millisecond + time.Duration(rand.IntN(100_000))*time.Microsecond)
-		cmd.Process.Signal(syscall.SIGKILL)
-		if err := <-lines; err != nil {
-			t.Fatalf("kill %d (%s): child: %v", i, engine, err)
-		}
-		cmd.Wait()
+		c.kill(t, 15*time.Millisecond+time.Duration(rand.IntN(100_000))*time.Microsecond)
 		if m, _ := filepath.Glob(path + ".tmp-*"); len(m) > 0 {
 			midWrite++
 		}
@@ -209,9 +153,10 @@ func TestLimiterCrashDuringSnapshots(t *testing.T) {
 		if err := snapshot.Load(path, l); err != nil {
 			t.Fatalf("kill %d (%s): the last good snapshot does not load: %v", i, engine, err)
 		}
-		mu.Lock()
-		saved := last
-		mu.Unlock()
+		saved, _ := c.lastSaved()
+		if saved != nil && len(saved) != 1+crashHot {
+			t.Fatalf("kill %d (%s): a malformed save line: %q", i, engine, saved)
+		}
 		if saved == nil {
 			continue // killed before this child's first save: the file is the previous child's
 		}

@@ -1,7 +1,6 @@
 package snapshot_test
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -11,9 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -123,80 +120,21 @@ func TestCrashDuringSnapshots(t *testing.T) {
 	midWrite := 0
 	begin := time.Now()
 	for i := range kills {
-		cmd := selfCommand("-test.run=^TestHelperProcess$", "-test.count=1")
-		cmd.Env = append(os.Environ(), crashEnv+"="+path)
-		cmd.Stderr = os.Stderr
-		out, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		var lastSaved atomic.Int64
-		lastSaved.Store(-1)
-		var lastAt atomic.Int64
-		firstSave := make(chan struct{}, 1)
-		started := make(chan struct{})
-		lines := make(chan error, 1)
-		go func() {
-			sc := bufio.NewScanner(out)
-			for sc.Scan() {
-				f := strings.Fields(sc.Text())
-				switch {
-				case len(f) == 2 && f[0] == "saved":
-					n, _ := strconv.ParseInt(f[1], 10, 64)
-					lastSaved.Store(n)
-					lastAt.Store(time.Now().UnixNano())
-					select {
-					case firstSave <- struct{}{}:
-					default:
-					}
-				case len(f) == 2 && f[0] == "start":
-					close(started)
-				case len(f) >= 1 && f[0] == "error":
-					lines <- errors.New(sc.Text())
-					return
-				}
-			}
-			lines <- nil
-		}()
-		if floor < 0 {
-			// No snapshot yet: let the first one land.
-			select {
-			case <-firstSave:
-			case <-time.After(20 * time.Second):
-				cmd.Process.Kill()
-				t.Fatal("child made no save in 20 s")
-			}
-		}
-		select {
-		case <-started:
-		case <-time.After(20 * time.Second):
-			cmd.Process.Kill()
-			t.Fatal("child did not start in 20 s")
-		}
+		// No snapshot yet: let the first one land.
+		c := startCrashChild(t, "TestHelperProcess", []string{crashEnv + "=" + path}, floor < 0)
 		// Kill at a random moment after the child loaded: it saves every
 		// 20 ms; up to 120 ms covers several saves and their writes.
-		time.Sleep(time.Duration(rand.IntN(120_000)) * time.Microsecond)
-		killAt := time.Now()
-		cmd.Process.Signal(syscall.SIGKILL)
-		if err := <-lines; err != nil {
-			t.Fatalf("kill %d: child: %v", i, err)
+		killAt := c.kill(t, time.Duration(rand.IntN(120_000))*time.Microsecond)
+		saved := int64(-1)
+		if f, at := c.lastSaved(); f != nil {
+			saved, _ = strconv.ParseInt(f[0], 10, 64)
+			maxGap = max(maxGap, killAt.Sub(at))
 		}
-		cmd.Wait()
-		saved := lastSaved.Load()
 		if m, _ := filepath.Glob(path + ".tmp-*"); len(m) > 0 {
 			midWrite++ // killed with a temporary file open: in a save
 		}
-		if saved >= 0 {
-			if gap := killAt.Sub(time.Unix(0, lastAt.Load())); gap > maxGap {
-				maxGap = gap
-			}
-		}
 		s, _ := sketch.New(crashCfg())
-		err = snapshot.Load(path, s)
-		if err != nil {
+		if err := snapshot.Load(path, s); err != nil {
 			t.Fatalf("kill %d: the last good snapshot does not load: %v", i, err)
 		}
 		got := int64(s.Query(progressKey))
