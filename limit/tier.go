@@ -113,8 +113,11 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 // can carry (the engine's clamp: the count-min's Hi, the Buckets
 // engine's span, both MaxDebt): a tier of rate r and burst b holds b x
 // R/r tokens of the limiter's rate R. Need is the MaxDebt (WithMaxDebt,
-// in tokens of New's limit) the policy needs, Have the limiter's. It
-// matches sketch.ErrInvalidConfig with errors.Is.
+// in tokens of New's limit) the policy needs: a limiter built as this
+// one but WithMaxDebt(Need) takes it (its base units, which MaxDebt
+// sets, are accounted for), unless New refuses that MaxDebt (above
+// 2^24, or beyond the Buckets engine's span). Have is the limiter's.
+// It matches sketch.ErrInvalidConfig with errors.Is.
 type MaxDebtError struct {
 	Limit Limit // the policy's rate
 	Burst int   // the policy's burst
@@ -153,14 +156,56 @@ func (l *Limiter) newParams(limit Limit, burst int, name string) (*params, error
 	burstF := float64(burst)
 	burstU := burstF * unit
 	if !(burstU <= l.maxDebtU) {
-		need := burstU / l.unit
-		for need*l.unit < burstU {
-			need = math.Nextafter(need, math.Inf(1))
-		}
-		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: need, Have: l.maxDebt}
+		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: l.needFor(r, burst, burstU), Have: l.maxDebt}
 	}
 	return &params{unit: unit, burstU: burstU, rejectU: min(l.rejectCost*unit, l.maxDebtU),
 		limit: limit, burst: burst, burstF: burstF, name: name, exact: exact}, nil
+}
+
+// needOn returns the least MaxDebt, in tokens of l's limit, whose units
+// on l's base units hold burstU.
+func (l *Limiter) needOn(burstU float64) float64 {
+	need := burstU / l.unit
+	for need*l.unit < burstU {
+		need = math.Nextafter(need, math.Inf(1))
+	}
+	return need
+}
+
+// needFor returns the MaxDebt a limiter built as l, WithMaxDebt(it),
+// needs to hold a policy of rate r and burst, whose burst costs burstU
+// on l's units (more than l's MaxDebt). A limiter built with another
+// MaxDebt has other base units (the Buckets engine's ticks, the
+// count-min's grid of costs and New's own unit depend on it), so the
+// need on l's units is tried on the units a limiter with it would have,
+// and raised until they hold the policy too (a few rounds: the units
+// only coarsen as MaxDebt grows). A Buckets limiter that could not hold
+// the MaxDebt found is priced as the count-min Auto would pick.
+func (l *Limiter) needFor(r float64, burst int, burstU float64) float64 {
+	need := l.needOn(burstU)
+	for range 16 {
+		if !(need <= 1<<24) {
+			return need
+		}
+		var s *Limiter
+		var err error
+		if l.b != nil {
+			s, err = New(Limit(l.rate), 1, WithMaxDebt(need), WithEngine(Buckets), WithCapacity(1, 0.5), WithSeed(0))
+		}
+		if l.b == nil || err != nil {
+			s, err = New(Limit(l.rate), 1, WithMaxDebt(need), WithEngine(CountMin), WithSize(1, 1), WithSeed(0))
+		}
+		if err != nil {
+			return need // New refuses this MaxDebt anyway, and says why
+		}
+		unit, _ := s.costOf(r)
+		u := float64(burst) * unit
+		if u <= s.maxDebtU {
+			return need
+		}
+		need = math.Max(s.needOn(u), math.Nextafter(need, math.Inf(1)))
+	}
+	return need
 }
 
 // SetLimit changes the limiter's rate for every later decision of its
