@@ -78,7 +78,7 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 			return x, false
 		}
 		ex := new(big.Rat).Quo(new(big.Rat).SetFloat64(1000*l.drain), new(big.Rat).SetFloat64(r))
-		return roundUpBits(x, m, ex), false
+		return min(roundUpBits(x, m, ex), l.multiple(ex)), false
 	}
 	var rr *big.Rat
 	if p, q, ok := fraction(r); ok {
@@ -92,7 +92,9 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 	if !s.IsInt() {
 		c.Add(c, big.NewInt(1))
 	}
+	w := math.Inf(1)
 	if l.b == nil && !l.exact {
+		w = l.multiple(s)
 		// Debts beyond 2^24 units (shift 0): whole units of at most m
 		// significant bits.
 		if drop := c.BitLen() - m; drop > 0 {
@@ -103,9 +105,37 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 		}
 	}
 	if c.BitLen() > 53 {
-		return math.Inf(1), false
+		return w, false
 	}
-	return math.Ldexp(float64(c.Int64()), -l.shift), l.exact && s.IsInt()
+	return min(math.Ldexp(float64(c.Int64()), -l.shift), w), l.exact && s.IsInt()
+}
+
+// multiple returns, for an inexact limiter, the least whole multiple of
+// New's unit that is at least ex (a cost's exact value in units), or
+// +Inf where such multiples may not add exactly. New's units keep every
+// multiple of its token up to MaxDebt exact in a float32 (units.go), so
+// a cost of k of New's tokens adds as exactly as New's own do: a tier
+// R/k costs k x unit, never more (WithMaxDebt(k x b) holds its burst b,
+// as the package documentation promises), where rounding k x unit to
+// the tier's m significant bits could exceed it.
+func (l *Limiter) multiple(ex *big.Rat) float64 {
+	frac, _ := math.Frexp(l.unit)
+	mant := uint64(math.Ldexp(frac, 53))
+	sig := 53 - bits.TrailingZeros64(mant) // the unit's significant bits
+	if sig+bits.Len64(uint64(min(math.Ceil(l.maxDebt), 1<<62))) > 24 {
+		return math.Inf(1)
+	}
+	u := new(big.Rat).SetFloat64(l.unit)
+	q := new(big.Rat).Quo(ex, u)
+	k := new(big.Int).Quo(q.Num(), q.Denom())
+	if !q.IsInt() {
+		k.Add(k, big.NewInt(1))
+	}
+	f, exact := new(big.Rat).Mul(new(big.Rat).SetInt(k), u).Float64()
+	if !exact {
+		return math.Inf(1)
+	}
+	return f
 }
 
 // MaxDebtError is the error of Limiter.Tier, SetLimit and SetBurst for a
