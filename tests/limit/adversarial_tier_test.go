@@ -5,6 +5,9 @@ package limit_test
 // user would read it.
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/limit"
+	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -187,5 +191,150 @@ func advTiersFrozen(t *testing.T, engine limit.Engine, round int) {
 				t.Fatalf("round %d: policy %d denied n=%d although the final debt %d ms leaves room (burst %d ms)", round, i, n, sum, p.burstM)
 			}
 		}
+	}
+}
+
+// TestAdvTierReserveWait: a Tier's reservations queue up to the
+// limiter's MaxDebt ("Reservations of any policy queue up to the
+// limiter's MaxDebt"; Tier.MaxDebt is it in the tier's tokens), each
+// with the exact delay of the tier's bucket, and its WaitN waits on the
+// limiter's fake clock for exactly that delay.
+func TestAdvTierReserveWait(t *testing.T) {
+	for _, engine := range engines {
+		t.Run(engine.String(), func(t *testing.T) {
+			clk := limittest.NewFakeClock()
+			clk.SetTime(time.Now().Add(time.Hour)) // real contexts' deadlines stay ahead
+			// 10/s, MaxDebt 80 tokens = 8 s; the tier 2.5/s (400 ms), burst 5 (2 s).
+			l, err := limit.New(10, 20, limit.WithClock(clk), limit.WithEngine(engine), limit.WithMaxDebt(80), noAmnesty(engine))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := l.Tier("slow", 2.5, 5)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tr.MaxDebt() != 20 {
+				t.Fatalf("Tier.MaxDebt %v, want 20 tier tokens (8 s)", tr.MaxDebt())
+			}
+			for i := range 20 {
+				r := tr.ReserveN(clk.Now(), "k", 1)
+				want := time.Duration(max(i+1-5, 0)) * 400 * time.Millisecond
+				if !r.OK() || r.Delay() != want {
+					t.Fatalf("reservation %d: OK %v Delay %v, want %v", i+1, r.OK(), r.Delay(), want)
+				}
+			}
+			if r := tr.ReserveN(clk.Now(), "k", 1); r.OK() {
+				t.Fatalf("reservation 21 past MaxDebt OK, Delay %v", r.Delay())
+			}
+			if err := tr.WaitN(context.Background(), "k", 1); !errors.Is(err, limit.ErrMaxDebt) {
+				t.Fatalf("WaitN past MaxDebt: %v", err)
+			}
+			// The base policy sees the same debt as time: 8 s, its burst 2 s.
+			if d := l.PeekN(clk.Now(), "k", 1); d.Allowed || d.RetryAfter != 6100*time.Millisecond {
+				t.Fatalf("base policy on the shared key: %+v, want RetryAfter 6.1s", d)
+			}
+			// WaitN on a fresh key past the burst waits 400 ms of the fake clock.
+			for range 5 {
+				if err := tr.Wait(context.Background(), "w"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			done := make(chan error, 1)
+			go func() { done <- tr.Wait(context.Background(), "w") }()
+			clk.BlockUntilTimers(1)
+			clk.Advance(399 * time.Millisecond)
+			select {
+			case err := <-done:
+				t.Fatalf("Wait returned %v 1 ms early", err)
+			case <-time.After(20 * time.Millisecond):
+			}
+			clk.Advance(time.Millisecond)
+			if err := <-done; err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+}
+
+// TestAdvTierUnchangedBySetLimit: "Tiers are not changed by them": a
+// tier's decisions (Limit, Burst, costs, durations) are the same before
+// and after SetLimit/SetBurst on its limiter.
+func TestAdvTierUnchangedBySetLimit(t *testing.T) {
+	for _, engine := range engines {
+		mk := func(set bool) []limit.Decision {
+			clk := sketchtest.NewFakeClock()
+			l, err := limit.New(10, 20, limit.WithClock(clk), limit.WithEngine(engine), limit.WithMaxDebt(80), limit.WithSeed(4), noAmnesty(engine))
+			if err != nil {
+				t.Fatal(err)
+			}
+			tr, err := l.Tier("t", 5, 8)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if set {
+				if err := l.SetBurst(3); err != nil {
+					t.Fatal(err)
+				}
+				if err := l.SetLimit(2); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var out []limit.Decision
+			for i := range 100 {
+				out = append(out, tr.DecideN(clk.Now(), "k", 1+i%3))
+				clk.Advance(time.Duration(i%7) * 31 * time.Millisecond)
+			}
+			return out
+		}
+		a, b := mk(false), mk(true)
+		for i := range a {
+			if a[i] != b[i] {
+				t.Fatalf("%v decision %d: %+v after SetLimit, %+v before", engine, i, b[i], a[i])
+			}
+		}
+	}
+}
+
+// TestAdvRestoreAfterSetLimit: the snapshot of a limiter whose policy
+// SetLimit changed restores into a limiter freshly built by New with the
+// original configuration ("The burst, RejectCost, ... are configuration,
+// not state"; SetLimit leaves the base units), and its tiers decide
+// there as on the saved one.
+func TestAdvRestoreAfterSetLimit(t *testing.T) {
+	for _, e := range advEngines {
+		t.Run(e.name, func(t *testing.T) {
+			clk := limittest.NewFakeClock()
+			clk.Set(1_700_000_000_000)
+			a := advNew(t, clk, e.opts)
+			if err := a.SetLimit(5); err != nil {
+				t.Fatal(err)
+			}
+			ta, _ := a.Tier("t", 2, 10)
+			for i := range 300 {
+				k := fmt.Sprintf("k%d", i%17)
+				if i%2 == 0 {
+					a.Allow(k)
+				} else {
+					ta.Allow(k)
+				}
+				clk.Advance(time.Duration(i%5) * time.Millisecond)
+			}
+			snap := limiterSnap(t, a)
+			clk2 := limittest.NewFakeClock()
+			clk2.Set(clk.NowMillis())
+			b := advNew(t, clk2, e.opts)
+			if _, err := b.ReadFrom(bytes.NewReader(snap)); err != nil {
+				t.Fatalf("restore of a SetLimit'd limiter into New's configuration: %v", err)
+			}
+			tb, _ := b.Tier("t", 2, 10)
+			for i := range 300 {
+				k := fmt.Sprintf("k%d", i%17)
+				if da, db := ta.DecideN(clk.Now(), k, 1), tb.DecideN(clk2.Now(), k, 1); da != db {
+					t.Fatalf("call %d: restored tier %+v, saved tier %+v", i, db, da)
+				}
+				clk.Advance(7 * time.Millisecond)
+				clk2.Advance(7 * time.Millisecond)
+			}
+		})
 	}
 }
