@@ -45,8 +45,14 @@ func TestAdvSetLimitRaceNoMix(t *testing.T) {
 				}
 				var stop atomic.Bool
 				var flips sync.WaitGroup
+				flipping := make(chan struct{})
+				started := sync.OnceFunc(func() { close(flipping) })
 				flips.Go(func() {
+					defer started() // even when a setter fails
 					for i := 0; !stop.Load(); i++ {
+						if i == 6 {
+							started()
+						}
 						var err error
 						if i%2 == 0 {
 							err = l.SetLimit([]limit.Limit{10, 5}[i/2%2])
@@ -65,9 +71,13 @@ func TestAdvSetLimitRaceNoMix(t *testing.T) {
 				for g := range 4 {
 					seen[g] = map[[2]int]int{}
 					wg.Go(func() {
+						<-flipping
 						var debt int64 // ms, of the current key
 						key := 0
 						for i := range 3000 {
+							if i%16 == 0 {
+								runtime.Gosched() // let the flipper run at GOMAXPROCS 1
+							}
 							k := fmt.Sprintf("g%d-%d", g, key)
 							n := 1 + i%2
 							d := l.DecideN(clk.Now(), k, n)
@@ -93,8 +103,8 @@ func TestAdvSetLimitRaceNoMix(t *testing.T) {
 						pairs[p] = true
 					}
 				}
-				if len(pairs) < 2 {
-					t.Logf("only policies %v seen (no race exercised)", pairs)
+				if len(pairs) < 3 {
+					t.Fatalf("only policies %v seen: the race was not exercised", pairs)
 				}
 			})
 		}
