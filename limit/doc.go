@@ -186,8 +186,11 @@
 // drain / R), rounded up to what the engine stores exactly: whole units
 // on Buckets (its ticks), multiples of 2^-k units on an exact count-min
 // (the finest grid whose multiples up to MaxDebt a float32 holds, so
-// debts mixing policies stay exact), and the significant bits that keep
-// MaxDebt tokens exact in a float32 elsewhere. The rounding is never
+// debts mixing policies stay exact), and elsewhere the significant bits
+// that keep MaxDebt tokens exact in a float32, or a whole number of
+// New's tokens when that is less (they add as exactly as New's own:
+// a tier R/k costs k of them on any limiter, so WithMaxDebt(k x b)
+// holds its burst b). The rounding is never
 // early: a request costs at least its share, the policy's effective rate
 // is at most r, short of it by less than one grid step per token, and
 // its full burst is admitted at once from an empty key. Tier.Exact (and

@@ -78,7 +78,7 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 			return x, false
 		}
 		ex := new(big.Rat).Quo(new(big.Rat).SetFloat64(1000*l.drain), new(big.Rat).SetFloat64(r))
-		return roundUpBits(x, m, ex), false
+		return min(roundUpBits(x, m, ex), l.multiple(ex)), false
 	}
 	var rr *big.Rat
 	if p, q, ok := fraction(r); ok {
@@ -92,7 +92,9 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 	if !s.IsInt() {
 		c.Add(c, big.NewInt(1))
 	}
+	w := math.Inf(1)
 	if l.b == nil && !l.exact {
+		w = l.multiple(s)
 		// Debts beyond 2^24 units (shift 0): whole units of at most m
 		// significant bits.
 		if drop := c.BitLen() - m; drop > 0 {
@@ -103,9 +105,37 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 		}
 	}
 	if c.BitLen() > 53 {
-		return math.Inf(1), false
+		return w, false
 	}
-	return math.Ldexp(float64(c.Int64()), -l.shift), l.exact && s.IsInt()
+	return min(math.Ldexp(float64(c.Int64()), -l.shift), w), l.exact && s.IsInt()
+}
+
+// multiple returns, for an inexact limiter, the least whole multiple of
+// New's unit that is at least ex (a cost's exact value in units), or
+// +Inf where such multiples may not add exactly. New's units keep every
+// multiple of its token up to MaxDebt exact in a float32 (units.go), so
+// a cost of k of New's tokens adds as exactly as New's own do: a tier
+// R/k costs k x unit, never more (WithMaxDebt(k x b) holds its burst b,
+// as the package documentation promises), where rounding k x unit to
+// the tier's m significant bits could exceed it.
+func (l *Limiter) multiple(ex *big.Rat) float64 {
+	frac, _ := math.Frexp(l.unit)
+	mant := uint64(math.Ldexp(frac, 53))
+	sig := 53 - bits.TrailingZeros64(mant) // the unit's significant bits
+	if sig+bits.Len64(uint64(min(math.Ceil(l.maxDebt), 1<<62))) > 24 {
+		return math.Inf(1)
+	}
+	u := new(big.Rat).SetFloat64(l.unit)
+	q := new(big.Rat).Quo(ex, u)
+	k := new(big.Int).Quo(q.Num(), q.Denom())
+	if !q.IsInt() {
+		k.Add(k, big.NewInt(1))
+	}
+	f, exact := new(big.Rat).Mul(new(big.Rat).SetInt(k), u).Float64()
+	if !exact {
+		return math.Inf(1)
+	}
+	return f
 }
 
 // MaxDebtError is the error of Limiter.Tier, SetLimit and SetBurst for a
@@ -113,8 +143,11 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 // can carry (the engine's clamp: the count-min's Hi, the Buckets
 // engine's span, both MaxDebt): a tier of rate r and burst b holds b x
 // R/r tokens of the limiter's rate R. Need is the MaxDebt (WithMaxDebt,
-// in tokens of New's limit) the policy needs, Have the limiter's. It
-// matches sketch.ErrInvalidConfig with errors.Is.
+// in tokens of New's limit) the policy needs: a limiter built as this
+// one but WithMaxDebt(Need) takes it (its base units, which MaxDebt
+// sets, are accounted for), unless New refuses that MaxDebt (above
+// 2^24, or beyond the Buckets engine's span). Have is the limiter's.
+// It matches sketch.ErrInvalidConfig with errors.Is.
 type MaxDebtError struct {
 	Limit Limit // the policy's rate
 	Burst int   // the policy's burst
@@ -153,14 +186,56 @@ func (l *Limiter) newParams(limit Limit, burst int, name string) (*params, error
 	burstF := float64(burst)
 	burstU := burstF * unit
 	if !(burstU <= l.maxDebtU) {
-		need := burstU / l.unit
-		for need*l.unit < burstU {
-			need = math.Nextafter(need, math.Inf(1))
-		}
-		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: need, Have: l.maxDebt}
+		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: l.needFor(r, burst, burstU), Have: l.maxDebt}
 	}
 	return &params{unit: unit, burstU: burstU, rejectU: min(l.rejectCost*unit, l.maxDebtU),
 		limit: limit, burst: burst, burstF: burstF, name: name, exact: exact}, nil
+}
+
+// needOn returns the least MaxDebt, in tokens of l's limit, whose units
+// on l's base units hold burstU.
+func (l *Limiter) needOn(burstU float64) float64 {
+	need := burstU / l.unit
+	for need*l.unit < burstU {
+		need = math.Nextafter(need, math.Inf(1))
+	}
+	return need
+}
+
+// needFor returns the MaxDebt a limiter built as l, WithMaxDebt(it),
+// needs to hold a policy of rate r and burst, whose burst costs burstU
+// on l's units (more than l's MaxDebt). A limiter built with another
+// MaxDebt has other base units (the Buckets engine's ticks, the
+// count-min's grid of costs and New's own unit depend on it), so the
+// need on l's units is tried on the units a limiter with it would have,
+// and raised until they hold the policy too (a few rounds: the units
+// only coarsen as MaxDebt grows). A Buckets limiter that could not hold
+// the MaxDebt found is priced as the count-min Auto would pick.
+func (l *Limiter) needFor(r float64, burst int, burstU float64) float64 {
+	need := l.needOn(burstU)
+	for range 16 {
+		if !(need <= 1<<24) {
+			return need
+		}
+		var s *Limiter
+		var err error
+		if l.b != nil {
+			s, err = New(Limit(l.rate), 1, WithMaxDebt(need), WithEngine(Buckets), WithCapacity(1, 0.5), WithSeed(0))
+		}
+		if l.b == nil || err != nil {
+			s, err = New(Limit(l.rate), 1, WithMaxDebt(need), WithEngine(CountMin), WithSize(1, 1), WithSeed(0))
+		}
+		if err != nil {
+			return need // New refuses this MaxDebt anyway, and says why
+		}
+		unit, _ := s.costOf(r)
+		u := float64(burst) * unit
+		if u <= s.maxDebtU {
+			return need
+		}
+		need = math.Max(s.needOn(u), math.Nextafter(need, math.Inf(1)))
+	}
+	return need
 }
 
 // SetLimit changes the limiter's rate for every later decision of its

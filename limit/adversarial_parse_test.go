@@ -1,0 +1,35 @@
+package limit_test
+
+import (
+	"math"
+	"testing"
+
+	"github.com/lfgrudge/grudge/limit"
+)
+
+// FuzzLimitMarshalText: every Limit New accepts (any float64 in (0, 1e22],
+// and Inf) marshals to a text ParseLimit reads back bit for bit; every
+// other float64 still marshals, and ParseLimit refuses its text.
+func FuzzLimitMarshalText(f *testing.F) {
+	for _, v := range []float64{1, 0.1, 1.0 / 3, 1e22, 5e-324, math.Nextafter(1e22, 0), 1e-300, 142.85714285714286, 0, -1, math.NaN(), math.Inf(1), math.MaxFloat64, math.Nextafter(1e22, 2e22)} {
+		f.Add(math.Float64bits(v))
+	}
+	f.Fuzz(func(t *testing.T, bits uint64) {
+		v := math.Float64frombits(bits)
+		l := limit.Limit(v)
+		b, err := l.MarshalText()
+		if err != nil {
+			t.Fatalf("MarshalText(%v): %v", v, err)
+		}
+		back, err := limit.ParseLimit(string(b))
+		valid := l == limit.Inf || math.IsInf(v, 1) || v > 0 && v <= 1e22
+		switch {
+		case valid && l != limit.Inf && !math.IsInf(v, 1) && (err != nil || math.Float64bits(float64(back)) != bits):
+			t.Fatalf("%v (%#x) -> %q -> %v, %v", v, bits, b, float64(back), err)
+		case valid && (l == limit.Inf || math.IsInf(v, 1)) && (err != nil || back != limit.Inf):
+			t.Fatalf("%v -> %q -> %v, %v", v, b, float64(back), err)
+		case !valid && err == nil:
+			t.Fatalf("%v is not a Limit New accepts, yet %q parses to %v", v, b, float64(back))
+		}
+	})
+}
