@@ -1,6 +1,8 @@
 package atom
 
 import (
+	"math"
+
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/law"
 )
@@ -50,13 +52,16 @@ func (r *Rules) Decay(score float64, dt int64) float64 {
 // MaxLevels).
 const MaxCells = 8
 
-// ValueN sets v[i] = Value(w[i], now) for i < n: one call for all of a
-// key's cells, with the decay law's dispatch taken once and the two common
-// laws' arithmetic (law.Compiled.ExpFast, LinearApply) inlined into the
-// loop. n <= MaxCells.
-func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
+// ValueN sets v[i] = Value(w[i], now) for i < n and returns the smallest
+// of them (the Min aggregate, so a caller that aggregates with Min needs
+// no second pass): one call for all of a key's cells, with the decay
+// law's dispatch taken once and the two common laws' arithmetic
+// (law.Compiled.ExpFast, LinearApply) inlined into the loop.
+// 1 <= n <= MaxCells.
+func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) (lowest float64) {
 	ws := w[:n]
 	vs := v[:len(ws)]
+	lowest = math.Inf(1)
 	switch r.law.Kind() {
 	case law.KindExponential:
 		for i, x := range ws {
@@ -69,6 +74,9 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 				}
 			}
 			vs[i] = s
+			if s < lowest {
+				lowest = s
+			}
 		}
 	case law.KindLinear:
 		for i, x := range ws {
@@ -77,16 +85,28 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 				s = r.law.LinearApply(s, int64(d))
 			}
 			vs[i] = s
+			if s < lowest {
+				lowest = s
+			}
 		}
 	case law.KindNone:
 		for i, x := range ws {
-			vs[i] = float64(x.Score())
+			s := float64(x.Score())
+			vs[i] = s
+			if s < lowest {
+				lowest = s
+			}
 		}
 	default: // a custom law: one call to it per aged cell
 		for i, x := range ws {
-			vs[i] = r.Value(x, now)
+			s := r.Value(x, now)
+			vs[i] = s
+			if s < lowest {
+				lowest = s
+			}
 		}
 	}
+	return lowest
 }
 
 // NextN sets nw[i] = Next(w[i], now, delta) for i < n, computing all of

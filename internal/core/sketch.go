@@ -38,6 +38,7 @@ type Sketch struct {
 	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
 	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
 	cu       bool                    // Config.Conservative: every write goes through conservative.go
+	minAgg   bool                    // the built-in Min aggregator: the aggregate is ValueN's result (aggregateOf)
 	hooks    *testHooks              // nil except in tests (export_test.go)
 	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
 	agg      Aggregator
@@ -78,6 +79,7 @@ func (s *Sketch) Init(cfg Config) error {
 	s.m = cfg.CellsPerLevel
 	s.agg = cfg.Aggregator
 	s.aggFunc = cfg.AggregateFunc
+	s.minAgg = cfg.Aggregator == Min && cfg.AggregateFunc == nil
 	s.cfg = cfg
 	var n int
 	s.cells, n = allocRows(int(s.levels), s.stride)
@@ -99,6 +101,16 @@ func (s *Sketch) aggregate(v []float64) float64 {
 		return CustomAggregate(s.aggFunc, v)
 	}
 	return s.agg.Aggregate(v)
+}
+
+// aggregateOf is aggregate for values from Rules.ValueN, whose result
+// lowest is their minimum: with the built-in Min aggregator that is the
+// aggregate, with no second pass over v. It inlines.
+func (s *Sketch) aggregateOf(v []float64, lowest float64) float64 {
+	if s.minAgg {
+		return lowest
+	}
+	return s.aggregate(v)
 }
 
 // Config returns the normalized configuration the sketch was built with.
@@ -372,8 +384,8 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 		s.reloadWords(cs, &w, &ms)
 	}
 	now := s.stamp(ms)
-	s.rules.ValueN(&w, uint32(len(cs)), now, &v) // one decay dispatch per key, as update does
-	return s.aggregate(v[:len(cs)])
+	lowest := s.rules.ValueN(&w, uint32(len(cs)), now, &v) // one decay dispatch per key, as update does
+	return s.aggregateOf(v[:len(cs)], lowest)
 }
 
 // Detailed is QueryDetailed: the aggregate of key's cells, decayed to
