@@ -24,13 +24,13 @@ import (
 // protocol and its argument.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
 	CheckTry(delta, limit)
-	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.nowMillis())
+	return s.tryUpdate(s.sum64(key), delta, limit, s.nowMillis())
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
 	CheckTry(delta, limit)
-	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.nowMillis())
+	return s.tryUpdate(s.sum64String(key), delta, limit, s.nowMillis())
 }
 
 // CheckTry panics, with a message that starts "sketch:", if delta or
@@ -73,7 +73,7 @@ type Receipt struct {
 func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Receipt, bool) {
 	CheckTry(delta, limit)
 	var rc Receipt
-	ok := s.tryUpdateReceipt(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t), &rc)
+	ok := s.tryUpdateReceipt(s.sum64(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
 }
 
@@ -81,7 +81,7 @@ func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Re
 func (s *Sketch) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Receipt, bool) {
 	CheckTry(delta, limit)
 	var rc Receipt
-	ok := s.tryUpdateReceipt(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t), &rc)
+	ok := s.tryUpdateReceipt(s.sum64String(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
 }
 
@@ -508,13 +508,13 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32)
 // changed under the decision).
 func (s *Sketch) AddAt(t time.Time, key []byte, delta float64) Receipt {
 	CheckFinite("Update", "delta", delta)
-	return s.add(s.hasher.Sum64(key), delta, s.tb.Millis(t))
+	return s.add(s.sum64(key), delta, s.tb.Millis(t))
 }
 
 // AddStringAt is AddAt for a string key.
 func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
 	CheckFinite("Update", "delta", delta)
-	return s.add(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
+	return s.add(s.sum64String(key), delta, s.tb.Millis(t))
 }
 
 func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
