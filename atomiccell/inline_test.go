@@ -30,7 +30,7 @@ func TestInlining(t *testing.T) {
 			"Elapsed", "Newer", "RoundUp", "roundUpInRange", "stepUp", "(*Rules).Round", "(*Rules).Decay",
 		},
 		"github.com/lfgrudge/grudge/internal/law":  {"(*Compiled).ExpFast", "(*Compiled).LinearApply"},
-		"github.com/lfgrudge/grudge/internal/core": {"CheckFinite", "(*Sketch).maintain", "Index", "stripeOf"},
+		"github.com/lfgrudge/grudge/internal/core": {"CheckFinite", "CheckTry", "(*Sketch).maintain", "Index", "stripeOf"},
 		// The public packages are faces over internal ones: each method is
 		// one forwarding call that inlines, so it costs what the engine's
 		// does.

@@ -1,6 +1,8 @@
 package atom
 
 import (
+	"math"
+
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/law"
 )
@@ -50,25 +52,35 @@ func (r *Rules) Decay(score float64, dt int64) float64 {
 // MaxLevels).
 const MaxCells = 8
 
-// ValueN sets v[i] = Value(w[i], now) for i < n: one call for all of a
-// key's cells, with the decay law's dispatch taken once and the two common
-// laws' arithmetic (law.Compiled.ExpFast, LinearApply) inlined into the
-// loop. n <= MaxCells.
-func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) {
+// ValueN sets v[i] = Value(w[i], now) for i < n and returns the smallest
+// of them (the Min aggregate, so a caller that aggregates with Min needs
+// no second pass): one call for all of a key's cells, with the decay
+// law's dispatch taken once and the two common laws' arithmetic
+// (law.Compiled.ExpFast, LinearApply) inlined into the loop.
+// 1 <= n <= MaxCells.
+//
+// The loops make no call, so they keep everything in registers: a word
+// the exponential table cannot decay (an age past its range) hands the
+// rest of the words to valueNFrom.
+func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64) (lowest float64) {
 	ws := w[:n]
 	vs := v[:len(ws)]
+	lowest = math.Inf(1)
 	switch r.law.Kind() {
 	case law.KindExponential:
 		for i, x := range ws {
 			s := float64(x.Score())
 			if d := int32(now - x.Stamp()); d > 0 && s != 0 {
-				if y, ok := r.law.ExpFast(s, int64(d)); ok {
-					s = y
-				} else {
-					s = r.law.Apply(s, int64(d))
+				y, ok := r.law.ExpFast(s, int64(d))
+				if !ok {
+					return r.valueNFrom(w, n, now, v, i, lowest)
 				}
+				s = y
 			}
 			vs[i] = s
+			if s < lowest {
+				lowest = s
+			}
 		}
 	case law.KindLinear:
 		for i, x := range ws {
@@ -77,27 +89,73 @@ func (r *Rules) ValueN(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]flo
 				s = r.law.LinearApply(s, int64(d))
 			}
 			vs[i] = s
+			if s < lowest {
+				lowest = s
+			}
 		}
 	case law.KindNone:
 		for i, x := range ws {
-			vs[i] = float64(x.Score())
+			s := float64(x.Score())
+			vs[i] = s
+			if s < lowest {
+				lowest = s
+			}
 		}
-	default: // a custom law: one call to it per aged cell
-		for i, x := range ws {
-			vs[i] = r.Value(x, now)
+	default: // a custom law: one call to it per aged word
+		return r.valueNFrom(w, n, now, v, 0, lowest)
+	}
+	return lowest
+}
+
+// valueNFrom is ValueN from word i on, lowest the Min of v[:i], through
+// Value (a call to the law per aged word): a custom law, and the
+// exponential words past its table.
+//
+//go:noinline
+func (r *Rules) valueNFrom(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells]float64, i int, lowest float64) float64 {
+	ws := w[i:n]
+	vs := v[i:n]
+	vs = vs[:len(ws)]
+	for i, x := range ws {
+		s := r.Value(x, now)
+		vs[i] = s
+		if s < lowest {
+			lowest = s
 		}
 	}
+	return lowest
 }
 
 // NextN sets nw[i] = Next(w[i], now, delta) for i < n, computing all of
 // them before the caller's first CAS. n <= MaxCells. One pass per word:
-// a word stamped at or after now (a hot key within its millisecond) costs
-// an add, the clamp and the round-up, with no decay call and nothing
-// stored between passes.
+// a word stamped at or after now (a hot key within its millisecond), or
+// holding 0, costs an add, the clamp and the round-up, with no call, so
+// the loop keeps everything in registers; at the first word that needs
+// decay it hands the rest to nextNFrom.
 func (r *Rules) NextN(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw *[MaxCells]Word) {
 	ws := w[:n]
 	out := nw[:len(ws)]
-	lo, hi := r.lo, r.hi
+	for i, x := range ws {
+		s, st := float64(x.Score()), x.Stamp()
+		if int32(now-st) > 0 {
+			if s != 0 {
+				r.nextNFrom(w, n, now, delta, nw, i)
+				return
+			}
+			st = now
+		}
+		out[i] = Pack(r.Round(s+delta), st)
+	}
+}
+
+// nextNFrom is NextN from word i on, decaying each aged word (Rules.aged:
+// the two common laws' arithmetic inline, the rest through the law).
+//
+//go:noinline
+func (r *Rules) nextNFrom(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw *[MaxCells]Word, i int) {
+	ws := w[i:n]
+	out := nw[i:n]
+	out = out[:len(ws)]
 	for i, x := range ws {
 		s, st := float64(x.Score()), x.Stamp()
 		if d := int32(now - st); d > 0 {
@@ -106,13 +164,7 @@ func (r *Rules) NextN(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw
 				s = r.aged(s, int64(d))
 			}
 		}
-		v := s + delta
-		if v < lo {
-			v = lo
-		} else if v > hi {
-			v = hi
-		}
-		out[i] = Pack(roundUpInRange(v), st)
+		out[i] = Pack(r.Round(s+delta), st)
 	}
 }
 

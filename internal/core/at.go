@@ -23,45 +23,45 @@ func (s *Sketch) NowMillis() int64 { return s.nowMillis() }
 // UpdateAt is Update at time t.
 func (s *Sketch) UpdateAt(t time.Time, key []byte, delta float64) {
 	CheckFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64(key), delta, s.tb.Millis(t))
+	s.update(s.sum64(key), delta, s.tb.Millis(t))
 }
 
 // UpdateStringAt is UpdateString at time t.
 func (s *Sketch) UpdateStringAt(t time.Time, key string, delta float64) {
 	CheckFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
+	s.update(s.sum64String(key), delta, s.tb.Millis(t))
 }
 
 // QueryAt is Query at time t.
 func (s *Sketch) QueryAt(t time.Time, key []byte) float64 {
-	return s.query(s.hasher.Sum64(key), s.tb.Millis(t))
+	return s.query(s.sum64(key), s.tb.Millis(t))
 }
 
 // QueryStringAt is QueryString at time t.
 func (s *Sketch) QueryStringAt(t time.Time, key string) float64 {
-	return s.query(s.hasher.Sum64String(key), s.tb.Millis(t))
+	return s.query(s.sum64String(key), s.tb.Millis(t))
 }
 
 // UpdateAndQueryAt is UpdateAndQuery at time t.
 func (s *Sketch) UpdateAndQueryAt(t time.Time, key []byte, delta float64) float64 {
 	CheckFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.tb.Millis(t))
+	return s.updateAndQuery(s.sum64(key), delta, s.tb.Millis(t))
 }
 
 // UpdateAndQueryStringAt is UpdateAndQueryString at time t.
 func (s *Sketch) UpdateAndQueryStringAt(t time.Time, key string, delta float64) float64 {
 	CheckFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
+	return s.updateAndQuery(s.sum64String(key), delta, s.tb.Millis(t))
 }
 
 // TryUpdateAt is TryUpdate at time t.
 func (s *Sketch) TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool {
 	CheckTry(delta, limit)
-	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t))
+	return s.tryUpdate(s.sum64(key), delta, limit, s.tb.Millis(t))
 }
 
 // TryUpdateStringAt is TryUpdateString at time t.
 func (s *Sketch) TryUpdateStringAt(t time.Time, key string, delta, limit float64) bool {
 	CheckTry(delta, limit)
-	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t))
+	return s.tryUpdate(s.sum64String(key), delta, limit, s.tb.Millis(t))
 }

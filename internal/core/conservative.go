@@ -62,8 +62,8 @@ func (s *Sketch) cuTry(h uint64, delta, limit float64, ms int64, rc *Receipt) bo
 	s.maintain(ms)
 	var sn snapshot
 	s.cellsOf(h, &sn.c)
-	s.loadAll(&sn, &ms)
-	if !(s.aggregate(sn.v[:s.levels])+delta <= limit) {
+	_, agg := s.loadAll(&sn, &ms)
+	if !(agg+delta <= limit) {
 		return false
 	}
 	ok, _ := s.cuWrite(h, &sn, delta, limit, ms)
@@ -104,8 +104,7 @@ func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64)
 		}
 	}
 	defer st.seq.Add(1)
-	s.loadAll(sn, &ms)
-	est := s.aggregate(sn.v[:s.levels])
+	_, est := s.loadAll(sn, &ms)
 	if !(est+delta <= limit) {
 		return false, est
 	}

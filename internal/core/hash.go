@@ -33,6 +33,30 @@ func (h xxh3Hasher) Sum64String(key string) uint64 {
 	return xxh3.HashStringSeed(key, uint64(h))
 }
 
+// sum64 is s.hasher.Sum64(key), with the default hasher called directly
+// rather than through the interface (a dispatch and a wrapper fewer on
+// every operation). It inlines.
+func (s *Sketch) sum64(key []byte) uint64 {
+	if s.xx {
+		return xxh3.HashSeed(key, s.xxSeed)
+	}
+	return s.otherSum64(key)
+}
+
+//go:noinline
+func (s *Sketch) otherSum64(key []byte) uint64 { return s.hasher.Sum64(key) }
+
+// sum64String is sum64 for a string key.
+func (s *Sketch) sum64String(key string) uint64 {
+	if s.xx {
+		return xxh3.HashStringSeed(key, s.xxSeed)
+	}
+	return s.otherSum64String(key)
+}
+
+//go:noinline
+func (s *Sketch) otherSum64String(key string) uint64 { return s.hasher.Sum64String(key) }
+
 // RandomSeed returns 8 bytes from crypto/rand as a Config.Seed: the
 // secret seed SipHash needs when keys come from untrusted clients (the
 // default of packages limit and meter).

@@ -25,10 +25,10 @@ type Hashed struct {
 }
 
 // Hash hashes key for this sketch's Hashed methods. It does not allocate.
-func (s *Sketch) Hash(key []byte) Hashed { return Hashed{s, s.hasher.Sum64(key)} }
+func (s *Sketch) Hash(key []byte) Hashed { return Hashed{s, s.sum64(key)} }
 
 // HashString is Hash for a string key. It does not allocate.
-func (s *Sketch) HashString(key string) Hashed { return Hashed{s, s.hasher.Sum64String(key)} }
+func (s *Sketch) HashString(key string) Hashed { return Hashed{s, s.sum64String(key)} }
 
 // mine returns k's hash, or panics if k was not made by s.
 func (s *Sketch) mine(op string, k Hashed) uint64 {

@@ -387,5 +387,5 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 func RotatorDetailed[L any](r *Rotator, key []byte, mk func(level, index uint32, score float64) L) (float64, []L) {
 	gs, t := r.acquire()
 	s := gs.gens[0]
-	return detailed(s, s.hasher.Sum64(key), s.tb.Millis(t), mk)
+	return detailed(s, s.sum64(key), s.tb.Millis(t), mk)
 }

@@ -26,6 +26,8 @@ type Sketch struct {
 	cells    []atom.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
 	rules    *atom.Rules // decay law and clamp bounds
 	hasher   Hasher
+	xxSeed   uint64    // the seed of the default hasher (XXH3), when xx
+	xx       bool      // hasher is the default XXH3: sum64 calls it directly
 	tb       *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
 	epoch    int64     // clock reading at New; stamps count ms from here, mod 2^32
 	stride   int       // cells between row starts, a multiple of cellsPerLine
@@ -38,6 +40,7 @@ type Sketch struct {
 	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
 	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
 	cu       bool                    // Config.Conservative: every write goes through conservative.go
+	minAgg   bool                    // the built-in Min aggregator: the aggregate is ValueN's result (aggregateOf)
 	hooks    *testHooks              // nil except in tests (export_test.go)
 	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
 	agg      Aggregator
@@ -72,12 +75,16 @@ func (s *Sketch) Init(cfg Config) error {
 	}
 	s.rules = atom.NewRules(cfg.Decay, cfg.Lo, cfg.Hi)
 	s.hasher = cfg.Hasher(cfg.Seed)
+	if h, ok := s.hasher.(xxh3Hasher); ok {
+		s.xx, s.xxSeed = true, uint64(h)
+	}
 	s.tb = NewTimebase(cfg.Clock)
 	s.stride = rowStride(cfg.CellsPerLevel)
 	s.levels = cfg.Levels
 	s.m = cfg.CellsPerLevel
 	s.agg = cfg.Aggregator
 	s.aggFunc = cfg.AggregateFunc
+	s.minAgg = cfg.Aggregator == Min && cfg.AggregateFunc == nil
 	s.cfg = cfg
 	var n int
 	s.cells, n = allocRows(int(s.levels), s.stride)
@@ -99,6 +106,16 @@ func (s *Sketch) aggregate(v []float64) float64 {
 		return CustomAggregate(s.aggFunc, v)
 	}
 	return s.agg.Aggregate(v)
+}
+
+// aggregateOf is aggregate for values from Rules.ValueN, whose result
+// lowest is their minimum: with the built-in Min aggregator that is the
+// aggregate, with no second pass over v. It inlines.
+func (s *Sketch) aggregateOf(v []float64, lowest float64) float64 {
+	if s.minAgg {
+		return lowest
+	}
+	return s.aggregate(v)
 }
 
 // Config returns the normalized configuration the sketch was built with.
@@ -176,13 +193,13 @@ func formatFloat(v float64) string {
 // It panics if delta is NaN or ±Inf, before touching any cell.
 func (s *Sketch) Update(key []byte, delta float64) {
 	CheckFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64(key), delta, s.nowMillis())
+	s.update(s.sum64(key), delta, s.nowMillis())
 }
 
 // UpdateString is Update for a string key, without allocating.
 func (s *Sketch) UpdateString(key string, delta float64) {
 	CheckFinite("Update", "delta", delta)
-	s.update(s.hasher.Sum64String(key), delta, s.nowMillis())
+	s.update(s.sum64String(key), delta, s.nowMillis())
 }
 
 func (s *Sketch) update(h uint64, delta float64, ms int64) {
@@ -291,14 +308,14 @@ func (s *Sketch) addLoop(c *atom.Cell, ms *int64, delta float64, lost bool) (old
 // scores it stored. It panics if delta is NaN or ±Inf.
 func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
 	CheckFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64(key), delta, s.nowMillis())
+	return s.updateAndQuery(s.sum64(key), delta, s.nowMillis())
 }
 
 // UpdateAndQueryString is UpdateAndQuery for a string key, without
 // allocating.
 func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
 	CheckFinite("UpdateAndQuery", "delta", delta)
-	return s.updateAndQuery(s.hasher.Sum64String(key), delta, s.nowMillis())
+	return s.updateAndQuery(s.sum64String(key), delta, s.nowMillis())
 }
 
 func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
@@ -349,11 +366,11 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 // Query returns the key's aggregated score, decayed to now. It only reads:
 // it loads the L words and decays in registers, so any number of cores can
 // query a hot key without moving its cache lines.
-func (s *Sketch) Query(key []byte) float64 { return s.query(s.hasher.Sum64(key), s.nowMillis()) }
+func (s *Sketch) Query(key []byte) float64 { return s.query(s.sum64(key), s.nowMillis()) }
 
 // QueryString is Query for a string key, without allocating.
 func (s *Sketch) QueryString(key string) float64 {
-	return s.query(s.hasher.Sum64String(key), s.nowMillis())
+	return s.query(s.sum64String(key), s.nowMillis())
 }
 
 func (s *Sketch) query(h uint64, ms int64) float64 {
@@ -372,8 +389,8 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 		s.reloadWords(cs, &w, &ms)
 	}
 	now := s.stamp(ms)
-	s.rules.ValueN(&w, uint32(len(cs)), now, &v) // one decay dispatch per key, as update does
-	return s.aggregate(v[:len(cs)])
+	lowest := s.rules.ValueN(&w, uint32(len(cs)), now, &v) // one decay dispatch per key, as update does
+	return s.aggregateOf(v[:len(cs)], lowest)
 }
 
 // Detailed is QueryDetailed: the aggregate of key's cells, decayed to
@@ -381,12 +398,12 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 // index in its row and its decayed score (each face builds its own
 // per-level type). It only reads; it allocates the slice of levels.
 func Detailed[L any](s *Sketch, key []byte, mk func(level, index uint32, score float64) L) (float64, []L) {
-	return detailed(s, s.hasher.Sum64(key), s.nowMillis(), mk)
+	return detailed(s, s.sum64(key), s.nowMillis(), mk)
 }
 
 // DetailedAt is Detailed at time t for a string key.
 func DetailedAt[L any](s *Sketch, t time.Time, key string, mk func(level, index uint32, score float64) L) (float64, []L) {
-	return detailed(s, s.hasher.Sum64String(key), s.tb.Millis(t), mk)
+	return detailed(s, s.sum64String(key), s.tb.Millis(t), mk)
 }
 
 func detailed[L any](s *Sketch, h uint64, ms int64, mk func(level, index uint32, score float64) L) (float64, []L) {

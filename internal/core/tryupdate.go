@@ -24,24 +24,31 @@ import (
 // protocol and its argument.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
 	CheckTry(delta, limit)
-	return s.tryUpdate(s.hasher.Sum64(key), delta, limit, s.nowMillis())
+	return s.tryUpdate(s.sum64(key), delta, limit, s.nowMillis())
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
 	CheckTry(delta, limit)
-	return s.tryUpdate(s.hasher.Sum64String(key), delta, limit, s.nowMillis())
+	return s.tryUpdate(s.sum64String(key), delta, limit, s.nowMillis())
 }
 
 // CheckTry panics, with a message that starts "sketch:", if delta or
 // limit is NaN or ±Inf: one compare chain on the hot path, the message
 // from the slow path. Any finite limit is valid (above Hi too: the
 // decision is aggregate + delta <= limit).
+// It inlines (TestInlining), so the check costs its caller two
+// subtractions and a compare.
 func CheckTry(delta, limit float64) {
-	if delta-delta != 0 || limit-limit != 0 {
-		CheckFinite("TryUpdate", "delta", delta)
-		CheckFinite("TryUpdate", "limit", limit)
+	if (delta-delta)+(limit-limit) != 0 {
+		panicTry(delta, limit)
 	}
+}
+
+//go:noinline
+func panicTry(delta, limit float64) {
+	CheckFinite("TryUpdate", "delta", delta)
+	CheckFinite("TryUpdate", "limit", limit)
 }
 
 // Receipt records, per level, the word an admitted call stored in the
@@ -66,7 +73,7 @@ type Receipt struct {
 func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Receipt, bool) {
 	CheckTry(delta, limit)
 	var rc Receipt
-	ok := s.tryUpdateReceipt(s.hasher.Sum64(key), delta, limit, s.tb.Millis(t), &rc)
+	ok := s.tryUpdateReceipt(s.sum64(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
 }
 
@@ -74,7 +81,7 @@ func (s *Sketch) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Re
 func (s *Sketch) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Receipt, bool) {
 	CheckTry(delta, limit)
 	var rc Receipt
-	ok := s.tryUpdateReceipt(s.hasher.Sum64String(key), delta, limit, s.tb.Millis(t), &rc)
+	ok := s.tryUpdateReceipt(s.sum64String(key), delta, limit, s.tb.Millis(t), &rc)
 	return rc, ok
 }
 
@@ -186,8 +193,9 @@ type snapshot struct {
 // loadAll fills the snapshot at *ms: it loads the L words, then decays
 // them in one batch (Rules.ValueN: one dispatch on the decay law, as
 // Query does). If the horizon moved past *ms meanwhile (a stale
-// operation), it moves *ms to the clock's reading first (see fresh).
-func (s *Sketch) loadAll(sn *snapshot, ms *int64) uint32 {
+// operation), it moves *ms to the clock's reading first (see fresh). It
+// returns the stamp of *ms and the snapshot's aggregate.
+func (s *Sketch) loadAll(sn *snapshot, ms *int64) (uint32, float64) {
 	cs := sn.c[:s.levels]
 	for l, p := range cs {
 		sn.w[l] = p.Load()
@@ -196,8 +204,8 @@ func (s *Sketch) loadAll(sn *snapshot, ms *int64) uint32 {
 		s.reloadWords(cs, &sn.w, ms)
 	}
 	now := s.stamp(*ms)
-	s.rules.ValueN(&sn.w, s.levels, now, &sn.v)
-	return now
+	lowest := s.rules.ValueN(&sn.w, uint32(len(cs)), now, &sn.v)
+	return now, s.aggregateOf(sn.v[:len(cs)], lowest)
 }
 
 func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
@@ -225,8 +233,8 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.load, 0)
 		}
-		now := s.loadAll(&sn, &ms)
-		if !(s.aggregate(sn.v[:s.levels])+delta <= limit) {
+		now, agg := s.loadAll(&sn, &ms)
+		if !(agg+delta <= limit) {
 			// Deny without writing anything. The cells hold every
 			// completed commit, plus possibly part of one in flight,
 			// which can only make the aggregate larger if the delta is
@@ -434,8 +442,8 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.reread, i)
 		}
-		now := s.loadAll(sn, &ms)
-		if !(s.aggregate(sn.v[:L])+delta <= limit) {
+		now, agg := s.loadAll(sn, &ms)
+		if !(agg+delta <= limit) {
 			if s.hooks != nil {
 				for l := range L {
 					if held&(1<<l) != 0 {
@@ -500,13 +508,13 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32)
 // changed under the decision).
 func (s *Sketch) AddAt(t time.Time, key []byte, delta float64) Receipt {
 	CheckFinite("Update", "delta", delta)
-	return s.add(s.hasher.Sum64(key), delta, s.tb.Millis(t))
+	return s.add(s.sum64(key), delta, s.tb.Millis(t))
 }
 
 // AddStringAt is AddAt for a string key.
 func (s *Sketch) AddStringAt(t time.Time, key string, delta float64) Receipt {
 	CheckFinite("Update", "delta", delta)
-	return s.add(s.hasher.Sum64String(key), delta, s.tb.Millis(t))
+	return s.add(s.sum64String(key), delta, s.tb.Millis(t))
 }
 
 func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {

@@ -359,3 +359,64 @@ func TestRulesAllocs(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchN checks the batch forms against the per-word ones, word for
+// word, for every law and a mix of fresh, aged and future stamps (the
+// hot path handles a word stamped at or after now without decay, and
+// hands an aged word to the decay law): ValueN[i] == Value(w[i], now)
+// and its result is their Min (what aggregateOf returns for the Min
+// aggregator); NextN[i] == Next(w[i], now, delta); ApplyN[i] ==
+// Apply(w[i], ValueN[i], now, delta), and ApplyN reports "same" exactly
+// when every new word is its old one.
+func TestBatchN(t *testing.T) {
+	rapid.Check(t, func(t *rapid.T) {
+		d := lawGen().Draw(t, "law")
+		lo := rapid.SampledFrom([]float64{0, -1e6, math.Inf(-1)}).Draw(t, "lo")
+		hi := rapid.SampledFrom([]float64{1e6, 1e12, 100, math.Inf(1)}).Draw(t, "hi")
+		r := atom.NewRules(d, lo, hi)
+		n := rapid.IntRange(1, atom.MaxCells).Draw(t, "n")
+		now := rapid.Uint32().Draw(t, "now")
+		var w, nw, aw [atom.MaxCells]atom.Word
+		var v [atom.MaxCells]float64
+		for i := range n {
+			score := rapid.OneOf(
+				rapid.Float32Range(-1e6, 1e6),
+				rapid.SampledFrom([]float32{0, float32(r.Hi()), float32(r.Lo()), 1}),
+			).Draw(t, "score")
+			score = float32(clamp(float64(score), r.Lo(), r.Hi()))
+			age := rapid.OneOf(rapid.Just(int64(0)), rapid.Int64Range(-5, 5), gapGen()).Draw(t, "age")
+			w[i] = atom.Pack(score, now-uint32(age))
+		}
+		delta := rapid.OneOf(
+			rapid.Float64Range(-1e6, 1e6),
+			rapid.SampledFrom([]float64{0, 1, 1e12, -1e12}),
+		).Draw(t, "delta")
+
+		lowest := r.ValueN(&w, uint32(n), now, &v)
+		want := math.Inf(1)
+		for i := range n {
+			if x := r.Value(w[i], now); v[i] != x {
+				t.Fatalf("ValueN[%d] = %v, Value = %v", i, v[i], x)
+			}
+			want = min(want, v[i])
+		}
+		if lowest != want {
+			t.Fatalf("ValueN returned %v, Min of its values %v", lowest, want)
+		}
+		r.NextN(&w, uint32(n), now, delta, &nw)
+		same := r.ApplyN(&w, &v, uint32(n), now, delta, &aw)
+		allSame := true
+		for i := range n {
+			if x := r.Next(w[i], now, delta); nw[i] != x {
+				t.Fatalf("NextN[%d] = %v, Next = %v", i, nw[i], x)
+			}
+			if x := r.Apply(w[i], v[i], now, delta); aw[i] != x {
+				t.Fatalf("ApplyN[%d] = %v, Apply = %v", i, aw[i], x)
+			}
+			allSame = allSame && aw[i] == w[i]
+		}
+		if same != allSame {
+			t.Fatalf("ApplyN reported same=%v, words say %v", same, allSame)
+		}
+	})
+}
