@@ -127,24 +127,13 @@ func (r *Rules) valueNFrom(w *[MaxCells]Word, n uint32, now uint32, v *[MaxCells
 }
 
 // NextN sets nw[i] = Next(w[i], now, delta) for i < n, computing all of
-// them before the caller's first CAS. n <= MaxCells. One pass per word:
-// a word stamped at or after now (a hot key within its millisecond), or
-// holding 0, costs an add, the clamp and the round-up, with no call, so
-// the loop keeps everything in registers; at the first word that needs
-// decay it hands the rest to nextNFrom.
+// them before the caller's first CAS. n <= MaxCells. Words stamped at or
+// after now (a hot key within its millisecond), or holding 0, cost an
+// add, the clamp and the round-up (nextN: SSE2 assembly on amd64, two
+// words at a time); if any word needs decay, nextNFrom does them all.
 func (r *Rules) NextN(w *[MaxCells]Word, n uint32, now uint32, delta float64, nw *[MaxCells]Word) {
-	ws := w[:n]
-	out := nw[:len(ws)]
-	for i, x := range ws {
-		s, st := float64(x.Score()), x.Stamp()
-		if int32(now-st) > 0 {
-			if s != 0 {
-				r.nextNFrom(w, n, now, delta, nw, i)
-				return
-			}
-			st = now
-		}
-		out[i] = Pack(r.Round(s+delta), st)
+	if !nextN(w, n, now, delta, r.lo, r.hi, nw) {
+		r.nextNFrom(w, n, now, delta, nw, 0)
 	}
 }
 

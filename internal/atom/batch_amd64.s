@@ -1,0 +1,110 @@
+//go:build amd64 && gc && !purego
+
+#include "textflag.h"
+
+// The batch cell arithmetic of NextN in SSE2 (baseline amd64),
+// two words per block. batch_generic.go has the pure-Go twin, and
+// TestBatchAsm in package atom compares them word for word.
+//
+// Per word (lanes 0 and 1 of each block):
+//   aged  = int32(now - stamp) > 0
+//   stamp = aged ? now : stamp                 (Newer)
+//   v     = score + delta
+//   v     = v < lo ? lo : v; v = v > hi ? hi : v   (MAXPD/MINPD with v as
+//           the source operand: on a tie or a NaN the source comes back,
+//           exactly Round's branches)
+//   f     = float32(v); bits += (float64(f) < v) ? (f < 0 ? -1 : +1) : 0
+//           (stepUp: b - (m ^ sign) + sign, m the 0/-1 mask)
+//   word  = bits<<32 | stamp
+// When the block count is odd, the last block's second lane reads and
+// writes the word past n, inside the caller's [MaxCells] arrays, and its
+// result is masked out of the check for aged words.
+
+// SETUP loads the constants: X8 delta,delta; X9 lo,lo; X10 hi,hi; X11 now
+// in every dword; X12 zero; X13 0x7fffffff in every dword.
+#define SETUP(nowoff, deltaoff, looff, hioff) \
+	MOVL	nowoff(FP), AX \
+	MOVQ	AX, X11 \
+	PSHUFD	$0, X11, X11 \
+	MOVSD	deltaoff(FP), X8 \
+	PUNPCKLQDQ	X8, X8 \
+	MOVSD	looff(FP), X9 \
+	PUNPCKLQDQ	X9, X9 \
+	MOVSD	hioff(FP), X10 \
+	PUNPCKLQDQ	X10, X10 \
+	PXOR	X12, X12 \
+	MOVL	$0x7fffffff, AX \
+	MOVQ	AX, X13 \
+	PSHUFD	$0, X13, X13
+
+// STAMPS: X0 the two words; sets X1 = scores (dwords 0,1), X3 = aged
+// mask (dwords 0,1), X5 = new stamps (dwords 0,1).
+#define STAMPS \
+	PSHUFD	$0xDD, X0, X1 \
+	PSHUFD	$0x88, X0, X2 \
+	MOVO	X11, X3 \
+	PSUBL	X2, X3 \
+	PCMPGTL	X12, X3 \
+	MOVO	X3, X4 \
+	PAND	X11, X4 \
+	MOVO	X3, X5 \
+	PANDN	X2, X5 \
+	POR	X4, X5
+
+// ROUND: X6 the two float64 values; adds delta, clamps, narrows upward
+// and leaves the two new words in X5 (stamps from STAMPS).
+#define ROUND \
+	ADDPD	X8, X6 \
+	MOVO	X9, X7 \
+	MAXPD	X6, X7 \
+	MOVO	X10, X6 \
+	MINPD	X7, X6 \
+	CVTPD2PS	X6, X7 \
+	CVTPS2PD	X7, X4 \
+	CMPPD	X6, X4, $1 \
+	PSHUFD	$0x08, X4, X4 \
+	MOVO	X7, X1 \
+	PSRAL	$31, X1 \
+	PXOR	X1, X4 \
+	PSUBL	X4, X7 \
+	PADDL	X1, X7 \
+	PUNPCKLLQ	X7, X5
+
+// func nextNAsm(w *[MaxCells]Word, n uint32, now uint32, delta, lo, hi float64, nw *[MaxCells]Word) bool
+TEXT ·nextNAsm(SB), NOSPLIT, $0-49
+	MOVQ	w+0(FP), SI
+	MOVL	n+8(FP), CX
+	MOVQ	nw+40(FP), DI
+	SETUP(now+12, delta+16, lo+24, hi+32)
+	MOVL	$3, DX            // lanes 0,1 of a block
+nloop:
+	CMPL	CX, $1
+	JNE	nfull
+	MOVL	$1, DX            // the last block has one word
+nfull:
+	MOVQ	(SI), X0
+	MOVQ	8(SI), X2
+	PUNPCKLQDQ	X2, X0
+	STAMPS
+	// An aged word with a non-zero score needs the decay law: report it.
+	MOVO	X1, X6
+	PAND	X13, X6
+	PCMPEQL	X12, X6
+	PANDN	X3, X6
+	MOVMSKPS	X6, AX
+	ANDL	DX, AX
+	JNZ	nslow
+	CVTPS2PD	X1, X6
+	ROUND
+	MOVQ	X5, (DI)
+	PSHUFD	$0xEE, X5, X6
+	MOVQ	X6, 8(DI)
+	ADDQ	$16, SI
+	ADDQ	$16, DI
+	SUBL	$2, CX
+	JG	nloop
+	MOVB	$1, ret+48(FP)
+	RET
+nslow:
+	MOVB	$0, ret+48(FP)
+	RET

@@ -1,0 +1,11 @@
+//go:build amd64 && gc && !purego
+
+package atom
+
+// nextN is nextNGeneric in assembly (batch_amd64.s).
+func nextN(w *[MaxCells]Word, n uint32, now uint32, delta, lo, hi float64, nw *[MaxCells]Word) bool {
+	return nextNAsm(w, n, now, delta, lo, hi, nw)
+}
+
+//go:noescape
+func nextNAsm(w *[MaxCells]Word, n uint32, now uint32, delta, lo, hi float64, nw *[MaxCells]Word) bool
