@@ -27,8 +27,11 @@ func nextNGeneric(w *[MaxCells]Word, n uint32, now uint32, delta, lo, hi float64
 	return true
 }
 
-// roundIn is Rules.Round with the bounds as arguments.
+// roundIn clamps v to [lo, hi] and narrows it upward: Rules.Round, and
+// nextNGeneric's round. v must not be NaN.
 func roundIn(v, lo, hi float64) float32 {
+	// Branches rather than min/max: clamping is rare, so they predict
+	// well, and Go's float min/max must order NaN and signed zeros.
 	if v < lo {
 		v = lo
 	} else if v > hi {

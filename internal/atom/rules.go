@@ -167,6 +167,9 @@ func (r *Rules) ApplyN(w *[MaxCells]Word, v *[MaxCells]float64, n uint32, now ui
 	lo, hi := r.lo, r.hi
 	var diff Word
 	for i, x := range ws {
+		// roundIn spelled out: through it (or Round) the loop costs an
+		// admitted TryUpdate 4-5 more instructions (docs/design.md,
+		// section 5).
 		y := vs[i] + delta
 		if y < lo {
 			y = lo
@@ -253,13 +256,4 @@ func (r *Rules) Rebase(s float64, age, maxBack int64) (score float32, back int64
 // Round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
 // float32 values, the result stays inside the bounds. v must not be NaN.
 // It inlines (TestInlining).
-func (r *Rules) Round(v float64) float32 {
-	// Branches rather than min/max: clamping is rare, so they predict
-	// well, and Go's float min/max must order NaN and signed zeros.
-	if v < r.lo {
-		v = r.lo
-	} else if v > r.hi {
-		v = r.hi
-	}
-	return roundUpInRange(v)
-}
+func (r *Rules) Round(v float64) float32 { return roundIn(v, r.lo, r.hi) }
