@@ -1,9 +1,12 @@
 package atom
 
-// The batch cell arithmetic of NextN, as a pure function of the words
-// and the bounds: nextN is nextNGeneric on every platform without
-// assembly, and batch_amd64.s on amd64 (SSE2, two words at a time). The
-// twin is always compiled, so a test compares the two in one binary.
+import "math"
+
+// The batch cell arithmetic of NextN and DecideN, as pure functions of
+// the words and the bounds: nextN and decideN are nextNGeneric and
+// decideNGeneric on every platform without assembly, and batch_amd64.s on
+// amd64 (SSE2, two words at a time). The twins are always compiled, so a
+// test compares each pair in one binary.
 
 // nextNGeneric sets nw[i] to w[i] plus delta at now, clamped to [lo, hi]
 // and narrowed upward, stamped with the newer of its stamp and now, for
@@ -38,4 +41,55 @@ func roundIn(v, lo, hi float64) float32 {
 		v = hi
 	}
 	return roundUpInRange(v)
+}
+
+// Verdict is what DecideN concluded.
+type Verdict uint8
+
+const (
+	// Slow: a word needs the decay law; nothing concluded (v and nw
+	// partly written).
+	Slow Verdict = iota
+	// Deny: the Min of the values plus delta is not <= limit (v written;
+	// nw may be: the assembly builds the new words before deciding).
+	Deny
+	// Admit: admitted, and nw holds the new words, at least one of them
+	// not its old word (v written).
+	Admit
+	// AdmitSame: admitted, and every new word equals its old word (v and
+	// nw written).
+	AdmitSame
+)
+
+// decideNGeneric is TryUpdate's decision on words that need no decay
+// law: every word stamped at or after now, or scoring zero. It sets
+// v[i] to w[i]'s value (its score) for i < n, and reports Deny unless
+// their Min plus delta is <= limit; then it sets nw as nextNGeneric does
+// (equal to ApplyN on those values) and reports Admit, or AdmitSame when
+// nw[:n] equals w[:n]. It reports Slow at the first aged word with a
+// non-zero score. lo and hi as for nextNGeneric; delta and limit finite.
+func decideNGeneric(w *[MaxCells]Word, n uint32, now uint32, delta, limit, lo, hi float64, v *[MaxCells]float64, nw *[MaxCells]Word) Verdict {
+	ws := w[:n]
+	vs := v[:len(ws)]
+	lowest := math.Inf(1)
+	for i, x := range ws {
+		s := float64(x.Score())
+		if int32(now-x.Stamp()) > 0 && s != 0 {
+			return Slow
+		}
+		vs[i] = s
+		if s < lowest {
+			lowest = s
+		}
+	}
+	if !(lowest+delta <= limit) {
+		return Deny
+	}
+	nextNGeneric(w, n, now, delta, lo, hi, nw)
+	for i, x := range ws {
+		if nw[i] != x {
+			return Admit
+		}
+	}
+	return AdmitSame
 }

@@ -108,3 +108,91 @@ nfull:
 nslow:
 	MOVB	$0, ret+48(FP)
 	RET
+
+// func decideNAsm(w *[MaxCells]Word, n uint32, now uint32, delta, limit, lo, hi float64, v *[MaxCells]float64, nw *[MaxCells]Word) uint8
+//
+// decideNGeneric in assembly, in one pass over the blocks: STAMPS, the
+// aged check (any aged non-zero word: return decideSlow), the values (the
+// scores in float64) stored to v, both lanes, and their Min in X14; then
+// nextNAsm's ROUND into nw, and the XOR of each new word with its old
+// one ORed into X15. A last block of one word takes +Inf as its second
+// value and leaves its second XOR out. The new words are computed before
+// the decision, so a denial has written nw too (callers ignore it). Then
+// Min + delta against limit: decideDeny unless <=, else decideSame when
+// X15 is zero, decideAdmit otherwise.
+TEXT ·decideNAsm(SB), NOSPLIT, $0-65
+	MOVQ	w+0(FP), SI
+	MOVL	n+8(FP), CX
+	MOVQ	v+48(FP), DI
+	MOVQ	nw+56(FP), BX
+	SETUP(now+12, delta+16, lo+32, hi+40)
+	MOVQ	$0x7ff0000000000000, R8  // +Inf
+	MOVQ	R8, X14
+	PUNPCKLQDQ	X14, X14
+	PXOR	X15, X15
+	MOVL	$3, DX
+dloop:
+	CMPL	CX, $1
+	JNE	dfull
+	MOVL	$1, DX
+dfull:
+	MOVQ	(SI), X0
+	MOVQ	8(SI), X2
+	PUNPCKLQDQ	X2, X0
+	STAMPS
+	MOVO	X1, X6
+	PAND	X13, X6
+	PCMPEQL	X12, X6
+	PANDN	X3, X6
+	MOVMSKPS	X6, AX
+	ANDL	DX, AX
+	JNZ	dslow
+	CVTPS2PD	X1, X6
+	MOVUPD	X6, (DI)
+	CMPL	DX, $1
+	JEQ	dminone
+	MINPD	X6, X14
+dround:
+	ROUND
+	MOVQ	X5, (BX)
+	PSHUFD	$0xEE, X5, X6
+	MOVQ	X6, 8(BX)
+	PXOR	X0, X5
+	CMPL	DX, $1
+	JNE	dor
+	MOVQ	X5, X5            // a one-word block: clear the second lane
+dor:
+	POR	X5, X15
+	ADDQ	$16, SI
+	ADDQ	$16, DI
+	ADDQ	$16, BX
+	SUBL	$2, CX
+	JG	dloop
+	// The Min of both lanes, plus delta, against limit.
+	PSHUFD	$0xEE, X14, X7
+	MINSD	X7, X14
+	ADDSD	X8, X14
+	MOVSD	limit+24(FP), X7
+	UCOMISD	X14, X7           // limit >= Min+delta: admitted (no NaN here)
+	JCS	ddeny
+	PCMPEQL	X12, X15          // all dwords zero: the same words
+	MOVMSKPS	X15, AX
+	CMPL	AX, $15
+	JEQ	dsame
+	MOVB	$2, ret+64(FP)    // Admit
+	RET
+dminone:
+	MOVQ	R8, X7            // lane 0 the value, lane 1 +Inf
+	PSHUFD	$0x44, X7, X7
+	MOVSD	X6, X7
+	MINPD	X7, X14
+	JMP	dround
+dsame:
+	MOVB	$3, ret+64(FP)    // AdmitSame
+	RET
+ddeny:
+	MOVB	$1, ret+64(FP)    // Deny
+	RET
+dslow:
+	MOVB	$0, ret+64(FP)    // Slow
+	RET

@@ -5,15 +5,20 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/lfgrudge/grudge/decay"
 )
 
-// TestBatchAsm compares nextN (the assembly on amd64) with its pure-Go
-// twin, word for word and flag for flag, on words, deltas and bounds
-// chosen to hit every branch: signed zeros, subnormals, the float32
-// extremes, values on and across the bounds, conversions that round down
-// and up, stamps on both sides of now (the modular edges included), and
-// every n from 1 to MaxCells. On a platform without the
-// assembly it compares the twin with itself.
+// TestBatchAsm compares nextN and decideN (the assembly on amd64) with
+// their pure-Go twins, word for word, value for value and verdict for
+// verdict, and decideNGeneric with ValueN, the Min and ApplyN (the path
+// it short-cuts), on words, deltas, limits and bounds chosen to hit every
+// branch: signed zeros, subnormals, the float32 extremes, values on and
+// across the bounds, conversions that round down and up, stamps on both
+// sides of now (the modular edges included), limits tied with the Min
+// plus delta and one ulp either side, and every n from 1 to MaxCells;
+// each verdict must come up at least 1,000 times. On a platform without
+// the assembly it compares the twins with themselves.
 func TestBatchAsm(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, uint64(len(t.Name()))))
 	scores := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.1, -0.1, 1e-45, -1e-45,
@@ -37,6 +42,16 @@ func TestBatchAsm(t *testing.T) {
 			}
 		}
 	}
+	laws := []decay.Decay{decay.None(), decay.Exponential(1), decay.Linear(3)}
+	var counts [4]int
+	defer func() {
+		for v, c := range counts {
+			t.Logf("verdict %d: %d batches", v, c)
+			if c < 1000 {
+				t.Errorf("verdict %d came up %d times in 300,000 batches: the generator misses it", v, c)
+			}
+		}
+	}()
 	stamps := []uint32{0, 1, 1 << 31, 1<<31 - 1, 1<<31 + 1, math.MaxUint32}
 	for iter := range 300000 {
 		now := stamps[rng.IntN(len(stamps))] + uint32(rng.IntN(5)) - 2
@@ -74,5 +89,60 @@ func TestBatchAsm(t *testing.T) {
 		if okA && !slices.Equal(a[:n], g[:n]) {
 			t.Fatalf("nextN = %x, the twin %x (n=%d now=%d delta=%v lo=%v hi=%v words %x)", a[:n], g[:n], n, now, delta, lo, hi, w[:n])
 		}
+		// decideN on the same words, with a limit at, just above or just
+		// below their Min plus delta, or anywhere.
+		lowest := math.Inf(1)
+		for _, x := range w[:n] {
+			lowest = min(lowest, float64(x.Score()))
+		}
+		limit := lowest + delta
+		switch rng.IntN(4) {
+		case 1:
+			limit = math.Nextafter(limit, math.Inf(1))
+		case 2:
+			limit = math.Nextafter(limit, math.Inf(-1))
+		case 3:
+			limit = rng.NormFloat64() * math.Pow(10, float64(rng.IntN(40)-20))
+		}
+		if math.IsInf(limit, 0) {
+			limit = math.Copysign(math.MaxFloat64, limit)
+		}
+		var va, vg [MaxCells]float64
+		var da, dg [MaxCells]Word
+		vA := decideN(&w, n, now, delta, limit, lo, hi, &va, &da)
+		vG := decideNGeneric(&w, n, now, delta, limit, lo, hi, &vg, &dg)
+		if vA != vG {
+			t.Fatalf("decideN = %d, the twin %d (n=%d now=%d delta=%v limit=%v lo=%v hi=%v words %x)", vA, vG, n, now, delta, limit, lo, hi, w[:n])
+		}
+		if vA != Slow && !slices.EqualFunc(va[:n], vg[:n], sameBits) {
+			t.Fatalf("decideN values %v, the twin %v (words %x)", va[:n], vg[:n], w[:n])
+		}
+		if (vA == Admit || vA == AdmitSame) && !slices.Equal(da[:n], dg[:n]) {
+			t.Fatalf("decideN words %x, the twin %x (n=%d now=%d delta=%v lo=%v hi=%v words %x)", da[:n], dg[:n], n, now, delta, lo, hi, w[:n])
+		}
+		if okG == (vA == Slow) {
+			t.Fatalf("decideN = %d where nextN reported %v: both must see the same aged words (words %x)", vA, okG, w[:n])
+		}
+		counts[vA]++
+		// The twin is the slow path's decision: ValueN, the Min against
+		// limit and ApplyN, under any law (fresh words need none).
+		if vG != Slow {
+			r := NewRules(laws[iter%len(laws)], lo, hi)
+			var vs [MaxCells]float64
+			var ws [MaxCells]Word
+			lowest := r.ValueN(&w, n, now, &vs)
+			want := Deny
+			if lowest+delta <= limit {
+				want = Admit
+				if r.ApplyN(&w, &vs, n, now, delta, &ws) {
+					want = AdmitSame
+				}
+			}
+			if vG != want || !slices.EqualFunc(vs[:n], vg[:n], sameBits) || want != Deny && !slices.Equal(ws[:n], dg[:n]) {
+				t.Fatalf("decideNGeneric = %d %v %x, ValueN/ApplyN %d %v %x (n=%d now=%d delta=%v limit=%v lo=%v hi=%v words %x)", vG, vg[:n], dg[:n], want, vs[:n], ws[:n], n, now, delta, limit, lo, hi, w[:n])
+			}
+		}
 	}
 }
+
+func sameBits(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }

@@ -182,6 +182,18 @@ func (r *Rules) ApplyN(w *[MaxCells]Word, v *[MaxCells]float64, n uint32, now ui
 	return diff == 0
 }
 
+// DecideN is an admitted-or-denied TryUpdate's decision on words that
+// need no decay law (each stamped at or after now, or scoring zero: a
+// hot key's words within a millisecond), with the Min aggregate, in one
+// pass and without the law's dispatch: ValueN, the compare against limit
+// and, when admitted, ApplyN, in assembly on amd64 (decideNGeneric is
+// the twin). It reports Slow, having concluded nothing, when a word
+// needs the law; the caller then takes ValueN and ApplyN. 1 <= n <=
+// MaxCells; delta and limit finite.
+func (r *Rules) DecideN(w *[MaxCells]Word, n uint32, now uint32, delta, limit float64, v *[MaxCells]float64, nw *[MaxCells]Word) Verdict {
+	return decideN(w, n, now, delta, limit, r.lo, r.hi, v, nw)
+}
+
 // aged is Value's decay for a non-zero score aged dt > 0 ms: the two
 // common laws' arithmetic inline (law.Compiled.ExpFast, LinearApply), the
 // rest through law.Compiled.Apply.

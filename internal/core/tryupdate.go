@@ -233,8 +233,38 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.load, 0)
 		}
-		now, agg := s.loadAll(&sn, &ms)
-		if !(agg+delta <= limit) {
+		// The snapshot (loadAll, inline), the decision and the new words.
+		// With the Min aggregator and words that need no decay (a hot
+		// key within a millisecond: the first word's stamp is the cheap
+		// guess) one Rules.DecideN does all three; otherwise ValueN, the
+		// aggregate, and for an admission ApplyN.
+		cs := sn.c[:s.levels]
+		for l, p := range cs {
+			sn.w[l] = p.Load()
+		}
+		if ms < s.low.Load() {
+			s.reloadWords(cs, &sn.w, &ms)
+		}
+		now := s.stamp(ms)
+		var nw [MaxLevels]atom.Word
+		verdict := atom.Slow
+		if s.minAgg && int32(now-sn.w[0].Stamp()) <= 0 {
+			verdict = s.rules.DecideN(&sn.w, s.levels, now, delta, limit, &sn.v, &nw)
+		}
+		if verdict == atom.Slow {
+			lowest := s.rules.ValueN(&sn.w, s.levels, now, &sn.v)
+			if agg := s.aggregateOf(sn.v[:len(cs)], lowest); !(agg+delta <= limit) {
+				verdict = atom.Deny
+			} else {
+				// sn.v[l] is sn.w[l] decayed to now, so each new word
+				// is Next(sn.w[l], now, delta) without a second decay.
+				verdict = atom.Admit
+				if s.rules.ApplyN(&sn.w, &sn.v, s.levels, now, delta, &nw) {
+					verdict = atom.AdmitSame
+				}
+			}
+		}
+		if verdict == atom.Deny {
 			// Deny without writing anything. The cells hold every
 			// completed commit, plus possibly part of one in flight,
 			// which can only make the aggregate larger if the delta is
@@ -242,11 +272,7 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 			// during the call.
 			return false
 		}
-		// Admitted: the new words, before taking the stripe. sn.v[l] is
-		// sn.w[l] decayed to now, so each is Next(sn.w[l], now, delta)
-		// without a second decay.
-		var nw [MaxLevels]atom.Word
-		same := s.rules.ApplyN(&sn.w, &sn.v, s.levels, now, delta, &nw)
+		same := verdict == atom.AdmitSame
 		if seq&1 == 0 {
 			if same {
 				// An admission that changes no cell (every level pinned
