@@ -326,7 +326,6 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 	s.markNegative(delta)
 	var c [MaxLevels]*atom.Cell
 	var w, nw [MaxLevels]atom.Word
-	var v [MaxLevels]float64
 	cs := s.cellsOf(h, &c)
 	if s.hooks != nil {
 		s.hooks.call(s.hooks.load, 0)
@@ -357,6 +356,19 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 		}
 		break
 	}
+	if s.minAgg {
+		// The built-in Min over the stored scores as Aggregate takes it
+		// (the first of equal scores), in float32, whose order float64
+		// keeps: no value array and no call.
+		r := nw[0].Score()
+		for _, x := range nw[1:len(cs)] {
+			if f := x.Score(); f < r {
+				r = f
+			}
+		}
+		return float64(r)
+	}
+	var v [MaxLevels]float64
 	for l := range cs {
 		v[l] = float64(nw[l].Score())
 	}
