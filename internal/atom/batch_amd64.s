@@ -51,6 +51,25 @@
 	PANDN	X2, X5 \
 	POR	X4, X5
 
+// LOAD: X0 the two words at (SI), each loaded 8 bytes at a time (the
+// caller stored them so, and a 16-byte load of two 8-byte stores cannot
+// be forwarded from the store buffer).
+#define LOAD \
+	MOVQ	(SI), X0 \
+	MOVQ	8(SI), X2 \
+	PUNPCKLQDQ	X2, X0
+
+// AGED: after STAMPS, AX's bits 0 and 1 (masked by DX: the block's live
+// lanes) set for each aged word with a non-zero score, which needs the
+// decay law.
+#define AGED \
+	MOVO	X1, X6 \
+	PAND	X13, X6 \
+	PCMPEQL	X12, X6 \
+	PANDN	X3, X6 \
+	MOVMSKPS	X6, AX \
+	ANDL	DX, AX
+
 // ROUND: X6 the two float64 values; adds delta, clamps, narrows upward
 // and leaves the two new words in X5 (stamps from STAMPS).
 #define ROUND \
@@ -82,17 +101,9 @@ nloop:
 	JNE	nfull
 	MOVL	$1, DX            // the last block has one word
 nfull:
-	MOVQ	(SI), X0
-	MOVQ	8(SI), X2
-	PUNPCKLQDQ	X2, X0
+	LOAD
 	STAMPS
-	// An aged word with a non-zero score needs the decay law: report it.
-	MOVO	X1, X6
-	PAND	X13, X6
-	PCMPEQL	X12, X6
-	PANDN	X3, X6
-	MOVMSKPS	X6, AX
-	ANDL	DX, AX
+	AGED
 	JNZ	nslow
 	CVTPS2PD	X1, X6
 	ROUND
@@ -136,16 +147,9 @@ dloop:
 	JNE	dfull
 	MOVL	$1, DX
 dfull:
-	MOVQ	(SI), X0
-	MOVQ	8(SI), X2
-	PUNPCKLQDQ	X2, X0
+	LOAD
 	STAMPS
-	MOVO	X1, X6
-	PAND	X13, X6
-	PCMPEQL	X12, X6
-	PANDN	X3, X6
-	MOVMSKPS	X6, AX
-	ANDL	DX, AX
+	AGED
 	JNZ	dslow
 	CVTPS2PD	X1, X6
 	MOVUPD	X6, (DI)
