@@ -215,7 +215,8 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 	}
 	now := l.tb.Now()
 	capU, why, left := l.maxDebtU, ErrMaxDebt, time.Duration(0)
-	if dl, ok := ctx.Deadline(); ok {
+	dl, hasDeadline := ctx.Deadline()
+	if hasDeadline {
 		// The request may act at whole ms up to the deadline: admit it
 		// only if its debt drains within the burst by then.
 		left = dl.Sub(now)
@@ -230,7 +231,21 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 	if !r.ok {
 		return &WaitError{Err: why, N: n, Burst: p.burst, Wait: left}
 	}
-	delay := r.timeToAct.Sub(l.tb.Now())
+	act := r.timeToAct
+	if hasDeadline {
+		// The cap lets the reservation's own debt drain back within the
+		// burst in at most left's whole ms from the time the limiter
+		// decided at, which is no later than the high-water mark read
+		// here. r's time to act comes from a read of the key after the
+		// reservation, which under concurrency may count reservations
+		// made after it (they queue behind it, not ahead): so the wait
+		// ends at that bound at the latest, and a reservation the cap
+		// admitted is not waited out past the deadline.
+		if by := l.tb.Time(l.tb.HighWater()).Add(l.ms(float64(left / time.Millisecond))); by.Before(act) {
+			act = by
+		}
+	}
+	delay := act.Sub(l.tb.Now())
 	if delay <= 0 {
 		return nil
 	}
