@@ -216,6 +216,7 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 	now := l.tb.Now()
 	capU, why, left := l.maxDebtU, ErrMaxDebt, time.Duration(0)
 	dl, hasDeadline := ctx.Deadline()
+	var leftMs float64 // the whole ms to the deadline
 	if hasDeadline {
 		// The request may act at whole ms up to the deadline: admit it
 		// only if its debt drains within the burst by then.
@@ -223,7 +224,8 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 		if left < 0 {
 			return &WaitError{Err: ErrPastDeadline, N: n, Burst: p.burst, Wait: left}
 		}
-		if c := p.burstU + l.drop(float64(left/time.Millisecond)); c < capU {
+		leftMs = float64(left / time.Millisecond)
+		if c := p.burstU + l.drop(leftMs); c < capU {
 			capU, why = c, ErrPastDeadline
 		}
 	}
@@ -234,14 +236,14 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 	act := r.timeToAct
 	if hasDeadline {
 		// The cap lets the reservation's own debt drain back within the
-		// burst in at most left's whole ms from the time the limiter
+		// burst in at most leftMs from the time the limiter
 		// decided at, which is no later than the high-water mark read
 		// here. r's time to act comes from a read of the key after the
 		// reservation, which under concurrency may count reservations
 		// made after it (they queue behind it, not ahead): so the wait
 		// ends at that bound at the latest, and a reservation the cap
 		// admitted is not waited out past the deadline.
-		if by := l.tb.Time(l.tb.HighWater()).Add(l.ms(float64(left / time.Millisecond))); by.Before(act) {
+		if by := l.tb.Time(l.tb.HighWater()).Add(l.ms(leftMs)); by.Before(act) {
 			act = by
 		}
 	}
