@@ -44,6 +44,7 @@ func TestAdvSetLimitRaceNoMix(t *testing.T) {
 					t.Fatal(err)
 				}
 				var stop atomic.Bool
+				var nflips atomic.Int64 // policy changes made so far
 				var flips sync.WaitGroup
 				flipping := make(chan struct{})
 				started := sync.OnceFunc(func() { close(flipping) })
@@ -63,6 +64,7 @@ func TestAdvSetLimitRaceNoMix(t *testing.T) {
 							t.Error(err)
 							return
 						}
+						nflips.Add(1)
 						runtime.Gosched()
 					}
 				})
@@ -74,7 +76,12 @@ func TestAdvSetLimitRaceNoMix(t *testing.T) {
 						<-flipping
 						var debt int64 // ms, of the current key
 						key := 0
-						for i := range 3000 {
+						// 3000 steps, and on until the flipper has changed
+						// the policy 16 times meanwhile (a worker can finish
+						// 3000 steps in one of the flipper's time slices),
+						// at most 2^20 steps.
+						base := nflips.Load()
+						for i := 0; i < 3000 || nflips.Load()-base < 16 && i < 1<<20; i++ {
 							if i%16 == 0 {
 								runtime.Gosched() // let the flipper run at GOMAXPROCS 1
 							}
