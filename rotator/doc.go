@@ -35,6 +35,7 @@
 //			gens := set.gens[min(k, N):]              // k oldest retire
 //			append N-len(gens) fresh sketches          // each under a new seed
 //			deadline := first set.deadline + j*Period > now
+//			close set.gens[0]'s TryUpdate stripes       // waits for admissions in flight
 //			cur.CompareAndSwap(set, {gens, deadline})  // cannot fail: we hold the claim
 //			set = that new set
 //		} else {
@@ -55,8 +56,12 @@
 //   - Forgetting: a write is gone from every generation at most
 //     N x Period after it was made.
 //   - TryUpdate is decided by the primary's exact TryUpdate and stays
-//     exact across promotions: a call whose generation set was replaced
-//     while it decided rolls back and decides again on the new set.
+//     exact across promotions: an admission holds its stripe of the
+//     primary until its increment is in every generation, a promotion
+//     closes the primary's stripes before it publishes the next set, and
+//     a call that finds the primary closed decides again on the new set.
+//     Nothing is rolled back. The promoting operation waits for the
+//     admissions in flight on the primary, each a few CASes.
 //   - The hot methods do not allocate, except in the one operation per
 //     Period that builds the new generation.
 //

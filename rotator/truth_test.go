@@ -59,18 +59,19 @@ func TestRollbackAtHiRotatorRefund(t *testing.T) {
 	}
 }
 
-// TestRollbackAtHiRotatorRetry: a TryUpdate whose generation set is
-// replaced while it adds to the younger generations rolls its increment
-// back and decides again; if another key's add was cut at Hi meanwhile in
-// the generation that becomes primary, the roll-back must not take the
-// increment out of that key's mass.
+// TestRotateWaitsForAdmission: an admitted TryUpdate holds its stripe of
+// the primary until its increment is in every younger generation, and a
+// rotation closes the primary's stripes before it publishes the next set
+// (docs/design.md, "Rotation and TryUpdate"). So a rotation that starts
+// while an admission is still writing the younger generations completes
+// only after it, the new primary holds the increment, and nothing is
+// rolled back (no other key's mass can be taken out).
 //
 // Three generations, every key in one cell per level (M = 1). The
 // youngest generation's cells hold a marker value, so the gated law holds
 // A's TryUpdate inside its add to that generation, after its adds to the
-// primary and the middle one. Meanwhile: a rotation (the middle
-// generation becomes primary) and B's Update(100), cut at Hi there.
-func TestRollbackAtHiRotatorRetry(t *testing.T) {
+// primary and the middle one.
+func TestRotateWaitsForAdmission(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	law := newGateLaw(3)
 	t.Cleanup(law.open)
@@ -81,10 +82,11 @@ func TestRollbackAtHiRotatorRetry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	core.RotatorOf(r).SetManual()
+	cr := core.RotatorOf(r)
+	cr.SetManual()
 	r.UpdateString("m", 7)
-	core.RotatorOf(r).Rotate() // [7, 7, 0]
-	r.UpdateString("m", 3)     // [10, 10, 3]: the youngest holds the marker
+	cr.Rotate()            // [7, 7, 0]
+	r.UpdateString("m", 3) // [10, 10, 3]: the youngest holds the marker
 	clk.Advance(time.Millisecond)
 	law.armed.Store(true)
 	done := make(chan bool)
@@ -94,13 +96,27 @@ func TestRollbackAtHiRotatorRetry(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("A never reached its add to the youngest generation")
 	}
-	core.RotatorOf(r).Rotate() // the middle generation, holding A's 5, is the primary now
-	r.UpdateString("b", 100)   // 15 + 100 cut to 100 there
-	law.open()
-	if <-done {
-		t.Error("A admitted at 100 + 5 > 100")
+	rotated := make(chan struct{})
+	go func() { defer close(rotated); cr.Rotate() }()
+	select {
+	case <-rotated:
+		t.Fatal("a rotation completed while an admitted TryUpdate was still writing the younger generations")
+	case <-time.After(50 * time.Millisecond):
 	}
+	if p := cr.Stats().Promotions; p != 1 {
+		t.Fatalf("Promotions = %d while A is held, want 1 (the first Rotate only)", p)
+	}
+	law.open()
+	if !<-done {
+		t.Error("A denied at 10 + 5 <= 100 by the primary it decided on")
+	}
+	<-rotated
+	// The middle generation, primary now, holds A's 5.
+	if got := r.QueryString("a"); got != 15 {
+		t.Fatalf("Query(a) = %v on the new primary, want 10 + 5 = 15", got)
+	}
+	r.UpdateString("b", 100) // 15 + 100 cut to 100
 	if got := r.QueryString("b"); got < 100 {
-		t.Fatalf("Query(b) = %v < 100, what b alone wrote: A's retry took b's mass", got)
+		t.Fatalf("Query(b) = %v < 100, what b alone wrote", got)
 	}
 }

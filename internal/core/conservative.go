@@ -55,24 +55,27 @@ func checkConservative(op string, delta float64) {
 	}
 }
 
-// cuTry is tryUpdateReceipt for a conservative sketch: deny on a read
+// cuTry is tryHold for a conservative sketch: deny on a read
 // without the stripe, else decide again under the stripe and raise.
-func (s *Sketch) cuTry(h uint64, delta, limit float64, ms int64, rc *Receipt) bool {
+func (s *Sketch) cuTry(h uint64, delta, limit float64, ms int64, rc *Receipt, hold bool) (tryStatus, *stripe) {
 	checkConservative("TryUpdate", delta)
 	s.maintain(ms)
 	var sn snapshot
 	s.cellsOf(h, &sn.c)
 	_, agg := s.loadAll(&sn, &ms)
 	if !(agg+delta <= limit) {
-		return false
+		if hold && s.stripes[stripeOf(h)].seq.Load() == closedSeq {
+			return tryRetired, nil
+		}
+		return tryDenied, nil
 	}
-	ok, _ := s.cuWrite(h, &sn, delta, limit, ms)
-	if ok && rc != nil {
+	ts, st, _ := s.cuWrite(h, &sn, delta, limit, ms, hold)
+	if ts == tryAdmitted && rc != nil {
 		// A receipt that Refund will refuse: levels set, so that it is
 		// not the zero Receipt (which refunds nothing and reports true).
 		rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
 	}
-	return ok
+	return ts, st
 }
 
 // cuAdd is update, updateAndQuery and add for a conservative sketch: an
@@ -82,15 +85,19 @@ func (s *Sketch) cuAdd(op string, h uint64, delta float64, ms int64) float64 {
 	s.maintain(ms)
 	var sn snapshot
 	s.cellsOf(h, &sn.c)
-	_, est := s.cuWrite(h, &sn, delta, math.Inf(1), ms)
+	_, _, est := s.cuWrite(h, &sn, delta, math.Inf(1), ms, false)
 	return est
 }
 
 // cuWrite takes the key's stripe, reads its cells, decides (est + delta
 // <= limit), raises every cell to est + delta, and releases the stripe
-// (even if a custom decay law panics). It returns whether it admitted and
-// the Min of the cells it left.
-func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64) (bool, float64) {
+// (even if a custom decay law panics). It returns the decision, the
+// stripe when it is still held, and the Min of the cells it left. With
+// hold (tryHold's), an admission keeps the stripe held and returns it,
+// and a closed stripe returns tryRetired. Without hold a closed stripe
+// (a retired rotator generation, which no TryUpdate decides on again)
+// is written without it.
+func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64, hold bool) (ts tryStatus, held *stripe, est float64) {
 	st := &s.stripes[stripeOf(h)]
 	bo := atom.ContentionBackoff()
 	for {
@@ -98,25 +105,41 @@ func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64)
 		if seq&1 == 0 && st.seq.CompareAndSwap(seq, seq+1) {
 			break
 		}
+		if seq == closedSeq {
+			if hold {
+				return tryRetired, nil, 0
+			}
+			st = nil // retired: write without the stripe
+			break
+		}
 		bo.Spin()
-		for st.seq.Load()&1 != 0 {
+		for q := st.seq.Load(); q&1 != 0 && q != closedSeq; q = st.seq.Load() {
 			bo.Spin()
 		}
 	}
-	defer st.seq.Add(1)
-	_, est := s.loadAll(sn, &ms)
+	if st != nil {
+		defer func() {
+			if !(hold && ts == tryAdmitted) {
+				st.seq.Add(1)
+			}
+		}()
+	}
+	_, est = s.loadAll(sn, &ms)
 	if !(est+delta <= limit) {
-		return false, est
+		return tryDenied, nil, est
+	}
+	if hold {
+		held = st
 	}
 	if delta == 0 {
-		return true, est
+		return tryAdmitted, held, est
 	}
 	target := est + delta
 	after := math.Inf(1)
 	for l := range s.levels {
 		after = min(after, s.raise(sn.c[l], sn.w[l], sn.v[l], &ms, target))
 	}
-	return true, after
+	return tryAdmitted, held, after
 }
 
 // raise lifts cell c to at least target (clamped at Hi, rounded up) at

@@ -8,19 +8,33 @@ import (
 // deadline. The first such operation claims gs (one CAS) and publishes its
 // successor; every other one returns at once with whatever set is current
 // (gs itself while the promotion is still being built) and carries on: no
-// lock, no wait. It returns the set the caller should use.
+// lock, and no wait but the claimer's, for the admitted TryUpdates in
+// flight on the primary (publish). It returns the set the caller should
+// use.
 func (r *Rotator) promote(gs *genSet, now int64) *genSet {
 	if !gs.claimed.CompareAndSwap(false, true) {
 		return r.cur.Load()
 	}
 	next, k := r.successor(gs, now)
+	r.publish(gs, next)
+	r.promotions.Add(1)
+	r.periods.Add(k)
+	return next
+}
+
+// publish replaces gs, whose claim the caller holds, by next. It first
+// closes the retiring primary's stripes (Sketch.closeStripes): that waits
+// for the admitted TryUpdates still writing the younger generations, each
+// a few CASes, and turns away later ones, so next's primary holds every
+// admission of gs's before anyone decides on it (docs/design.md,
+// "TryUpdate across promotions"). The successor is built before, so the
+// TryUpdates turned away wait only for the close and the swap.
+func (r *Rotator) publish(gs, next *genSet) {
+	gs.gens[0].closeStripes()
 	if !r.cur.CompareAndSwap(gs, next) {
 		// Only the claimer of the current set may replace it.
 		panic("rotator: generation set replaced without its claim")
 	}
-	r.promotions.Add(1)
-	r.periods.Add(k)
-	return next
 }
 
 // successor builds the set that follows gs at time now >= gs.deadline,

@@ -4,6 +4,8 @@ import (
 	"sync/atomic"
 	"time"
 	"unsafe"
+
+	"github.com/lfgrudge/grudge/internal/atom"
 )
 
 // Rotator is a sketch that forgets: N generations of Sketch under
@@ -22,8 +24,8 @@ import (
 //
 // Each generation is linearizable as Sketch is; an operation that
 // races a promotion may act on the generation set of just before it (the
-// package documentation, "Races with a promotion"), except
-// [Rotator.TryUpdate], which decides again.
+// package documentation), except [Rotator.TryUpdate], which is exact
+// across promotions (docs/design.md, "TryUpdate across promotions").
 type Rotator struct {
 	// cur is the current generation set; replaced (never mutated) by the
 	// operation that claims its promotion.
@@ -212,12 +214,8 @@ func (r *Rotator) UpdateString(key string, delta float64) {
 func (r *Rotator) update(gs *genSet, t time.Time, key string, delta float64) {
 	var buf [maxInlineGens]Hashed
 	ks := r.hashed(gs, key, &buf)
-	for i, s := range gs.gens {
-		if ks != nil {
-			s.UpdateHashedAt(t, ks[i], delta)
-		} else {
-			s.UpdateStringAt(t, key, delta)
-		}
+	for i := range gs.gens {
+		updateGen(gs, i, ks, t, key, delta)
 	}
 }
 
@@ -232,12 +230,8 @@ func (r *Rotator) updateAndQuery(gs *genSet, t time.Time, key string, delta floa
 	} else {
 		v = gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
 	}
-	for i, s := range gs.gens[1:] {
-		if ks != nil {
-			s.UpdateHashedAt(t, ks[i+1], delta)
-		} else {
-			s.UpdateStringAt(t, key, delta)
-		}
+	for i := 1; i < len(gs.gens); i++ {
+		updateGen(gs, i, ks, t, key, delta)
 	}
 	return v
 }
@@ -271,13 +265,14 @@ func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
 // TryUpdate adds delta to the key's score in every generation only if
 // the primary's aggregate plus delta is at most limit, and reports
 // whether it did; the decision is the primary's exact
-// Sketch.TryUpdate (any finite limit, above Hi too). It stays
-// exact across promotions: after the primary admits, the increment goes
-// to every younger generation, and the call keeps its admission only if
-// the generation set is still the one it decided on; otherwise it rolls
-// everything back (exactly, or not at all where a cell was written
-// since: see Refund) and decides again on the new set. A denial by the
-// primary writes nothing. It panics if delta or limit is NaN or ±Inf.
+// Sketch.TryUpdate (any finite limit, above Hi too). It stays exact
+// across promotions: an admission holds its stripe of the primary until
+// the increment is in every younger generation, and a promotion closes
+// the primary's stripes before it publishes the new set, so the new
+// primary holds every admission of the old one before it decides
+// anything; a call that finds the primary retired decides again on the
+// new set. A denial writes nothing. It panics if delta or limit is NaN or
+// ±Inf.
 func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
 	return r.tryUpdate(nil, bytesView(key), delta, limit, nil)
 }
@@ -291,17 +286,18 @@ func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
 // only hash their keys (a read), and hash both forms alike.
 func bytesView(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
-// maxInlineGens is how many generations' hashed keys and receipts an
-// operation keeps on the stack; a rotator with more allocates them.
+// maxInlineGens is how many generations' hashed keys an operation keeps
+// on the stack; with Config.Prefetch, the generations beyond it hash the
+// key themselves, so no operation allocates.
 const maxInlineGens = 4
 
 // hashed returns nil without Config.Prefetch: the generations then hash
-// the key themselves, each when it acts. With it, it hashes key for every
-// generation of gs, oldest first, and prefetches each generation's cells
-// as soon as it has their hash, so the cache misses of all N generations
-// are in flight together, and the younger generations' hashing runs
-// under the primary's misses, before any generation is read or written.
-// It returns the hashes in buf[:N], or in a new slice for N > len(buf).
+// the key themselves, each when it acts. With it, it hashes key for the
+// first min(N, maxInlineGens) generations of gs, oldest first, and
+// prefetches each generation's cells as soon as it has their hash, so
+// the cache misses of those generations are in flight together, and the
+// younger generations' hashing runs under the primary's misses, before
+// any generation is read or written. It returns the hashes in buf.
 func (r *Rotator) hashed(gs *genSet, key string, buf *[maxInlineGens]Hashed) []Hashed {
 	if !r.cfg.Prefetch {
 		return nil // inlined: the default path makes no call
@@ -311,24 +307,31 @@ func (r *Rotator) hashed(gs *genSet, key string, buf *[maxInlineGens]Hashed) []H
 
 // prefetchAll is hashed with Config.Prefetch on.
 func prefetchAll(gs *genSet, key string, buf *[maxInlineGens]Hashed) []Hashed {
-	ks := buf[:]
-	if len(gs.gens) > len(buf) {
-		ks = make([]Hashed, len(gs.gens))
-	}
-	ks = ks[:len(gs.gens)]
-	for i, s := range gs.gens {
+	ks := buf[:min(len(gs.gens), len(buf))]
+	for i := range ks {
+		s := gs.gens[i]
 		ks[i] = s.HashString(key)
 		s.Prefetch(ks[i])
 	}
 	return ks
 }
 
+// updateGen is Update at t on generation i of gs, through its hash in ks
+// when hashed made one.
+func updateGen(gs *genSet, i int, ks []Hashed, t time.Time, key string, delta float64) {
+	if i < len(ks) {
+		gs.gens[i].UpdateHashedAt(t, ks[i], delta)
+	} else {
+		gs.gens[i].UpdateStringAt(t, key, delta)
+	}
+}
+
 // tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
 // and the call is admitted, it records every generation's receipt there.
 func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation) bool {
 	CheckTry(delta, limit)
-	var inline [maxInlineGens]Receipt
 	var keys [maxInlineGens]Hashed
+	bo := atom.ContentionBackoff()
 	for {
 		var gs *genSet
 		var t time.Time
@@ -342,44 +345,59 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		// younger ones arriving; a denial pays their hashing and
 		// prefetch for nothing. Without it, the younger generations are
 		// hashed only once the primary has admitted.
-		var rc Receipt
-		var ok bool
+		p := gs.gens[0]
 		ks := r.hashed(gs, key, &keys)
+		var h uint64
 		if ks != nil {
-			rc, ok = gs.gens[0].TryReserveHashedAt(t, ks[0], delta, limit)
+			h = p.mine("TryUpdate", ks[0])
 		} else {
-			rc, ok = gs.gens[0].TryReserveStringAt(t, key, delta, limit)
+			h = p.sum64String(key)
 		}
-		if !ok {
-			return false // the primary's denial: nothing written
+		var rc Receipt
+		var rcp *Receipt
+		if res != nil {
+			rcp = &rc
 		}
-		rcs := inline[:]
-		if len(gs.gens) > maxInlineGens {
-			rcs = make([]Receipt, len(gs.gens))
+		ts, st := p.tryHold(h, delta, limit, p.tb.Millis(t), rcp, true)
+		switch ts {
+		case tryDenied:
+			return false // the primary's denial, read before it retired: nothing written
+		case tryRetired:
+			// A promotion closed the primary: it is publishing the
+			// next set, whose primary holds every admission of this one.
+			bo.Spin()
+			continue
 		}
-		rcs[0] = rc
-		for i, s := range gs.gens[1:] {
-			if ks != nil {
-				rcs[i+1] = s.AddHashedAt(t, ks[i+1], delta)
-			} else {
-				rcs[i+1] = s.AddStringAt(t, key, delta)
-			}
+		r.addYounger(gs, st, t, key, ks, delta, rc, res)
+		return true
+	}
+}
+
+// addYounger is the rest of an admitted TryUpdate: it adds delta to every
+// younger generation of gs, then releases st, the primary's stripe the
+// admission holds (nil: none held), even if a custom decay law panics.
+// With res, it records every generation's receipt there, rc the
+// primary's.
+func (r *Rotator) addYounger(gs *genSet, st *stripe, t time.Time, key string, ks []Hashed, delta float64, rc Receipt, res *Reservation) {
+	if st != nil {
+		defer st.seq.Add(1)
+	}
+	if res == nil {
+		for i := 1; i < len(gs.gens); i++ {
+			updateGen(gs, i, ks, t, key, delta)
 		}
-		if r.cur.Load() == gs {
-			if res != nil {
-				*res = Reservation{gs: gs, rcs: append([]Receipt(nil), rcs[:len(gs.gens)]...)}
-			}
-			return true
-		}
-		// A promotion replaced the set while we decided: the primary
-		// that admitted is retired, and the new one may have admitted
-		// others before our increment reached it. Roll it all back
-		// (exactly, or where a cell was written since, not at all: an
-		// over-estimate) and decide again on the new set.
-		for i, s := range gs.gens {
-			s.Refund(&rcs[i])
+		return
+	}
+	rcs := make([]Receipt, len(gs.gens))
+	rcs[0] = rc
+	for i := 1; i < len(gs.gens); i++ {
+		if i < len(ks) {
+			rcs[i] = gs.gens[i].AddHashedAt(t, ks[i], delta)
+		} else {
+			rcs[i] = gs.gens[i].AddStringAt(t, key, delta)
 		}
 	}
+	*res = Reservation{gs: gs, rcs: rcs}
 }
 
 // RotatorDetailed is Detailed on the primary (oldest) generation: its

@@ -31,9 +31,7 @@ func (r *Rotator) Rotate() {
 		now := r.tb.NowMillis()
 		next := r.successorN(gs, 1)
 		next.deadline = addSat(now, r.periodMs)
-		if !r.cur.CompareAndSwap(gs, next) {
-			panic("rotator: generation set replaced without its claim")
-		}
+		r.publish(gs, next)
 		r.promotions.Add(1)
 		r.periods.Add(1)
 		return

@@ -209,14 +209,42 @@ func (s *Sketch) loadAll(sn *snapshot, ms *int64) (uint32, float64) {
 }
 
 func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
-	return s.tryUpdateReceipt(h, delta, limit, ms, nil)
+	st, _ := s.tryHold(h, delta, limit, ms, nil, false)
+	return st == tryAdmitted
 }
 
 // tryUpdateReceipt is TryUpdate at ms; when rc is not nil and the call is
 // admitted, it records the increments in rc.
 func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *Receipt) bool {
+	st, _ := s.tryHold(h, delta, limit, ms, rc, false)
+	return st == tryAdmitted
+}
+
+// tryStatus is how a TryUpdate that may hold its stripe ended.
+type tryStatus uint8
+
+const (
+	tryDenied   tryStatus = iota // nothing written
+	tryAdmitted                  // delta added to every level
+	tryRetired                   // the sketch's stripes are closed (closeStripes): nothing written, decide elsewhere
+)
+
+// closedSeq is the seq of a closed stripe (closeStripes): odd, so no
+// TryUpdate acquires it, and never reached by counting.
+const closedSeq = ^uint64(0)
+
+// tryHold is TryUpdate at ms. Without hold it is tryUpdateReceipt. With
+// hold (the rotator's primary) an admitted call returns with its stripe
+// still held, for the caller to release (st.seq.Add(1)) once it has
+// written the younger generations, and an admission that changes no cell
+// takes the stripe too; a call on a closed sketch, or a denial whose
+// loads may postdate the close, returns tryRetired. So every admission
+// of a rotator's primary, younger generations included, completes
+// before the primary's stripes are closed, and every denial reads the
+// primary before they are (docs/design.md, "TryUpdate across promotions").
+func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, hold bool) (tryStatus, *stripe) {
 	if s.cu {
-		return s.cuTry(h, delta, limit, ms, rc)
+		return s.cuTry(h, delta, limit, ms, rc, hold)
 	}
 	s.maintain(ms)
 	s.markNegative(delta)
@@ -270,9 +298,12 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 			// which can only make the aggregate larger if the delta is
 			// positive; so a denial here is a denial at some point
 			// during the call.
-			return false
+			if hold && st.seq.Load() == closedSeq {
+				return tryRetired, nil
+			}
+			return tryDenied, nil
 		}
-		same := verdict == atom.AdmitSame
+		same := verdict == atom.AdmitSame && !hold
 		if seq&1 == 0 {
 			if same {
 				// An admission that changes no cell (every level pinned
@@ -285,12 +316,21 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 						rc.stored, rc.restore = sn.w, sn.w // nothing to give back
 						rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
 					}
-					return true
+					return tryAdmitted, nil
 				}
 				bo.Spin() // a writer got in: decide again
 				continue
 			}
 			if st.seq.CompareAndSwap(seq, seq+1) {
+				if hold {
+					if !s.commitHeld(st, &sn, &nw, ms, delta, limit, rc) {
+						return tryDenied, nil
+					}
+					if rc != nil {
+						rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+					}
+					return tryAdmitted, st
+				}
 				var ok bool
 				if s.hooks != nil {
 					ok = s.commitAndRelease(st, &sn, &nw, ms, delta, limit, rc)
@@ -306,10 +346,13 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 				} else {
 					ok = s.conflictAndRelease(st, &sn, &nw, i, ms, delta, limit, rc)
 				}
-				if ok && rc != nil {
+				if !ok {
+					return tryDenied, nil
+				}
+				if rc != nil {
 					rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
 				}
-				return ok
+				return tryAdmitted, nil
 			}
 		}
 		// Another admitted TryUpdate holds the stripe (or took it
@@ -320,10 +363,54 @@ func (s *Sketch) tryUpdateReceipt(h uint64, delta, limit float64, ms int64, rc *
 		// ms: a snapshot decayed to a slightly stale time is higher,
 		// never lower, and stamps never move backwards.
 		bo.Spin()
-		for st.seq.Load()&1 != 0 {
+		for q := st.seq.Load(); q&1 != 0; q = st.seq.Load() {
+			if q == closedSeq {
+				return tryRetired, nil // retired: nothing here will be admitted again
+			}
 			bo.Spin()
 		}
 	}
+}
+
+// closeStripes closes every stripe of s for good: it waits for each
+// admitted TryUpdate in flight to release its stripe, then sets the
+// stripe's seq to closedSeq, which no TryUpdate acquires. The rotator
+// closes a primary it retires before it publishes the successor
+// (docs/design.md, "TryUpdate across promotions"); a closed sketch admits no
+// TryUpdate again (plain TryUpdate denies, tryHold reports tryRetired).
+func (s *Sketch) closeStripes() {
+	for i := range s.stripes {
+		st := &s.stripes[i]
+		bo := atom.ContentionBackoff()
+		for q := st.seq.Load(); q != closedSeq; q = st.seq.Load() {
+			if q&1 == 0 && st.seq.CompareAndSwap(q, closedSeq) {
+				break
+			}
+			bo.Spin()
+		}
+	}
+}
+
+// commitHeld is the commit of a tryHold with hold: the stripe stays held
+// when it admits (the caller releases it), and is released when it
+// denies or when a custom decay law or aggregator panics.
+// Precondition: the caller holds the stripe.
+func (s *Sketch) commitHeld(st *stripe, sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta, limit float64, rc *Receipt) (ok bool) {
+	defer func() {
+		if !ok {
+			st.seq.Add(1)
+		}
+	}()
+	if s.hooks != nil {
+		return s.commit(sn, nw, ms, delta, limit, rc)
+	}
+	if i := s.commitLevels(sn, nw); i < s.levels {
+		return s.commitConflict(sn, nw, i, ms, delta, limit, rc)
+	}
+	if rc != nil {
+		s.record(sn, nw, rc)
+	}
+	return true
 }
 
 // unchanged is the validation of an admission that writes nothing: every
