@@ -1,6 +1,7 @@
 package grudgetest
 
 import (
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -14,47 +15,66 @@ const handledWait = time.Second
 // it to one Rotator (RotatorConfig.Ticker). Safe for concurrent use.
 type FakeTicker struct {
 	c       chan time.Time
-	sent    atomic.Int64  // ticks delivered to the channel
-	handled atomic.Int64  // rotations reported through TickHandled
-	notify  chan struct{} // wakes a Tick waiting for handled to catch up
+	sent    atomic.Int64 // ticks delivered to the channel
+	handled atomic.Int64 // rotations reported through TickHandled
+	mu      sync.Mutex
+	wake    chan struct{} // closed (and replaced) by each TickHandled: wakes every waiting Tick
+	stop    chan struct{} // closed by the first Stop
+	once    sync.Once
 	stopped atomic.Bool
 }
 
 // NewFakeTicker returns a FakeTicker that has not ticked.
 func NewFakeTicker() *FakeTicker {
-	return &FakeTicker{c: make(chan time.Time, 1), notify: make(chan struct{}, 1)}
+	return &FakeTicker{c: make(chan time.Time), wake: make(chan struct{}), stop: make(chan struct{})}
 }
 
 // C returns the tick channel.
 func (t *FakeTicker) C() <-chan time.Time { return t.c }
 
-// Stop records that the ticker was stopped (Rotator.Close calls it); later
-// Ticks return at once. It is idempotent.
-func (t *FakeTicker) Stop() { t.stopped.Store(true) }
+// Stop records that the ticker was stopped (Rotator.Close calls it); a
+// Tick waiting then returns at once, and later Ticks do nothing. It is
+// idempotent.
+func (t *FakeTicker) Stop() {
+	t.once.Do(func() {
+		t.stopped.Store(true)
+		close(t.stop)
+	})
+}
 
 // Stopped reports whether Stop has been called.
 func (t *FakeTicker) Stopped() bool { return t.stopped.Load() }
 
 // Tick delivers one tick, which makes the attached Rotator rotate once,
 // and returns when that rotation is done, so Rotations() read right after
-// sees it. If a tick is still undelivered (nobody reads the ticker), this
-// one is dropped, as time.Ticker drops ticks for a slow reader. After Stop
-// it does nothing.
+// sees it. Concurrent Ticks each rotate once. A tick that no rotator
+// takes within a second (none attached, or Close called) is dropped.
+// After Stop it does nothing.
 func (t *FakeTicker) Tick() {
 	if t.stopped.Load() {
 		return
 	}
-	select {
-	case t.c <- time.Now():
-	default:
-		return
-	}
-	want := t.sent.Add(1)
 	timer := time.NewTimer(handledWait)
 	defer timer.Stop()
-	for t.handled.Load() < want && !t.stopped.Load() {
+	select {
+	case t.c <- time.Now():
+	case <-t.stop:
+		return
+	case <-timer.C:
+		return // nobody reads the ticker
+	}
+	want := t.sent.Add(1)
+	for {
+		t.mu.Lock()
+		wake := t.wake // taken before handled is read: no wake-up is missed
+		t.mu.Unlock()
+		if t.handled.Load() >= want {
+			return
+		}
 		select {
-		case <-t.notify:
+		case <-wake:
+		case <-t.stop:
+			return
 		case <-timer.C:
 			return
 		}
@@ -65,8 +85,8 @@ func (t *FakeTicker) Tick() {
 // tick of t; tests need not call it.
 func (t *FakeTicker) TickHandled() {
 	t.handled.Add(1)
-	select {
-	case t.notify <- struct{}{}:
-	default:
-	}
+	t.mu.Lock()
+	close(t.wake)
+	t.wake = make(chan struct{})
+	t.mu.Unlock()
 }
