@@ -20,7 +20,8 @@ type Config struct {
 	// Decay is the forgiveness law; nil means None.
 	Decay Decay
 	// Lo and Hi clamp every cell: Lo <= 0 <= Hi and Lo < Hi. An infinite
-	// bound needs a Decay that drains.
+	// bound needs a Decay that drains, and scores then saturate at
+	// ±MaxFloat32.
 	Lo, Hi float64
 	// Aggregator combines a key's L level scores; nil means Min. Min, Max
 	// and Mean take the lock-free fast path; any other function works

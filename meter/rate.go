@@ -67,12 +67,13 @@ func (r *Rate) Window() time.Duration { return r.window }
 // Observe counts one event of key now.
 func (r *Rate) Observe(key string) { r.rot().UpdateString(key, 1) }
 
-// ObserveAt counts n events (n >= 0, finite: bytes, cost) of key at t.
-// It panics, with a message that starts "meter:", on a negative or
-// non-finite n.
+// ObserveAt counts n events (0 <= n <= MaxFloat32: bytes, cost) of key
+// at t. It panics, with a message that starts "meter:", on a negative,
+// non-finite or larger n. A key's decayed count saturates at MaxFloat32
+// (3.4e38, a cell's float32 range).
 func (r *Rate) ObserveAt(t time.Time, key string, n float64) {
-	if !(n >= 0) || math.IsInf(n, 1) {
-		panic(fmt.Sprintf("meter: Rate.ObserveAt: n must be finite and >= 0; got %v", n))
+	if !(n >= 0 && n <= math.MaxFloat32) {
+		panic(fmt.Sprintf("meter: Rate.ObserveAt: n must be in [0, MaxFloat32]; got %v", n))
 	}
 	r.rot().UpdateStringAt(t, key, n)
 }

@@ -40,7 +40,10 @@
 //     and exponential decay is biased up by 2^-40, so with Min aggregation
 //     and non-negative deltas Query(k) >= the key's true score, whatever
 //     the collisions, clamps, roll-backs, rotations or clock jumps
-//     (docs/precision.md has the measured error).
+//     (docs/precision.md has the measured error), within the float32
+//     range: with Hi = +Inf a score saturates at MaxFloat32 (3.4e38), as
+//     if Hi were MaxFloat32. A Hi that no float32 holds (0.1) is stored
+//     rounded up and read back capped at Hi: no read exceeds Hi.
 //   - TryUpdate(k, d, limit) applies d to all L cells only if
 //     aggregate + d <= limit, atomically with respect to every other
 //     TryUpdate of any key that shares cells with k: N goroutines racing
@@ -124,7 +127,8 @@
 // # Differences from grudge
 //
 //   - Scores are float32 (rounded up) and ages 32-bit, kept exact by the
-//     lazy sweep.
+//     lazy sweep; a score saturates at ±MaxFloat32 (grudge's float64
+//     cells at ±MaxFloat64), so an infinite bound works as that value.
 //   - Aggregator is an enum (Min, Max, Mean) rather than a function, so
 //     the zero value means Min; a custom function goes in
 //     Config.AggregateFunc (the slow path).

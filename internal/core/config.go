@@ -27,7 +27,7 @@ type Config struct {
 	Levels        uint32      // L; 0 means 4; at most 8
 	CellsPerLevel uint32      // M; 0 means 100_000; at most 2^30
 	Decay         decay.Decay // nil means decay.None()
-	Lo, Hi        float64     // clamp bounds; Lo <= 0 <= Hi, Lo < Hi, within the float32 range; ±Inf only with a decay that drains
+	Lo, Hi        float64     // clamp bounds; Lo <= 0 <= Hi, Lo < Hi, within the float32 range; ±Inf only with a decay that drains, and then scores saturate at ±MaxFloat32 (the float32 range's end)
 	Aggregator    Aggregator  // zero value means Min; Min, Max, Mean provided
 	// AggregateFunc, when non-nil, replaces Aggregator: it combines the L
 	// per-level scores of a key (len(scores) == L >= 1) into its estimate.

@@ -86,7 +86,7 @@ func (s *Sketch) cuAdd(op string, h uint64, delta float64, ms int64) float64 {
 	var sn snapshot
 	s.cellsOf(h, &sn.c)
 	_, _, est := s.cuWrite(h, &sn, delta, math.Inf(1), ms, false)
-	return est
+	return s.capped(est)
 }
 
 // cuWrite takes the key's stripe, reads its cells, decides (est + delta

@@ -39,6 +39,8 @@ type Sketch struct {
 	resets   atomic.Uint64           // Reset and snapshot loads so far: a Receipt from before one is void
 	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
 	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
+	hiOver   bool                    // hi32 > cfg.Hi (a Hi no float32 holds, stored rounded up): every score read is capped at cfg.Hi (capped)
+	hiCap    float64                 // cfg.Hi when hiOver, else +Inf: capped's bound
 	cu       bool                    // Config.Conservative: every write goes through conservative.go
 	minAgg   bool                    // the built-in Min aggregator: the aggregate is ValueN's result (aggregateOf)
 	hooks    *testHooks              // nil except in tests (export_test.go)
@@ -91,6 +93,11 @@ func (s *Sketch) Init(cfg Config) error {
 	s.stripes = allocStripes()
 	s.bytes = n + (numStripes+3)*cacheLine
 	s.hi32 = float32(s.rules.Hi())
+	s.hiOver = float64(s.hi32) > cfg.Hi
+	s.hiCap = math.Inf(1)
+	if s.hiOver {
+		s.hiCap = cfg.Hi
+	}
 	s.cu = cfg.Conservative
 	s.epoch = s.nowMillis()
 	s.low.Store(math.MinInt64)
@@ -102,6 +109,9 @@ func (s *Sketch) Init(cfg Config) error {
 // aggregator: the built-in one, or Config.AggregateFunc through
 // CustomAggregate (v does not escape either way).
 func (s *Sketch) aggregate(v []float64) float64 {
+	if s.hiOver {
+		return s.aggregateCapped(v)
+	}
 	if s.aggFunc != nil {
 		return CustomAggregate(s.aggFunc, v)
 	}
@@ -113,9 +123,39 @@ func (s *Sketch) aggregate(v []float64) float64 {
 // aggregate, with no second pass over v. It inlines.
 func (s *Sketch) aggregateOf(v []float64, lowest float64) float64 {
 	if s.minAgg {
-		return lowest
+		return s.capped(lowest)
 	}
 	return s.aggregate(v)
+}
+
+// capped is a score as the sketch reads it: at most cfg.Hi. Cells store
+// scores rounded up to float32, so with a Hi that no float32 holds a
+// score at the clamp is stored one float32 step above Hi (hi32); every
+// read (aggregates, per-level scores, TryUpdate's decision) caps it back
+// at Hi, which never reads below a key's true score (at most Hi, as the
+// clamp makes it). It inlines: one compare with hiCap (+Inf when Hi is a
+// float32).
+func (s *Sketch) capped(v float64) float64 {
+	if v > s.hiCap {
+		return s.hiCap
+	}
+	return v
+}
+
+// aggregateCapped is aggregate over the level scores capped at Hi
+// (capped), as QueryDetailed reports them. v is not modified.
+//
+//go:noinline
+func (s *Sketch) aggregateCapped(v []float64) float64 {
+	var c [MaxLevels]float64
+	n := copy(c[:], v)
+	for i := range c[:n] {
+		c[i] = s.capped(c[i])
+	}
+	if s.aggFunc != nil {
+		return CustomAggregate(s.aggFunc, c[:n])
+	}
+	return s.agg.Aggregate(c[:n])
 }
 
 // Config returns the normalized configuration the sketch was built with.
@@ -366,7 +406,7 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 				r = f
 			}
 		}
-		return float64(r)
+		return s.capped(float64(r))
 	}
 	var v [MaxLevels]float64
 	for l := range cs {
@@ -428,7 +468,7 @@ func detailed[L any](s *Sketch, h uint64, ms int64, mk func(level, index uint32,
 		// One level at a time: load, check the time (fresh), decay.
 		w := s.cells[off[l]].Load()
 		s.fresh(&ms)
-		v[l] = s.rules.Value(w, s.stamp(ms))
+		v[l] = s.capped(s.rules.Value(w, s.stamp(ms)))
 		levels[l] = mk(l, uint32(off[l]-int(l)*s.stride), v[l])
 	}
 	return s.aggregate(v[:s.levels]), levels

@@ -278,6 +278,12 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 		verdict := atom.Slow
 		if s.minAgg && int32(now-sn.w[0].Stamp()) <= 0 {
 			verdict = s.rules.DecideN(&sn.w, s.levels, now, delta, limit, &sn.v, &nw)
+			// DecideN reads scores as stored; a denial with every
+			// word at hi32, a Hi no float32 holds rounded up, is
+			// decided again on the scores capped at Hi (capped).
+			if verdict == atom.Deny && sn.w[0].Score() == s.hi32 && s.hiOver {
+				verdict = atom.Slow
+			}
 		}
 		if verdict == atom.Slow {
 			lowest := s.rules.ValueN(&sn.w, s.levels, now, &sn.v)

@@ -178,6 +178,41 @@ func checkClamp(t *testing.T, newScorer Factory) {
 	if !s.TryUpdate(k, -50, 100) || s.Query(k) != 50 {
 		t.Fatalf("TryUpdate(-50, 100) at Hi: Query = %v, want 50", s.Query(k))
 	}
+	checkClampInexact(t, newScorer)
+}
+
+// checkClampInexact: with a Hi that no float32 holds (0.1, 1.1, 1e9+1),
+// a key at the clamp reads Hi exactly, never above it, through every
+// read and with every built-in aggregator, and TryUpdate(k, 0, Hi) is
+// admitted there (Hi + 0 <= Hi).
+func checkClampInexact(t *testing.T, newScorer Factory) {
+	for _, hi := range []float64{0.1, 1.1, 1e9 + 1} {
+		for _, agg := range []sketch.Aggregator{sketch.Min, sketch.Max, sketch.Mean} {
+			s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 64, Hi: hi, Aggregator: agg})
+			k := []byte("clamp")
+			if got := s.UpdateAndQuery(k, 2*hi); got != hi {
+				t.Fatalf("Hi %v, %v: UpdateAndQuery(2 Hi) = %v, want Hi", hi, agg, got)
+			}
+			if got := s.Query(k); got != hi {
+				t.Fatalf("Hi %v, %v: Query = %v, want Hi", hi, agg, got)
+			}
+			d := s.QueryDetailed(k)
+			if d.Score != hi {
+				t.Fatalf("Hi %v, %v: QueryDetailed score %v, want Hi", hi, agg, d.Score)
+			}
+			for _, lv := range d.Levels {
+				if lv.Score != hi {
+					t.Fatalf("Hi %v, %v: level %d reads %v, want Hi", hi, agg, lv.Level, lv.Score)
+				}
+			}
+			if !s.TryUpdate(k, 0, hi) {
+				t.Fatalf("Hi %v, %v: TryUpdate(0, Hi) denied at the clamp: Hi + 0 <= Hi", hi, agg)
+			}
+			if s.TryUpdate(k, hi/1e6, hi) {
+				t.Fatalf("Hi %v, %v: TryUpdate(Hi/1e6, Hi) admitted at the clamp", hi, agg)
+			}
+		}
+	}
 }
 
 // checkSentinel: 50 goroutines racing TryUpdate(k, 1, 1000), no decay,
