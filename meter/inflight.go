@@ -86,6 +86,9 @@ func NewInflight(maxLimit int, opts ...Option) (*Inflight, error) {
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)
 	}
+	// Counts are conserved: a refused TryAcquire whose commit met a
+	// conflict takes its +1 back out of every cell, so it leaks nothing.
+	s.SetConserved()
 	return &Inflight{s: s, max: float64(maxLimit)}, nil
 }
 

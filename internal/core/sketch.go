@@ -23,31 +23,32 @@ type Sketch struct {
 	// Everything but due is written once by New and only read after, so
 	// these lines are shared read-only by all cores; the fields every
 	// operation reads come first (the first two cache lines).
-	cells    []atom.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
-	rules    *atom.Rules // decay law and clamp bounds
-	hasher   Hasher
-	xxSeed   uint64    // the seed of the default hasher (XXH3), when xx
-	xx       bool      // hasher is the default XXH3: sum64 calls it directly
-	tb       *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
-	epoch    int64     // clock reading at New; stamps count ms from here, mod 2^32
-	stride   int       // cells between row starts, a multiple of cellsPerLine
-	levels   uint32
-	m        uint32
-	due      atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
-	low      atomic.Int64            // an operation at a time below low is stale (horizon.go, fresh); written once per sweep
-	negative atomic.Bool             // a negative delta has been applied: roll-backs only restore exactly (tryupdate.go, rollback); written once
-	resets   atomic.Uint64           // Reset and snapshot loads so far: a Receipt from before one is void
-	aggFunc  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
-	hi32     float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
-	hiOver   bool                    // hi32 > cfg.Hi (a Hi no float32 holds, stored rounded up): every score read is capped at cfg.Hi (capped)
-	hiCap    float64                 // cfg.Hi when hiOver, else +Inf: capped's bound
-	cu       bool                    // Config.Conservative: every write goes through conservative.go
-	minAgg   bool                    // the built-in Min aggregator: the aggregate is ValueN's result (aggregateOf)
-	hooks    *testHooks              // nil except in tests (export_test.go)
-	stripes  []stripe                // numStripes TryUpdate sequence stripes, one per cache line
-	agg      Aggregator
-	cfg      Config // normalized, as given to New
-	bytes    int    // bytes allocated for cells and stripes
+	cells     []atom.Cell // levels*stride cells; row l starts at l*stride, on a cache-line boundary
+	rules     *atom.Rules // decay law and clamp bounds
+	hasher    Hasher
+	xxSeed    uint64    // the seed of the default hasher (XXH3), when xx
+	xx        bool      // hasher is the default XXH3: sum64 calls it directly
+	tb        *Timebase // the clock, its anchor and the high-water mark of time (shared by a rotator's generations)
+	epoch     int64     // clock reading at New; stamps count ms from here, mod 2^32
+	stride    int       // cells between row starts, a multiple of cellsPerLine
+	levels    uint32
+	m         uint32
+	due       atomic.Int64            // when the next horizon sweep is due (horizon.go); written once per sweep
+	low       atomic.Int64            // an operation at a time below low is stale (horizon.go, fresh); written once per sweep
+	negative  atomic.Bool             // a negative delta has been applied: roll-backs only restore exactly (tryupdate.go, rollback); written once
+	resets    atomic.Uint64           // Reset and snapshot loads so far: a Receipt from before one is void
+	aggFunc   func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg (slow path)
+	hi32      float32                 // Hi as cells store it (rules.Hi()): a stored score at Hi is never rolled back
+	hiOver    bool                    // hi32 > cfg.Hi (a Hi no float32 holds, stored rounded up): every score read is capped at cfg.Hi (capped)
+	hiCap     float64                 // cfg.Hi when hiOver, else +Inf: capped's bound
+	cu        bool                    // Config.Conservative: every write goes through conservative.go
+	conserved bool                    // SetConserved: a roll-back may always subtract its increment (tryupdate.go, rollback)
+	minAgg    bool                    // the built-in Min aggregator: the aggregate is ValueN's result (aggregateOf)
+	hooks     *testHooks              // nil except in tests (export_test.go)
+	stripes   []stripe                // numStripes TryUpdate sequence stripes, one per cache line
+	agg       Aggregator
+	cfg       Config // normalized, as given to New
+	bytes     int    // bytes allocated for cells and stripes
 
 	// sweep is the rest of the horizon state (horizon.go), written only by
 	// sweeps; on its own lines.

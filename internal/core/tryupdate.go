@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // TryUpdate adds delta to the key's score at every level only if the
@@ -155,14 +156,37 @@ func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word) bool {
 	for {
 		w := c.Load()
 		// The flag is read after the word: a negative write that changed
-		// the cell before that load had set it already.
-		if w.Stamp() != stored.Stamp() || w.Score() == s.hi32 || s.negative.Load() {
+		// the cell before that load had set it already. A conserved
+		// sketch (SetConserved) subtracts whatever the time and the
+		// negative writes: no decay, and no clamp reached.
+		if w.Score() == s.hi32 || !s.conserved && (w.Stamp() != stored.Stamp() || s.negative.Load()) {
 			return false
 		}
 		if c.CompareAndSwap(w, atom.Pack(s.rules.Round(float64(w.Score())-inc), w.Stamp())) {
 			return true
 		}
 	}
+}
+
+// SetConserved declares that every increment s receives is taken back,
+// later, by the same delta negated (meter.Inflight: each +1 by its
+// Release's -1), that s has no decay, and that its scores stay far
+// inside [Lo, Hi] (Hi = MaxFloat32; Lo = 0, which no cell goes below,
+// holding its keys' own increments). Then no clamp ever cuts an add and
+// no time changes a score, so a roll-back (a TryUpdate's undo after a
+// commit conflict) may always subtract its increment from a cell written
+// since: exactly while the cell is an integer below 2^24, rounded up (an
+// over-count) beyond. Without it a roll-back after a negative write
+// restores only a cell that still holds the word it stored, and a denied
+// TryUpdate can leave its increment in a cell for good (docs/design.md,
+// "Writers outside the stripe, and the roll-back"). It must be called
+// before s is used,
+// and panics if s decays.
+func (s *Sketch) SetConserved() {
+	if s.rules.Kind() != law.KindNone {
+		panic("sketch: SetConserved needs decay.None")
+	}
+	s.conserved = true
 }
 
 // markNegative records that a negative delta reached the cells; from
