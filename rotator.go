@@ -12,7 +12,8 @@ import (
 type RotatorConfig struct {
 	// Sketch configures every generation; each hashes under its own seed.
 	Sketch Config
-	// Generations is N, the live generations; 0 means 2; at least 2.
+	// Generations is N, the live generations; 0 means 2; at least 2 and
+	// at most 1024.
 	Generations uint32
 	// Period is how long a generation stays the primary. Required (at
 	// least 1ms) without a Ticker; with one it is optional.

@@ -17,7 +17,7 @@ type Config struct {
 	// operation and drives both decay and rotation.
 	Sketch sketch.Config
 	// Generations is N, the number of live generations; 0 means 2; at
-	// least 2.
+	// least 2 and at most 1024 (each is a whole sketch, built up front).
 	Generations uint32
 	// Period is how long each generation stays the primary; at least one
 	// millisecond (clocks count whole milliseconds). A score lives at

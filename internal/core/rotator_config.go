@@ -6,6 +6,13 @@ import "time"
 // RotatorConfig.Generations is 0.
 const DefaultGenerations = 2
 
+// MaxGenerations bounds RotatorConfig.Generations: every generation is a
+// whole sketch built up front (its cells and 16 KiB of TryUpdate
+// stripes), so a count in the millions would allocate for minutes or
+// exhaust memory instead of failing; forgetting spans Generations x
+// Period, which a longer Period stretches as well.
+const MaxGenerations = 1024
+
 // RotatorConfig describes a Rotator.
 type RotatorConfig struct {
 	// Sketch configures every generation. Its Seed is the base seed: each
@@ -14,7 +21,7 @@ type RotatorConfig struct {
 	// once per operation and drives both decay and rotation.
 	Sketch Config
 	// Generations is N, the number of live generations; 0 means 2; at
-	// least 2.
+	// least 2 and at most MaxGenerations.
 	Generations uint32
 	// Period is how long each generation stays the primary; at least one
 	// millisecond (clocks count whole milliseconds). A score lives at
@@ -53,6 +60,9 @@ func (cfg RotatorConfig) Normalize() (RotatorConfig, error) {
 	}
 	if cfg.Generations < 2 {
 		return cfg, ConfigErr("rotator", "Generations", cfg.Generations, "Generations must be >= 2; got %d", cfg.Generations)
+	}
+	if cfg.Generations > MaxGenerations {
+		return cfg, ConfigErr("rotator", "Generations", cfg.Generations, "Generations must be <= %d; got %d", MaxGenerations, cfg.Generations)
 	}
 	if cfg.Period <= 0 {
 		return cfg, ConfigErr("rotator", "Period", cfg.Period, "Period must be > 0; got %v", cfg.Period)

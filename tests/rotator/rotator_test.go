@@ -56,6 +56,8 @@ func TestNewValidates(t *testing.T) {
 		want string
 	}{
 		{rotator.Config{Sketch: small(clk), Generations: 1, Period: period}, "rotator: Generations must be >= 2; got 1"},
+		{rotator.Config{Sketch: small(clk), Generations: 1025, Period: period}, "rotator: Generations must be <= 1024; got 1025"},
+		{rotator.Config{Sketch: small(clk), Generations: 1 << 31, Period: period}, "rotator: Generations must be <= 1024; got 2147483648"},
 		{rotator.Config{Sketch: small(clk)}, "rotator: Period must be > 0; got 0s"},
 		{rotator.Config{Sketch: small(clk), Period: -time.Second}, "rotator: Period must be > 0; got -1s"},
 		{rotator.Config{Sketch: small(clk), Period: 500 * time.Microsecond}, "rotator: Period must be at least 1ms"},
