@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/lfgrudge/grudge/atomiccell"
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/law"
@@ -140,8 +139,11 @@ func (cfg Config) normalize() (normalized, error) {
 		return bad("Timeout must be >= 0; got %v", cfg.Timeout)
 	}
 	n.Config = cfg
-	// Infinite bounds saturate at ±MaxFloat32, as atomiccell.Rules does.
-	n.lo, n.hi = float64(atomiccell.RoundUp(cfg.Lo)), float64(atomiccell.RoundUp(cfg.Hi))
+	// The bounds as configured, infinite ones saturated at ±MaxFloat32
+	// as atomiccell.Rules does: a cell stores its clamped value rounded
+	// up to float32, and every read caps a score back at Hi (sketch.lua,
+	// aggregate), as the in-process sketch does.
+	n.lo, n.hi = max(cfg.Lo, -math.MaxFloat32), min(cfg.Hi, math.MaxFloat32)
 	agg := map[sketch.Aggregator]string{sketch.Min: "min", sketch.Max: "max", sketch.Mean: "mean"}[cfg.Aggregator]
 	h := fnv.New32a()
 	fmt.Fprintf(h, "%s|%v|%s|%s|%s|%d|%d|%d", n.kind, fmtFloat(n.param), fmtFloat(n.lo), fmtFloat(n.hi), agg,

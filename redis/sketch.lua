@@ -22,8 +22,10 @@
 --   cfg    binary, little-endian (struct '<I4I4I4I4ddddBB'): L and M
 --          (levels and cells per level), G generations, fp the config
 --          fingerprint, P period in ms (0: one generation, never rotated),
---          param (the law's lambda or rate, /s), lo and hi (clamp bounds,
---          already float32 values rounded up by the client), kind (0
+--          param (the law's lambda or rate, /s), lo and hi (clamp bounds
+--          as configured, saturated at the float32 range's end by the
+--          client; a cell stores its clamped value rounded up to float32,
+--          and every read caps a score back at hi, see aggregate), kind (0
 --          none, 1 exponential, 2 linear) and agg (0 min, 1 max, 2 mean).
 --          The same for every call of one sketch: it is decoded once and
 --          kept, with what derives from it, in CFGS.
@@ -196,16 +198,28 @@ local function read(g, tm)
   return v, st
 end
 
+-- aggregate combines the level scores v, each capped at hi: a cell at
+-- the clamp of a hi no float32 holds stores the float32 just above it,
+-- and reads (the estimate, the decision) cap it back, as the in-process
+-- sketch does, which never reads below a key's true score.
 local function aggregate(v)
-  local r = v[1]
+  local r
+  if agg == 'mean' then
+    r = 0
+    for i = 1, L do
+      local x = v[i]
+      if x > hi then x = hi end
+      r = r + x / L
+    end
+    return r
+  end
+  r = v[1]
   if agg == 'max' then
     for i = 2, L do if v[i] > r then r = v[i] end end
-  elseif agg == 'mean' then
-    r = 0
-    for i = 1, L do r = r + v[i] / L end
   else
     for i = 2, L do if v[i] < r then r = v[i] end end
   end
+  if r > hi then r = hi end
   return r
 end
 

@@ -630,3 +630,35 @@ func TestWrongKeyCount(t *testing.T) {
 		t.Fatal("a refused call created a key")
 	}
 }
+
+// TestClampInexactHi: with a Hi no float32 holds (0.1, 1e9+1), a key at
+// the clamp reads Hi exactly through Query and UpdateAndQuery, with
+// every aggregator, and TryUpdate(k, 0, Hi) admits it, as the in-process
+// sketch does (cells store the float32 just above Hi; reads cap it).
+func TestClampInexactHi(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		for _, hi := range []float64{0.1, 1e9 + 1} {
+			for _, agg := range []sketch.Aggregator{sketch.Min, sketch.Max, sketch.Mean} {
+				name := fmt.Sprintf("clamp:%v:%v", hi, agg)
+				rs := e.sketch(t, Config{Name: e.ns(name), Levels: 3, CellsPerLevel: 16, Hi: hi, Aggregator: agg})
+				got, err := rs.UpdateAndQuery(ctx, "k", 2*hi)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got != hi {
+					t.Fatalf("Hi %v, %v: UpdateAndQuery(2 Hi) = %v, want Hi", hi, agg, got)
+				}
+				if got, err = rs.Query(ctx, "k"); err != nil || got != hi {
+					t.Fatalf("Hi %v, %v: Query = %v (%v), want Hi", hi, agg, got, err)
+				}
+				if ok, err := rs.TryUpdate(ctx, "k", 0, hi); err != nil || !ok {
+					t.Fatalf("Hi %v, %v: TryUpdate(0, Hi) = %v (%v) at the clamp: Hi + 0 <= Hi", hi, agg, ok, err)
+				}
+				if ok, err := rs.TryUpdate(ctx, "k", hi/1e6, hi); err != nil || ok {
+					t.Fatalf("Hi %v, %v: TryUpdate(Hi/1e6, Hi) = %v (%v) at the clamp, want denied", hi, agg, ok, err)
+				}
+			}
+		}
+	})
+}
