@@ -108,7 +108,10 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		for i := range int(s.m) {
 			wo := other.cells[base+i].Load()
 			b := other.rules.Decay(float64(wo.Score()), atom.Elapsed(wo.Stamp(), nowO)+extra)
-			if b == 0 && slack == 0 {
+			// Adding 0 changes nothing, except under a draining law to a
+			// credit (a negative score), which merges with 0 as
+			// max(a, 0): skip only a cell that cannot hold one.
+			if b == 0 && slack == 0 && (!linear || s.cells[base+i].Load().Score() >= 0) {
 				continue
 			}
 			s.markNegative(b)

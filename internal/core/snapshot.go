@@ -332,9 +332,13 @@ func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 // the snapshot's never makes scores grow). A cell whose total age is
 // below 2^29 ms (6.2 days) keeps its float32 score and is stamped that
 // age before now, so the restored sketch answers every later Query
-// exactly as the original would have at the same wall time; an older
-// cell is decayed once (Rules.Decay over the int64 age, years included),
-// rounded up and stamped now. The horizon restarts 2^29 ms before now.
+// exactly as the original would have at the same wall time, until a
+// horizon sweep of either one re-stamps the cell (2^29 to 2^30 ms after
+// its floor, 6.2 to 12.4 days: the sweep rounds the decayed value up to
+// float32, and the two sketches sweep on their own schedules), and
+// within one float32 ulp, upward, after it; an older cell is decayed
+// once (Rules.Decay over the int64 age, years included), rounded up and
+// stamped now. The horizon restarts 2^29 ms before now.
 //
 // Like Reset, it is not atomic: call it on a sketch nobody else is using.
 // It allocates nothing in proportion to the header: lengths come from s's
