@@ -140,7 +140,7 @@ func WithStrict(strict bool) Option { return func(o *options) { o.strict = stric
 func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost = c } }
 
 // WithMaxDebt sets the most debt a key can carry (the sketch's Hi;
-// default 2 x burst, at least burst + RejectCost). Debt above the burst
+// default 2 x burst capped at 2^24, at least burst + RejectCost). Debt above the burst
 // comes from reservations queued into the future (ReserveN, WaitN) and
 // from penalties; it must be >= burst and at most 2^24.
 func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
@@ -245,7 +245,9 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	l.rate = float64(limit)
 	maxDebt := o.maxDebt
 	if maxDebt == 0 {
-		maxDebt = max(2*burstF, burstF+o.rejectCost)
+		// Twice the burst, at most 2^24 (a burst above 2^23 then gets
+		// less room for RejectCost's debt), and room for one RejectCost.
+		maxDebt = max(min(2*burstF, 1<<24), burstF+o.rejectCost)
 	}
 	if math.IsNaN(maxDebt) || math.IsInf(maxDebt, 0) || maxDebt < burstF || maxDebt > 1<<24 {
 		return nil, bad("MaxDebt", maxDebt, "MaxDebt must be in [burst (%d), 2^24]; got %v", burst, maxDebt)
@@ -492,16 +494,18 @@ func (l *Limiter) admitN(p *params, t time.Time, key string, n int) bool {
 	if l.none() {
 		return l.unset()
 	}
-	if n > p.burst {
-		return false
-	}
+	// n above the burst never fits: no decision to make, but the denial
+	// still pays RejectCost, as DecideN's does.
+	fits := n <= p.burst
 	nU := float64(n) * p.unit
 	if b := l.b; b != nil {
-		if l.strict {
+		switch {
+		case !fits:
+		case l.strict:
 			if b.TryUpdateAt(t, key, nU, p.burstU) {
 				return true
 			}
-		} else if b.QueryAt(t, key)+nU <= p.burstU {
+		case b.QueryAt(t, key)+nU <= p.burstU:
 			b.UpdateAt(t, key, nU)
 			return true
 		}
@@ -510,11 +514,13 @@ func (l *Limiter) admitN(p *params, t time.Time, key string, n int) bool {
 		}
 		return false
 	}
-	if l.strict {
+	switch {
+	case !fits:
+	case l.strict:
 		if l.r.TryUpdateStringAt(t, key, nU, p.burstU) {
 			return true
 		}
-	} else if l.r.QueryStringAt(t, key)+nU <= p.burstU {
+	case l.r.QueryStringAt(t, key)+nU <= p.burstU:
 		l.r.UpdateStringAt(t, key, nU)
 		return true
 	}

@@ -150,7 +150,17 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 	// Every window's state after the decision (a read).
 	first := ps[max(denied, 0)]
 	d := Decision{Limit: first.limit, Burst: first.burst, Policy: first.name, Remaining: math.MaxInt}
+	// An Inf window never binds: it keeps no state and would report its
+	// whole burst as Remaining. It names the Decision only when every
+	// window is Inf.
+	allInf := true
+	for _, l := range m.ls {
+		allInf = allInf && l.inf
+	}
 	for i, l := range m.ls {
+		if l.inf && !allInf {
+			continue
+		}
 		w := l.state(ps[i], t, key(i), n)
 		switch {
 		case denied < 0:

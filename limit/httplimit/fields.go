@@ -66,10 +66,27 @@ func ceilSeconds(d time.Duration) int64 {
 // policyField returns the RateLimit-Policy item of the draft for a token
 // bucket: the quota q is the burst (what a full bucket admits at once)
 // and the window w the time to refill it from empty, burst/rate seconds
-// rounded up (at least 1).
+// rounded up (at least 1, at most the largest integer the field takes).
 func policyField(quotedName string, p limit.Policy) string {
-	w := ceilSeconds(time.Duration(math.Ceil(float64(p.Burst) / float64(p.Limit) * float64(time.Second))))
-	return quotedName + ";q=" + strconv.Itoa(p.Burst) + ";w=" + strconv.FormatInt(max(w, 1), 10)
+	return quotedName + ";q=" + strconv.Itoa(p.Burst) + ";w=" + strconv.FormatInt(windowSeconds(p), 10)
+}
+
+// windowSeconds is ceil(burst/rate) in whole seconds, in [1,
+// maxSFInteger], computed in float64 seconds (a Duration overflows past
+// 292 years). A quotient within a relative 1e-9 of a whole number is that
+// number: a rate the limiter holds exactly (Every(140ms), burst 50: 7 s)
+// comes out of the division a few ulps above it, and would otherwise
+// announce a second too many.
+func windowSeconds(p limit.Policy) int64 {
+	w := float64(p.Burst) / float64(p.Limit)
+	if r := math.Round(w); math.Abs(w-r) <= 1e-9*r {
+		w = r
+	}
+	w = math.Ceil(w)
+	if !(w < maxSFInteger) {
+		return maxSFInteger
+	}
+	return max(int64(w), 1)
 }
 
 // rateLimitField returns the RateLimit value of the draft: r the

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"math"
 	"net/http"
+	"slices"
 	"strconv"
+	"sync/atomic"
 
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/limit"
@@ -68,8 +70,8 @@ type Middleware struct {
 	onLimErr func(r *http.Request, key string, err error)
 	skip     func(r *http.Request) bool
 	excluded func(key string) bool
-	policies []policy // the limiter's, in order
-	policy   string   // the RateLimit-Policy value, fixed; "" when every policy is Inf
+	policies []policy                   // the limiter's at New, in order: names and Inf-ness (fixed)
+	announce *atomic.Pointer[announced] // the RateLimit-Policy value, rebuilt when SetLimit or SetBurst changes a policy; its own per build (With copies m)
 }
 
 // policy is one of the limiter's policies, as the fields name it.
@@ -77,6 +79,48 @@ type policy struct {
 	name   string
 	quoted string // name as an sf-string
 	inf    bool   // limit.Inf: announced nowhere
+}
+
+// isInf reports whether l is limit.Inf: a policy announced nowhere.
+func isInf(l limit.Limit) bool { return l == limit.Inf || math.IsInf(float64(l), 1) }
+
+// announced is the RateLimit-Policy value and the policies it was built
+// from.
+type announced struct {
+	pols  []limit.Policy
+	value string // "" when every policy is Inf
+}
+
+// announcedFor builds the RateLimit-Policy value of pols (the
+// limiter's, in m.policies' order).
+func (m *Middleware) announcedFor(pols []limit.Policy) *announced {
+	a := &announced{pols: pols}
+	for _, p := range pols {
+		if isInf(p.Limit) {
+			continue
+		}
+		if a.value != "" {
+			a.value += ", "
+		}
+		a.value += policyField(sfString(p.Name), p)
+	}
+	return a
+}
+
+// policyValue returns the RateLimit-Policy value for the limiter's
+// current policies: the cached one while they are those it was built
+// from, a rebuilt one after SetLimit or SetBurst changed one.
+func (m *Middleware) policyValue() string {
+	if m.announce == nil {
+		return "" // the zero Middleware
+	}
+	a := m.announce.Load()
+	pols := m.l.Policies()
+	if !slices.Equal(pols, a.pols) {
+		a = m.announcedFor(pols)
+		m.announce.Store(a)
+	}
+	return a.value
 }
 
 // Option configures New and With.
@@ -187,7 +231,7 @@ func build(m *Middleware, l Limiter, opts []Option) (*Middleware, error) {
 	if m.key == nil || m.onError == nil {
 		return nil, bad("Option", nil, "WithKey and WithErrorHandler need a non-nil function")
 	}
-	m.l, m.policies, m.policy = l, nil, ""
+	m.l, m.policies = l, nil
 	for _, p := range pols {
 		if err := checkName(p.Name); err != nil {
 			return nil, err
@@ -202,13 +246,9 @@ func build(m *Middleware, l Limiter, opts []Option) (*Middleware, error) {
 		}
 		q := policy{name: p.Name, quoted: sfString(p.Name), inf: p.Limit == limit.Inf || math.IsInf(float64(p.Limit), 1)}
 		m.policies = append(m.policies, q)
-		if !q.inf {
-			if m.policy != "" {
-				m.policy += ", "
-			}
-			m.policy += policyField(q.quoted, p)
-		}
 	}
+	m.announce = new(atomic.Pointer[announced])
+	m.announce.Store(m.announcedFor(pols))
 	return m, nil
 }
 
@@ -321,7 +361,8 @@ func (m *Middleware) find(d limit.Decision) policy {
 }
 
 // SetHeaders sets the RateLimit-Policy field (every policy of the
-// limiter that is not Inf) and the RateLimit field (the policy d names:
+// limiter that is not Inf, as the limiter has them now: SetLimit and
+// SetBurst show in the next answer) and the RateLimit field (the policy d names:
 // its remaining quota r and t, the seconds until more is available), the
 // legacy ones if enabled, and Retry-After on a denial that can be
 // retried: RetryAfter in whole seconds rounded up, at least 1, so never
@@ -329,11 +370,12 @@ func (m *Middleware) find(d limit.Decision) policy {
 // limiter whose policies are all Inf gets none; a Decision of an Inf
 // policy gets no RateLimit field.
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
-	if m.policy == "" {
+	v := m.policyValue()
+	if v == "" {
 		return
 	}
-	h.Set("RateLimit-Policy", m.policy)
-	if p := m.find(d); !p.inf {
+	h.Set("RateLimit-Policy", v)
+	if p := m.find(d); !isInf(d.Limit) {
 		h.Set("RateLimit", rateLimitField(p.quoted, d))
 	}
 	if m.legacy {
