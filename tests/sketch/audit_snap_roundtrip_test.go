@@ -144,7 +144,7 @@ func TestAuditSnapLaterThanSweep(t *testing.T) {
 	data, _ := orig.MarshalBinary()
 	res, c2 := auditRestore(t, cfg, data, c1.NowMillis())
 	step := time.Duration(1<<25) * time.Millisecond // 9.3 h
-	for i := range 48 { // 18.6 days: past both sketches' sweeps
+	for i := range 48 {                             // 18.6 days: past both sketches' sweeps
 		g, w := res.Query(k), orig.Query(k)
 		elapsed := time.Duration(i) * step
 		if elapsed < time.Duration(1<<29)*time.Millisecond {
