@@ -138,6 +138,9 @@ func (c *Compiled) expSlow(score float64, dt int64) float64 {
 // LinearApply is the linear law for dt > 0 and a score that is neither 0
 // nor NaN, for a caller's own batch loop (atomiccell's ValueN): the
 // expression of Linear's Apply, so the result equals the law's exactly
+// for every score a cell holds (|score| <= MaxFloat32: where rate x dt
+// overflows, Apply divides first, but either drop is then above 1e305
+// and both give 0)
 // (plain compares stand in for math.Max and math.Min, whose NaN and
 // signed-zero cases cannot arise here). Kind must be KindLinear. It
 // inlines (TestInlining).

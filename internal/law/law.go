@@ -153,6 +153,9 @@ func (l linear) Apply(score float64, dtMillis int64) float64 {
 		return score
 	}
 	drop := l.rate * float64(dtMillis) / 1000
+	if drop > math.MaxFloat64 {
+		drop = wideDrop(l.rate, dtMillis)
+	}
 	switch {
 	case score > 0:
 		return math.Max(score-drop, 0)
@@ -161,5 +164,13 @@ func (l linear) Apply(score float64, dtMillis int64) float64 {
 	}
 	return score // NaN
 }
+// wideDrop is the linear drop rate x dt/1000 when rate x dt overflows
+// (a rate above about 1e289 per second): dividing first keeps a drop
+// below MaxFloat64 finite, so the law still composes. Every other drop
+// is the product divided by 1000, as the reference computes it.
+//
+//go:noinline
+func wideDrop(rate float64, dtMillis int64) float64 { return rate * (float64(dtMillis) / 1000) }
+
 func (l linear) Validate() error { return checkParam("Linear rate", l.rate) }
 func (l linear) Drains() bool    { return l.rate > 0 }
