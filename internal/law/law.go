@@ -164,6 +164,7 @@ func (l linear) Apply(score float64, dtMillis int64) float64 {
 	}
 	return score // NaN
 }
+
 // wideDrop is the linear drop rate x dt/1000 when rate x dt overflows
 // (a rate above about 1e289 per second): dividing first keeps a drop
 // below MaxFloat64 finite, so the law still composes. Every other drop
