@@ -16,7 +16,8 @@ import (
 )
 
 // Limit is a token bucket: Rate tokens per second refill a bucket of
-// Burst tokens. Both must be finite and > 0.
+// Burst tokens. Both must be finite and > 0, and Burst/Rate (the time a
+// full bucket takes to drain) at most 9e9 s (285 years).
 type Limit struct {
 	Rate  float64 // tokens per second
 	Burst float64 // bucket size: the most debt a key may carry
@@ -153,6 +154,12 @@ func NewLimiterGoRedis(client goredis.UniversalClient, cfg LimiterConfig) (*Limi
 	return newLimiter(c, cfg)
 }
 
+// maxDrainSeconds bounds Burst/Rate: a decision's RetryAfter and
+// ResetAfter are at most the time a full bucket takes to drain, and must
+// fit a time.Duration (292 years) and the server's reply (whole ms below
+// 2^53).
+const maxDrainSeconds = 9e9
+
 func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	bad := func(format string, args ...any) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
@@ -163,6 +170,9 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	}
 	if !(lim.Burst > 0) || math.IsInf(lim.Burst, 0) {
 		return bad("Limit.Burst must be finite and > 0; got %v", lim.Burst)
+	}
+	if d := lim.Burst / lim.Rate; !(d <= maxDrainSeconds) {
+		return bad("Limit.Burst/Limit.Rate (the time a full bucket takes to drain) must be at most %v s (285 years: a time.Duration, and a whole number of ms the server replies exactly); got %v s", float64(maxDrainSeconds), d)
 	}
 	if cfg.Policy > LocalFallback {
 		return bad("Policy must be FailClosed, FailOpen or LocalFallback; got %v", cfg.Policy)

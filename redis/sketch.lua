@@ -83,6 +83,9 @@ local pos, fin = {}, {}
 -- values and stamps of the generation being read, the committed values
 -- of the oldest one, and the live generations.
 local V, ST, AFTER, LIVE, SLOTS = {}, {}, {}, {}, {}
+-- RAW: the stored scores of the last read (beside ST, its stamps); VR:
+-- scratch for estAt.
+local RAW, VR = {}, {}
 -- GEN[slot]: the table open fills for a call's slot-th live generation.
 local GEN = {}
 local function gen(slot, k, epoch, hw)
@@ -193,6 +196,7 @@ local function read(g, tm)
       return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. offset(i)
     end
     st[i] = stamp
+    RAW[i] = s
     v[i] = decay(s, rel - stamp)
   end
   return v, st
@@ -211,6 +215,8 @@ local function aggregate(v)
       if x > hi then x = hi end
       r = r + x / L
     end
+    -- The sum of L capped terms can round one ulp above hi.
+    if r > hi then r = hi end
     return r
   end
   r = v[1]
@@ -250,17 +256,29 @@ local function rebase(g, tm)
   return nil
 end
 
-local function retryReset(e, n)
+-- estAt is the estimate a read r ms after the last read (at rel ms past
+-- its generation's epoch) computes from the same stored cells (RAW, ST):
+-- the expression a later call evaluates, rounding included.
+local function estAt(rel, r)
+  for i = 1, L do VR[i] = decay(RAW[i], rel + r - ST[i]) end
+  return aggregate(VR)
+end
+
+local function retryReset(e, n, rel)
   if kind ~= 'linear' then return -1, -1 end
   local reset = math.ceil(e / param * 1000)
   if reset < 0 then reset = 0 end
   if n == nil then return -1, reset end
   if n > limit then return -1, reset end -- n can never fit
-  -- The earliest whole ms at which e decayed leaves room for n.
+  -- The earliest whole ms at which the key's cells, decayed as a later
+  -- read decays them, leave room for n: start from the closed form,
+  -- then step down while the ms before fits and up while this one does
+  -- not (the closed form on the decayed e can round a ms either way).
   local need = e + n - limit
   if need <= 0 then return 0, reset end
   local r = math.ceil(need / param * 1000)
-  while e - param * r / 1000 + n > limit do r = r + 1 end
+  while r > 0 and estAt(rel, r - 1) + n <= limit do r = r - 1 end
+  while estAt(rel, r) + n > limit do r = r + 1 end
   return r, reset
 end
 
@@ -378,7 +396,7 @@ local function run(KEYS, ARGV)
   end
 
   if op == 'T' and not (est + delta <= limit) then
-    local retry, reset = retryReset(est, delta)
+    local retry, reset = retryReset(est, delta, tm - rg.epoch)
     return spack('<Bddd', 0, est, retry, reset)
   end
 

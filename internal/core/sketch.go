@@ -156,7 +156,8 @@ func (s *Sketch) aggregateCapped(v []float64) float64 {
 	if s.aggFunc != nil {
 		return CustomAggregate(s.aggFunc, c[:n])
 	}
-	return s.agg.Aggregate(c[:n])
+	// The Mean of capped levels can round one ulp above Hi.
+	return s.capped(s.agg.Aggregate(c[:n]))
 }
 
 // Config returns the normalized configuration the sketch was built with.

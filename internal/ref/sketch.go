@@ -300,5 +300,7 @@ func (s *Sketch) aggregate(scores []float64) float64 {
 	if s.aggFn != nil {
 		return core.CustomAggregate(s.aggFn, scores)
 	}
-	return s.agg.Aggregate(scores)
+	// Scores stay clamped at Hi: a Mean of levels at Hi can round one
+	// ulp above it, and is capped, as the lock-free sketch caps it.
+	return min(s.agg.Aggregate(scores), s.hi)
 }
