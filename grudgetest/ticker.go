@@ -20,7 +20,6 @@ type FakeTicker struct {
 	mu      sync.Mutex
 	wake    chan struct{} // closed (and replaced) by each TickHandled: wakes every waiting Tick
 	stop    chan struct{} // closed by the first Stop
-	once    sync.Once
 	stopped atomic.Bool
 }
 
@@ -36,10 +35,9 @@ func (t *FakeTicker) C() <-chan time.Time { return t.c }
 // Tick waiting then returns at once, and later Ticks do nothing. It is
 // idempotent.
 func (t *FakeTicker) Stop() {
-	t.once.Do(func() {
-		t.stopped.Store(true)
+	if t.stopped.CompareAndSwap(false, true) {
 		close(t.stop)
-	})
+	}
 }
 
 // Stopped reports whether Stop has been called.

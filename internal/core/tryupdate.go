@@ -232,6 +232,8 @@ func (s *Sketch) loadAll(sn *snapshot, ms *int64) (uint32, float64) {
 	return now, s.aggregateOf(sn.v[:len(cs)], lowest)
 }
 
+// tryUpdate is tryUpdateReceipt without a receipt, spelled out rather
+// than calling it: through it, it no longer inlines into TryUpdate.
 func (s *Sketch) tryUpdate(h uint64, delta, limit float64, ms int64) bool {
 	st, _ := s.tryHold(h, delta, limit, ms, nil, false)
 	return st == tryAdmitted

@@ -70,7 +70,7 @@ type Middleware struct {
 	onLimErr func(r *http.Request, key string, err error)
 	skip     func(r *http.Request) bool
 	excluded func(key string) bool
-	policies []policy                   // the limiter's at New, in order: names and Inf-ness (fixed)
+	policies []policy                   // the limiter's at New, in order: their names (fixed)
 	announce *atomic.Pointer[announced] // the RateLimit-Policy value, rebuilt when SetLimit or SetBurst changes a policy; its own per build (With copies m)
 }
 
@@ -78,7 +78,6 @@ type Middleware struct {
 type policy struct {
 	name   string
 	quoted string // name as an sf-string
-	inf    bool   // limit.Inf: announced nowhere
 }
 
 // isInf reports whether l is limit.Inf: a policy announced nowhere.
@@ -91,9 +90,9 @@ type announced struct {
 	value string // "" when every policy is Inf
 }
 
-// announcedFor builds the RateLimit-Policy value of pols (the
-// limiter's, in m.policies' order).
-func (m *Middleware) announcedFor(pols []limit.Policy) *announced {
+// announcedFor builds the RateLimit-Policy value of pols, the limiter's
+// policies in order.
+func announcedFor(pols []limit.Policy) *announced {
 	a := &announced{pols: pols}
 	for _, p := range pols {
 		if isInf(p.Limit) {
@@ -117,7 +116,7 @@ func (m *Middleware) policyValue() string {
 	a := m.announce.Load()
 	pols := m.l.Policies()
 	if !slices.Equal(pols, a.pols) {
-		a = m.announcedFor(pols)
+		a = announcedFor(pols)
 		m.announce.Store(a)
 	}
 	return a.value
@@ -244,11 +243,11 @@ func build(m *Middleware, l Limiter, opts []Option) (*Middleware, error) {
 				return nil, bad("Name", p.Name, "policy names must be distinct (limit.WithName on each window); got %q twice", p.Name)
 			}
 		}
-		q := policy{name: p.Name, quoted: sfString(p.Name), inf: p.Limit == limit.Inf || math.IsInf(float64(p.Limit), 1)}
+		q := policy{name: p.Name, quoted: sfString(p.Name)}
 		m.policies = append(m.policies, q)
 	}
 	m.announce = new(atomic.Pointer[announced])
-	m.announce.Store(m.announcedFor(pols))
+	m.announce.Store(announcedFor(pols))
 	return m, nil
 }
 
