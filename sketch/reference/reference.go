@@ -33,7 +33,9 @@ type RotatorConfig struct {
 
 // Rotator is the reference rotator: grudge's design, N reference
 // sketches behind one sync.RWMutex, rotated by a time.Ticker goroutine.
-// Close stops the goroutine.
+// Close stops the goroutine. The value NewRotator returns also has the At
+// forms (UpdateAt, QueryAt, UpdateAndQueryAt, TryUpdateAt), as
+// rotator.Rotator does.
 type Rotator interface {
 	sketch.Scorer
 	Close()
