@@ -291,9 +291,11 @@ func (s *Sketch) Query(ctx context.Context, key string) (float64, error) {
 
 // TryUpdate applies delta to the key's cells only if estimate + delta <=
 // limit, atomically with respect to every other call on the server, from
-// any instance. It reports whether it applied. It panics if delta or limit
-// is NaN or ±Inf, or if limit is above Hi (such a limit can never deny),
-// as sketch.TryUpdate does.
+// any instance. It reports whether it applied. Any finite limit is
+// accepted, as sketch.TryUpdate accepts it: the decision is estimate +
+// delta <= limit even when limit is above Hi (the estimate is capped at
+// Hi, the cells stay clamped). It panics if delta or limit is NaN or
+// ±Inf, as sketch.TryUpdate does.
 func (s *Sketch) TryUpdate(ctx context.Context, key string, delta, limit float64) (bool, error) {
 	r, err := s.tryUpdate(ctx, s.hasher.Sum64String(key), delta, limit)
 	return r.ok, err
@@ -302,8 +304,5 @@ func (s *Sketch) TryUpdate(ctx context.Context, key string, delta, limit float64
 func (s *Sketch) tryUpdate(ctx context.Context, h uint64, delta, limit float64) (reply, error) {
 	checkFinite("TryUpdate", "delta", delta)
 	checkFinite("TryUpdate", "limit", limit)
-	if limit > s.cfg.hi {
-		panic("redis: TryUpdate limit " + fmtFloat(limit) + " is above Hi " + fmtFloat(s.cfg.hi) + " and could never deny")
-	}
 	return s.call(ctx, "T", h, delta, limit)
 }

@@ -574,9 +574,8 @@ func TestShards(t *testing.T) {
 func TestPanicsOnNaN(t *testing.T) {
 	s := &Sketch{cfg: normalized{hi: 10}, hasher: sketch.XXH3()(0)}
 	for name, f := range map[string]func(){
-		"Update":         func() { s.Update(context.Background(), "", math.NaN()) },
-		"TryUpdate":      func() { s.TryUpdate(context.Background(), "", 1, math.Inf(1)) },
-		"limit above Hi": func() { s.TryUpdate(context.Background(), "", 1, 11) },
+		"Update":    func() { s.Update(context.Background(), "", math.NaN()) },
+		"TryUpdate": func() { s.TryUpdate(context.Background(), "", 1, math.Inf(1)) },
 	} {
 		func() {
 			defer func() {
@@ -587,6 +586,42 @@ func TestPanicsOnNaN(t *testing.T) {
 			f()
 		}()
 	}
+}
+
+// TestTryUpdateLimitAboveHi: any finite limit is accepted, as the core
+// sketch accepts it, and the decision is estimate + delta <= limit with
+// the estimate capped at Hi: a limit above Hi still denies a delta that
+// does not fit (it used to panic, "could never deny", which was false).
+func TestTryUpdateLimitAboveHi(t *testing.T) {
+	forEachBackend(t, func(t *testing.T, e *env) {
+		s := e.sketch(t, Config{Name: e.ns("abovehi"), Levels: 2, CellsPerLevel: 16, Hi: 10})
+		local, err := sketch.New(sketch.Config{Levels: 2, CellsPerLevel: 16, Hi: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for i, c := range []struct {
+			delta, limit float64
+			want         bool
+		}{
+			{4, 100, true}, {4, 100, true}, {4, 100, true}, // 12 clamped to 10
+			{95, 100, false}, // 10 + 95 > 100
+			{90, 100, true},  // 10 + 90 = 100
+			{1, 10.5, false}, // 10 + 1 > 10.5
+			{0.5, 10.5, true},
+		} {
+			got, err := s.TryUpdate(ctx, "k", c.delta, c.limit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := local.TryUpdate([]byte("k"), c.delta, c.limit); got != c.want || want != c.want {
+				t.Fatalf("step %d: TryUpdate(%v, %v) = %v, core sketch %v; want %v", i, c.delta, c.limit, got, want, c.want)
+			}
+		}
+		if got, err := s.Query(ctx, "k"); err != nil || got != 10 {
+			t.Fatalf("Query = %v, %v; want 10 (clamped at Hi)", got, err)
+		}
+	})
 }
 
 // TestLibraryReloaded: a server whose function set is empty (FUNCTION
