@@ -78,7 +78,12 @@ func (l *Limiter) decide(p *params, t time.Time, key string, n int, commit bool)
 
 // judge is decide without the count.
 func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) Decision {
-	checkN("Decide", n)
+	if n <= 0 {
+		if commit {
+			checkN("DecideN", n)
+		}
+		checkN("PeekN", n)
+	}
 	if l.none() {
 		l.unset()
 		return Decision{Allowed: true, Limit: p.limit, Burst: p.burst, Policy: p.name, Remaining: p.burst}
