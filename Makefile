@@ -1,9 +1,10 @@
 # Two commands do everything: `make bench` and `make test` (see README.md).
 #
-# The repository holds four modules: the library (.), its tests that need
+# The repository holds five modules: the library (.), its tests that need
 # test-only modules (tests/: rapid, porcupine, goleak), the measurements
 # (bench/: the contention matrix, plots, the benchmarks against
-# x/time/rate and hrtime) and the Redis module (redis/). go.work lists
+# x/time/rate and hrtime), the example servers (examples/: the routers)
+# and the Redis module (redis/). go.work lists
 # them for development; every step below runs in each module that has
 # it, and the tidy check runs with GOWORK=off, as a user's build does.
 GO        ?= go

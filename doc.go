@@ -55,8 +55,9 @@
 //   - The Ticker interface is C() <-chan time.Time and Stop(), what
 //     *time.Ticker offers; Close stops it. grudgetest.FakeTicker.Tick
 //     returns once its rotation is visible.
-//   - Errors are the core's (prefix "sketch: " or "rotator: "), naming
-//     the field and the value.
+//   - New's and NewRotator's errors are the core's (prefix "sketch: " or
+//     "rotator: "), naming the field and the value, and match
+//     ErrInvalidConfig; SuggestLevelsChecked's start "grudge: ".
 //
 // Native returns the lock-free type underneath, whose API adds string
 // keys and time.Time twins (UpdateAt(t, key, delta), ...).

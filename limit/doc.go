@@ -105,9 +105,10 @@
 //
 // Keys are strings, and each operation has a short form at the clock's
 // reading and one full form taking t first, with x/time/rate's names:
-// Allow and AllowN(t, key, n), Reserve and ReserveN, Wait and WaitN,
-// Tokens and TokensAt, and ours, Decide and DecideN, Peek and PeekN (the
-// module's naming rule: package sketch, "Naming").
+// Allow and AllowN(t, key, n), Reserve and ReserveN, Tokens and TokensAt,
+// and ours, Decide and DecideN, Peek and PeekN (the module's naming rule:
+// package sketch, "Naming"). Wait and WaitN(ctx, key, n) take no t, as
+// x/time/rate's do: they wait on the limiter's clock.
 //
 // Every time read and every wait goes through the limiter's clock
 // (WithClock): Now, Reservation.Delay, WaitN's timer (a [Clock] can

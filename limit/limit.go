@@ -170,9 +170,8 @@ func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }
 func WithConservativeUpdate(on bool) Option { return func(o *options) { o.cu = on } }
 
 // MaxGenerations bounds WithGenerations: every admitted request writes
-// every generation, so a request costs about Generations sketch updates
-// (and past 4 the rotator allocates per call); more than 2 is rarely
-// useful.
+// every generation, so a request costs about Generations sketch updates;
+// more than 2 is rarely useful.
 const MaxGenerations = 16
 
 // WithPeriod overrides the count-min's rotation Period, and selects the

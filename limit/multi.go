@@ -12,8 +12,8 @@ import (
 // window gives back what the windows before it took (all of it, unless a
 // concurrent request touched the same cells: see below).
 //
-// How: each window in order takes its share with its engine's
-// TryReserve (strict, exact under contention); when one denies, the
+// How: each window in order takes its share as a strict ReserveN does
+// (exact under contention); when one denies, the
 // windows already taken are refunded (Cancel's rule: exactly where
 // nothing else touched the key's cells since, or, on the count-min, only
 // in the same millisecond below MaxDebt; otherwise the take stays, on

@@ -48,8 +48,7 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 	return d
 }
 
-// Cancel gives the reservation back, all or nothing per cell, as
-// rotator.Refund does: a cell of the key that no other request has
+// Cancel gives the reservation back, all or nothing per cell: a cell of the key that no other request has
 // written since the reservation gets its previous value back (the key
 // reads as if the reservation had never been taken, the part drained
 // since included), and with the count-min so does one written since only

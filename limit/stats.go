@@ -52,8 +52,8 @@ type Stats struct {
 	// that denied (see Counting above).
 	Admitted, Denied uint64
 	// Rotations is the number of periods the count-min has rotated
-	// through since New (a clock jump over k periods counts k, as the
-	// public rotator's Rotations does). Rotation is lazy, performed by
+	// through since New (a clock jump over k periods counts k, as
+	// rotator.Stats().Periods does). Rotation is lazy, performed by
 	// the first access after its deadline: Stats is such an access, so
 	// the count (and Saturation) is up to date with the clock, and a
 	// Stats call past a deadline performs that rotation (which allocates

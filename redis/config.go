@@ -20,8 +20,8 @@ import (
 var ErrInvalidConfig = errors.New("redis: invalid configuration")
 
 // Config describes a server-side sketch. The shared fields mean what they
-// mean in sketch.Config, and are validated by sketch.Config.Normalize; the
-// rest say where the sketch lives on the server and how it rotates.
+// mean in sketch.Config, and are validated as sketch.New validates them;
+// the rest say where the sketch lives on the server and how it rotates.
 //
 // Every instance that shares a sketch must use the same Config (the
 // server stores a fingerprint of the law, bounds, aggregator, seed and

@@ -17,8 +17,9 @@
 // package atomiccell: float32 score (rounded toward +Inf) and uint32 age
 // stamp in ms from the generation's epoch. Server memory is
 // Shards x Generations x (40 + L*M*8) bytes whatever the number of keys.
-// The client hashes the key with the core's hashers and sketch.Index and
-// sends the L cell offsets; one server function (sketch.lua, a Redis
+// The client hashes the key with the core's hashers and layout (a key
+// maps to the cells a sketch.Sketch of the same shape and seed maps it
+// to) and sends the L cell offsets; one server function (sketch.lua, a Redis
 // Function library loaded with FUNCTION LOAD and called with FCALL, so
 // Redis 7.0 or later) opens the generation strings, reads the server
 // clock (TIME), decays, aggregates, clamps, rounds up and commits all L
