@@ -20,10 +20,14 @@
 //
 // These hold for Sketch, rotator.Rotator, the reference implementations
 // and the readings built on them (packages limit and meter), and are what
-// sketchtest.TestScorer checks:
+// sketchtest.TestScorer (and TestRotator, for rotators) checks, except
+// the clock reads and the goroutines, which differ in the reference:
 //
 //   - Every operation touches exactly L cells (per generation) and reads
-//     the clock once. Update, Query, UpdateAndQuery, TryUpdate, their
+//     the clock once (the reference rotator once per generation, as
+//     grudge does); nothing starts a goroutine (the reference rotator's
+//     ticker runs one until Close; the suite checks that none outlives
+//     its Scorer). Update, Query, UpdateAndQuery, TryUpdate, their
 //     String twins and their At forms never allocate; QueryDetailed
 //     allocates its result.
 //   - No locks: Update and UpdateAndQuery are per-cell CAS loops
@@ -42,7 +46,7 @@
 //     the collisions, clamps, roll-backs, rotations or clock jumps
 //     (docs/precision.md has the measured error), within the float32
 //     range: with Hi = +Inf a score saturates at MaxFloat32 (3.4e38), as
-//     if Hi were MaxFloat32. A Hi that no float32 holds (0.1) is stored
+//     if Hi were MaxFloat32 (the float64 reference at MaxFloat64). A Hi that no float32 holds (0.1) is stored
 //     rounded up and read back capped at Hi: no read exceeds Hi.
 //   - TryUpdate(k, d, limit) applies d to all L cells only if
 //     aggregate + d <= limit, atomically with respect to every other
@@ -75,19 +79,25 @@
 // One rule across sketch, rotator, the reference, limit, meter, httplimit
 // and redis:
 //
-//   - Keys. The methods whose names come from grudge (Update, Query,
-//     UpdateAndQuery, TryUpdate, QueryDetailed) take key []byte, with a
-//     String twin (UpdateString, ...) that takes a string without
-//     allocating, because grudge fixed those signatures. Every other
-//     method takes key string, and has no twin.
-//   - Time. Each operation has a short form that reads the clock and one
-//     full form that takes t time.Time first, as golang.org/x/time/rate
-//     does: named with x/time/rate's N where it has one (limit's AllowN,
-//     ReserveN, WaitN, DecideN), with At otherwise (UpdateAt, QueryAt,
-//     UpdateAndQueryAt, TryUpdateAt here; ObserveAt, SeenAt in meter). A t
-//     is converted to the sketch's own scale through its monotonic
-//     reading when present, so time.Now(), a fake clock's Now() and a
-//     stored wall time each mean what they say.
+//   - Keys. The in-process methods whose names come from grudge (Update,
+//     Query, UpdateAndQuery, TryUpdate, QueryDetailed) take key []byte,
+//     because grudge fixed those signatures; all but QueryDetailed (a
+//     diagnostic that may allocate) have a String twin (UpdateString, ...)
+//     that takes a string without allocating. Every other method takes
+//     key string, and has no twin; so do redis.Sketch's methods, whose
+//     grudge names take (ctx, key string) like the rest of that package.
+//   - Time. Each in-process operation that decides or writes has a short
+//     form that reads the clock and one full form that takes t time.Time
+//     first, as golang.org/x/time/rate does: named with x/time/rate's N
+//     where it has one (limit's AllowN, ReserveN, DecideN), with At
+//     otherwise (UpdateAt, QueryAt, UpdateAndQueryAt, TryUpdateAt here;
+//     ObserveAt, SeenAt in meter). A t is converted to the sketch's own
+//     scale through its monotonic reading when present, so time.Now(), a
+//     fake clock's Now() and a stored wall time each mean what they say.
+//     The exceptions take no t, for a reason: QueryDetailed reads at the
+//     clock's now; WaitN blocks on the limiter's clock (ctx first, as
+//     x/time/rate's WaitN); redis decides on the server's clock (TIME),
+//     so its methods take ctx first and no t.
 //
 // # Hashing
 //

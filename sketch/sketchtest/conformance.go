@@ -28,13 +28,26 @@ type Factory func(t testing.TB, cfg sketch.Config) sketch.Scorer
 // testing/fstest.TestFS: one-sided error, the decay laws, the
 // aggregators, the clamp, the TryUpdate sentinel for one key and for
 // colliding keys, NaN/Inf panics that leave the cells untouched, a limit
-// above Hi deciding as grudge does, clock safety (a backwards step is no
-// growth, after a read or a write), zero allocations on the hot methods
-// (with each built-in aggregator), and the time-first At forms when the
-// Scorer has them. It is the one place these properties are tested. Each
-// check is a subtest; under -short the concurrent ones run fewer
-// repetitions.
+// above Hi deciding as grudge does, clock safety (a backwards step is
+// neither growth nor decay, after a read or a write), zero allocations on
+// the hot methods (with each built-in aggregator and keys of 9 to 1000
+// bytes), the time-first At forms when the Scorer has them, TryUpdate's
+// decision (aggregate + delta <= limit in float64, negative deltas
+// included, a denial writing nothing), the String twins doing what their
+// []byte forms do, QueryDetailed's levels (decayed to now, one cell per
+// index), idle times from 1 ms to years on slow laws, Hi = +Inf saturating
+// at a finite score, and no goroutine outliving the Scorer (its
+// t.Cleanup functions run). It is the one place these properties are
+// tested. Each check is a subtest; under -short the concurrent ones run
+// fewer repetitions. TestRotator adds the rotators' window.
 func TestScorer(t *testing.T, newScorer Factory) {
+	checkScorer(t, newScorer, 0)
+}
+
+// checkScorer is TestScorer for a Scorer that forgets a score once it has
+// gone forget without a write (a rotator's Generations x Period), or never
+// (forget 0).
+func checkScorer(t *testing.T, newScorer Factory, forget time.Duration) {
 	t.Run("OneSided", func(t *testing.T) { checkOneSided(t, newScorer) })
 	t.Run("DecayLaws", func(t *testing.T) { checkDecayLaws(t, newScorer) })
 	t.Run("Aggregators", func(t *testing.T) { checkAggregators(t, newScorer) })
@@ -46,6 +59,12 @@ func TestScorer(t *testing.T, newScorer Factory) {
 	t.Run("ClockSafety", func(t *testing.T) { checkClockSafety(t, newScorer) })
 	t.Run("ZeroAllocs", func(t *testing.T) { checkZeroAllocs(t, newScorer) })
 	t.Run("AtForms", func(t *testing.T) { checkAtForms(t, newScorer) })
+	t.Run("Decisions", func(t *testing.T) { checkDecisions(t, newScorer) })
+	t.Run("Twins", func(t *testing.T) { checkTwins(t, newScorer) })
+	t.Run("Detail", func(t *testing.T) { checkDetail(t, newScorer) })
+	t.Run("LongIdle", func(t *testing.T) { checkLongIdle(t, newScorer, forget) })
+	t.Run("HiInf", func(t *testing.T) { checkHiInf(t, newScorer) })
+	t.Run("NoGoroutine", func(t *testing.T) { checkNoGoroutine(t, newScorer) })
 }
 
 // ForEachGOMAXPROCS runs f as subtests "procs=N" at GOMAXPROCS 1, 2, 4
@@ -369,13 +388,19 @@ func checkClockSafety(t *testing.T, newScorer Factory) {
 		s.Update(k, 50)
 		clk.Advance(5 * time.Second)
 		at := s.Query(k)
+		// The clock never gets back to the latest time used here: every
+		// step counts as zero elapsed time, neither growth nor decay.
 		for _, step := range []time.Duration{-time.Second, -time.Hour, 500 * time.Millisecond, -24 * time.Hour} {
 			clk.Advance(step)
 			if got := s.Query(k); got > at {
 				t.Fatalf("%v: Query rose from %v to %v after a clock step of %v", law, at, got, step)
-			} else {
-				at = got
+			} else if got < at {
+				t.Fatalf("%v: Query fell from %v to %v after a clock step of %v, before the latest time used: a step back is no elapsed time", law, at, got, step)
 			}
+		}
+		clk.Set(10_000_000 + 6000) // a second past the latest time used
+		if want := law.Apply(50, 6000); !within(s.Query(k), want) {
+			t.Fatalf("%v: Query = %v a second past the latest time used (%v before), want %v", law, s.Query(k), at, want)
 		}
 		clk.Set(10_000_000 + (int64(1) << 33)) // ~99 days on
 		if got := s.Query(k); got != 0 {
@@ -405,11 +430,14 @@ func checkClockSafety(t *testing.T, newScorer Factory) {
 // checkZeroAllocs: Update, Query, UpdateAndQuery, TryUpdate (admitted and
 // denied) and their string twins do not allocate.
 func checkZeroAllocs(t *testing.T, newScorer Factory) {
-	for _, agg := range []sketch.Aggregator{sketch.Min, sketch.Max, sketch.Mean} {
+	for i, agg := range []sketch.Aggregator{sketch.Min, sketch.Max, sketch.Mean} {
 		clk := NewFakeClock()
 		s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e9, Decay: decay.Exponential(0.01), Aggregator: agg, Clock: clk})
-		key := []byte("alloc-key")
-		const skey, admit, deny = "alloc-key", 1e9, -1.0
+		// A short key, one past the runtime's 32-byte conversion buffer,
+		// and a long one.
+		skey := []string{"alloc-key", strings.Repeat("k", 64), strings.Repeat("key/", 250)}[i]
+		key := []byte(skey)
+		const admit, deny = 1e9, -1.0
 		var sink float64
 		ops := []struct {
 			name string
@@ -428,7 +456,7 @@ func checkZeroAllocs(t *testing.T, newScorer Factory) {
 		}
 		for _, op := range ops {
 			if n := testing.AllocsPerRun(200, func() { clk.Advance(time.Millisecond); op.f() }); n != 0 {
-				t.Errorf("%v %s: %v allocations per call, want 0", agg, op.name, n)
+				t.Errorf("%v %s, a %d-byte key: %v allocations per call, want 0", agg, op.name, len(key), n)
 			}
 		}
 		_ = sink
@@ -458,8 +486,11 @@ func checkAtForms(t *testing.T, newScorer Factory) {
 	k := "k"
 	a.UpdateAt(clk.Now(), k, 100)
 	a.UpdateAt(time.UnixMilli(clk.NowMillis()), "wall", 100)
-	a.UpdateAt(clk.Now().Add(1000*time.Hour), "future", 1)
+	a.UpdateAt(clk.Now().Add(1000*time.Hour), "future", 50)
 	clk.Advance(time.Second)
+	if got := s.QueryString("future"); got != 40 {
+		t.Errorf("Query = %v one second after UpdateAt(an hour ahead, 50) at 10/s, want 40: a future time counts as the clock's reading", got)
+	}
 	for name, got := range map[string]float64{
 		"Query":                  s.Query([]byte(k)),
 		"QueryAt(now)":           a.QueryAt(clk.Now(), k),
@@ -476,5 +507,24 @@ func checkAtForms(t *testing.T, newScorer Factory) {
 	}
 	if got := a.UpdateAndQueryAt(clk.Now(), k, 5); got != 100 {
 		t.Errorf("UpdateAndQueryAt = %v, want 100", got)
+	}
+
+	// A time between the latest time used and the clock's reading is the
+	// time of the call.
+	clk = NewFakeClock()
+	clk.Set(1_700_000_000_000)
+	s = newScorer(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Hi: 1e6, Decay: decay.Linear(10), Clock: clk})
+	a = s.(AtScorer)
+	t0 := clk.Now()
+	a.UpdateAt(t0, k, 100)
+	clk.Advance(5 * time.Second)
+	if got := a.QueryAt(t0.Add(time.Second), k); got != 90 {
+		t.Errorf("QueryAt(t0 + 1 s) = %v after UpdateAt(t0, 100) at 10/s, the clock at t0 + 5 s: want 90", got)
+	}
+	if !a.TryUpdateAt(t0.Add(2*time.Second), k, 20, 100) || a.TryUpdateAt(t0.Add(2*time.Second), k, 1, 100) {
+		t.Errorf("TryUpdateAt(t0 + 2 s) does not decide on 80: %v", a.QueryAt(t0.Add(2*time.Second), k))
+	}
+	if got := a.UpdateAndQueryAt(t0.Add(3*time.Second), k, 0); got != 90 {
+		t.Errorf("UpdateAndQueryAt(t0 + 3 s, 0) = %v, want 90 (100 at t0 + 2 s, less 10)", got)
 	}
 }
