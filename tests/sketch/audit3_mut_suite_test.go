@@ -205,7 +205,13 @@ func a3mRunChild(t *testing.T, name string) (passed bool, failed []string) {
 	// -test.short: the suite's concurrent checks run 3 repetitions instead
 	// of 20 (its documented short mode), to keep the audit fast; every
 	// concurrency mutant is still caught.
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAudit3MutChild$", "-test.count=1", "-test.v", "-test.short", "-test.timeout=120s")
+	args := []string{"-test.run=^TestAudit3MutChild$", "-test.count=1", "-test.v", "-test.short", "-test.timeout=120s"}
+	cmd := exec.Command(os.Args[0], args...)
+	if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
+		// Under user-mode emulation (make test-arm64) the emulator runs
+		// the child.
+		cmd = exec.Command(emu, append([]string{os.Args[0]}, args...)...)
+	}
 	cmd.Env = append(os.Environ(), a3mChildEnv+"="+name)
 	out, err := cmd.CombinedOutput()
 	text := string(out)
