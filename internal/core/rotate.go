@@ -46,7 +46,7 @@ func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 	p := r.periodMs
 	over := now - gs.deadline // >= 0
 	k := uint64(over/p) + 1
-	next := r.successorN(gs, k)
+	next := r.successorN(gs, k, now)
 	// The deadline stays on the grid of the original one: the first
 	// multiple of p past gs.deadline that is after now. Saturate rather
 	// than overflow near the end of int64.
@@ -55,8 +55,9 @@ func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 }
 
 // successorN returns gs with its k oldest generations retired and fresh
-// ones appended; the caller sets the deadline.
-func (r *Rotator) successorN(gs *genSet, k uint64) *genSet {
+// ones appended, their epoch at now (the promotion's time, not a clock
+// read); the caller sets the deadline.
+func (r *Rotator) successorN(gs *genSet, k uint64, now int64) *genSet {
 	n := len(gs.gens)
 	next := &genSet{gens: make([]*Sketch, n), next: gs.next}
 	keep := 0
@@ -65,7 +66,7 @@ func (r *Rotator) successorN(gs *genSet, k uint64) *genSet {
 		copy(next.gens, gs.gens[k:])
 	}
 	for i := keep; i < n; i++ {
-		next.gens[i] = r.build(next.next)
+		next.gens[i] = r.buildSeeded(r.cfg.Sketch.Seed, next.next, &now)
 		next.next++
 	}
 	return next

@@ -128,15 +128,17 @@ func (r *Rotator) SetManual() { r.cfg.Manual = true }
 
 // build returns a fresh, empty generation hashing under the seed of
 // creation counter gen.
-func (r *Rotator) build(gen uint64) *Sketch { return r.buildSeeded(r.cfg.Sketch.Seed, gen) }
+func (r *Rotator) build(gen uint64) *Sketch { return r.buildSeeded(r.cfg.Sketch.Seed, gen, nil) }
 
-// buildSeeded is build under base seed base.
-func (r *Rotator) buildSeeded(base, gen uint64) *Sketch {
+// buildSeeded is build under base seed base, with its epoch at *epoch
+// when epoch is not nil (a promotion's time: see Sketch.initAt), at the
+// clock's reading otherwise.
+func (r *Rotator) buildSeeded(base, gen uint64, epoch *int64) *Sketch {
 	c := r.cfg.Sketch
 	c.Clock = r.tb // one time scale for every generation
 	c.Seed = GenerationSeed(base, gen)
-	s, err := New(c)
-	if err != nil {
+	s := new(Sketch)
+	if err := s.initAt(c, epoch); err != nil {
 		// c is cfg.Sketch, validated by New; only the seed differs.
 		panic("rotator: building a generation failed: " + err.Error())
 	}

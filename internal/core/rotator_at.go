@@ -29,7 +29,7 @@ func (r *Rotator) Rotate() {
 			continue // a promotion is being published; take the next set
 		}
 		now := r.tb.NowMillis()
-		next := r.successorN(gs, 1)
+		next := r.successorN(gs, 1, now)
 		next.deadline = addSat(now, r.periodMs)
 		r.publish(gs, next)
 		r.promotions.Add(1)

@@ -212,7 +212,7 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	}
 	gs := &genSet{gens: make([]*Sketch, n), next: next, seed: seed}
 	for i := range gs.gens {
-		g := r.buildSeeded(seed, next-uint64(n)+uint64(i))
+		g := r.buildSeeded(seed, next-uint64(n)+uint64(i), nil)
 		if _, err := g.ReadFrom(tr); err != nil {
 			return nil, cr.n, fmt.Errorf("rotator: snapshot generation %d of %d: %w", i, n, err)
 		}

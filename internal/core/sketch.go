@@ -71,7 +71,13 @@ func New(cfg Config) (*Sketch, error) {
 // Init; a face that holds the engine by value calls Init on it). It
 // returns an error naming the first invalid field (see Config.Normalize)
 // and leaves s unusable then. Init must not be called on a sketch in use.
-func (s *Sketch) Init(cfg Config) error {
+func (s *Sketch) Init(cfg Config) error { return s.initAt(cfg, nil) }
+
+// initAt is Init with the epoch at *epoch when epoch is not nil (a
+// rotator's generation built by a promotion at that time, which must not
+// read the clock: a read would move the shared high-water mark past the
+// operation's time), at the clock's reading otherwise.
+func (s *Sketch) initAt(cfg Config, epoch *int64) error {
 	cfg, err := cfg.Normalize()
 	if err != nil {
 		return err
@@ -100,7 +106,11 @@ func (s *Sketch) Init(cfg Config) error {
 		s.hiCap = cfg.Hi
 	}
 	s.cu = cfg.Conservative
-	s.epoch = s.nowMillis()
+	if epoch != nil {
+		s.epoch = *epoch
+	} else {
+		s.epoch = s.nowMillis()
+	}
 	s.low.Store(math.MinInt64)
 	s.initHorizon(s.epoch)
 	return nil
