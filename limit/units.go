@@ -15,11 +15,20 @@ const maxRate = 1e22
 // integer up to 2^24.
 const maxExactUnits = 1 << 24
 
-// maxExactDrain bounds the drain per millisecond of the exact units: the
+// maxExactDrain bounds the drain per millisecond of a short fraction's
+// units where MaxDebt of them exceeds 2^24 (the odd-part rule below): the
 // law's drop over dt ms is (1000 x drain) x dt / 1000 in float64, exact
 // while 1000 x drain x dt < 2^53 for every age dt < 2^31 ms the sketch
-// computes.
+// computes, so a drop never rounds up past the debt's exact drain.
 const maxExactDrain = 4096
+
+// maxDrain bounds the drain per millisecond of exact units (MaxDebt of
+// them at most 2^24): a drop matters only while it is below the debt, so
+// over dt < 2^24 / drain ms, where 1000 x drain x dt < 1000 x 2^24 is
+// exact; a longer age drops at least 2^24 units (rounding is monotone),
+// which leaves 0 as the exact drop does. So no bound is needed below the
+// float64 products' 2^53; this one keeps 1000 x (2^24 + drain) far below.
+const maxDrain = 1 << 40
 
 /*
 Units. A cell holds a key's debt, and the sketch does its arithmetic in
@@ -38,14 +47,15 @@ Short fractions. When the rate r is a fraction p/q (the simplest fraction
 within 4 ulps of the float64 r, found from its continued fraction: 3 for
 Limit(3), 1/3 for Every(3*time.Second), 1000/7 for Every(7*time.Millisecond)),
 a token lasts 1000q/p ms = unit/drain in lowest terms. If also
-MaxDebt x unit <= 2^24 (and drain <= 4096), every debt the limiter
+MaxDebt x unit <= 2^24, every debt the limiter
 stores is an integer number of units below 2^24, which a float32 holds
 exactly, and every decision, drain and duration is exactly that of the
 rational token bucket of rate p/q at millisecond resolution (Exact;
 TestExactBucket). For example 10/s: unit 100, drain 1 (a token is
 100 ms); 3/s: unit 1000, drain 3; 1/60 per second: unit 60000, drain 1;
-1000/h: unit 3600, drain 1. Above 2^24 units the same units are kept
-while MaxDebt tokens of them still fit 24 bits (the unit's odd part
+1000/h: unit 3600, drain 1; 5001/s: unit 1000, drain 5001. Above 2^24
+units the same units are kept (for drain <= 4096) while MaxDebt tokens
+of them still fit 24 bits (the unit's odd part
 times MaxDebt: 60000 = 2^5 x 1875 takes 11 bits, so up to 8191 tokens),
 so adds stay exact; a drained value that is not representable is
 rounded up when stored (late by the rounding, never early).
@@ -71,10 +81,10 @@ func units(rate, maxDebt float64) (unit, drain float64, exact bool, fbits int) {
 		k := new(big.Int).Quo(p, g)
 		// Keep the fraction's units while MaxDebt tokens of them fit a
 		// float32's 24 bits (the unit's odd part, times MaxDebt).
-		if c.IsInt64() && k.IsInt64() && k.Int64() <= maxExactDrain && c.Int64() <= 1<<53 {
+		if c.IsInt64() && k.IsInt64() && k.Int64() <= maxDrain && c.Int64() <= 1<<53 {
 			unit, drain = float64(c.Int64()), float64(k.Int64())
 			odd := uint64(c.Int64()) >> bits.TrailingZeros64(uint64(c.Int64()))
-			if exact = maxDebt*unit <= maxExactUnits; exact || bits.Len64(odd)+bits.Len64(uint64(math.Ceil(maxDebt))) <= 24 {
+			if exact = maxDebt*unit <= maxExactUnits; exact || k.Int64() <= maxExactDrain && bits.Len64(odd)+bits.Len64(uint64(math.Ceil(maxDebt))) <= 24 {
 				return unit, drain, exact, 0
 			}
 		}

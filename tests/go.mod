@@ -8,6 +8,7 @@ require (
 	github.com/lfgrudge/grudge v0.0.0
 	github.com/spaolacci/murmur3 v1.1.0
 	go.uber.org/goleak v1.3.0
+	golang.org/x/time v0.15.0
 	pgregory.net/rapid v1.3.0
 )
 
