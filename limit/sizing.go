@@ -39,7 +39,10 @@ type BucketsSize struct {
 type CountMinSize struct {
 	Levels, Cells uint32 // WithSize(Levels, Cells)
 	Generations   int
-	Bytes         int // Generations x Levels x Cells x 8: its cells
+	// Bytes is its cells: Generations x Levels x Cells x 8, each row
+	// rounded up to whole 64-byte lines (a multiple of 8 cells), what
+	// WithMaxBytes compares.
+	Bytes int
 	// Deny and Got are the Bloom filter formula's fresh-key denial rate,
 	// (1 - e^(-Keys/Cells))^Levels, and share of the Keys that got their
 	// burst, at this size.
@@ -68,7 +71,7 @@ func Suggest(keys int, deny float64) (Sizing, error) {
 	return Sizing{
 		Keys: keys, Deny: deny,
 		Buckets:  BucketsSize{Lines: g.Lines, Bytes: g.Bytes, Deny: g.Deny, Got: g.Got},
-		CountMin: CountMinSize{Levels: c.Levels, Cells: c.Cells, Generations: c.Generations, Bytes: c.Bytes, Deny: c.Deny, Got: c.Got},
+		CountMin: CountMinSize{Levels: c.Levels, Cells: c.Cells, Generations: c.Generations, Bytes: c.Generations * int(core.CellBytes(c.Levels, c.Cells)), Deny: c.Deny, Got: c.Got},
 	}, nil
 }
 
@@ -84,8 +87,11 @@ func capacityErr(keys int, deny float64) error {
 // memory holds with at most a share deny (in (0, 1)) of fresh keys
 // denied because of them: Suggest's models read the other way. For the
 // Buckets engine, the most keys for which its capacity model predicts at
-// most deny/2 (Suggest's margin: docs/capacity.md, "Sizing"), so that
-// Suggest(Capacity(deny), deny) fits in this limiter; for the count-min,
+// most deny/2 (Suggest's margin: docs/capacity.md, "Sizing") and, in a
+// small engine, where one line's eviction floor alone denies about
+// 2/lines of fresh keys, few enough floors in all but one engine in a
+// thousand, so that Suggest(Capacity(deny), deny) fits in this limiter;
+// for the count-min,
 // the most keys for which the Bloom formula (1 - e^(-keys/M))^L is at
 // most deny (every generation holds them all). It is math.MaxInt for
 // Inf. It panics on a deny outside (0, 1), and on the zero Limiter.
@@ -96,7 +102,7 @@ func (l *Limiter) Capacity(deny float64) int {
 	switch {
 	case l.b != nil:
 		lines := l.b.Lines()
-		ok := func(keys int) bool { d, _ := bucket.PredictDenial(keys, lines); return d <= deny/2 }
+		ok := func(keys int) bool { return bucket.Fits(keys, lines, deny) }
 		lo, hi := 0, lines*bucket.SlotsPerLine
 		for ok(hi) {
 			lo, hi = hi, 2*hi
@@ -111,7 +117,13 @@ func (l *Limiter) Capacity(deny float64) int {
 		return lo
 	case l.r != nil:
 		c := l.r.Config().Sketch
-		k := -float64(c.CellsPerLevel) * math.Log1p(-math.Pow(deny, 1/float64(c.Levels)))
+		// ln(1 - deny^(1/L)), with 1 - deny^(1/L) as -expm1(ln(deny)/L):
+		// Pow rounds deny^(1/L) to 1 for a deny near 1, which made k
+		// infinite (and int(+Inf) the most negative int).
+		k := -float64(c.CellsPerLevel) * math.Log(-math.Expm1(math.Log(deny)/float64(c.Levels)))
+		if k >= math.MaxInt {
+			return math.MaxInt
+		}
 		return int(math.Floor(k))
 	}
 	l.unset()

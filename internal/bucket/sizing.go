@@ -26,14 +26,13 @@ import (
 // share that got it is 1 minus the mean of P(denied) over the arrivals.
 
 // fluid integrates the model to tau keys per line and returns the fresh
-// denial probability there and the share of the tau keys that got their
-// burst on arrival.
-func fluid(tau float64) (deny, got float64) {
+// denial probability there, the share of the tau keys that got their
+// burst on arrival, and r, the share of lines with a floor.
+func fluid(tau float64) (deny, got, r float64) {
 	const b = SlotsPerLine
 	const step = 1.0 / 256
 	var s [b + 1]float64
 	s[0] = 1
-	r := 0.0
 	denyAt := func() float64 {
 		occ := 0.0
 		for i := 1; i <= b; i++ {
@@ -61,9 +60,9 @@ func fluid(tau float64) (deny, got float64) {
 	}
 	deny = denyAt()
 	if tau <= 0 {
-		return deny, 1
+		return deny, 1, r
 	}
-	return deny, 1 - integral/tau
+	return deny, 1 - integral/tau, r
 }
 
 // PredictDenial returns the model's probability that a fresh key asking
@@ -74,7 +73,58 @@ func PredictDenial(keys, lines int) (deny, got float64) {
 	if lines <= 0 {
 		return 1, 0
 	}
-	return fluid(float64(keys) / float64(lines))
+	deny, got, _ = fluid(float64(keys) / float64(lines))
+	return deny, got
+}
+
+// Fits reports whether an engine of lines lines holding keys keys at
+// their limit denies at most a share deny of fresh keys, as Suggest and
+// limit's Capacity size it: the model's mean rate at most deny/2 (the
+// margin for what a mean-field limit leaves out), and few enough floored
+// lines in all but one engine in a thousand. A floored line denies about
+// 2/lines of fresh keys on its own, so in a small engine the mean says
+// little: at 80 lines one unlucky eviction denies 2.5% of fresh keys
+// while the mean is 0.05%. Floors fall as rare, nearly independent
+// events: their count is taken as Poisson with the model's mean (r x
+// lines, r the share of floored lines), and its tail beyond the count
+// that would deny deny, 1 - (1 - h/lines)^2 <= deny, must be at most
+// FloorTail. (Fingerprint matches, the model's other denials, spread
+// evenly over the lines: no such granularity.)
+func Fits(keys, lines int, deny float64) bool {
+	if lines <= 0 {
+		return false
+	}
+	d, _, r := fluid(float64(keys) / float64(lines))
+	if !(d <= deny/2) {
+		return false
+	}
+	// P(denied) = 1 - (1-h/lines)^2 (1-fp) with h floored lines and fp
+	// the fingerprint matches' share, (1-fp) = (1-d)/(1-r)^2.
+	mu := r * float64(lines)
+	keep := (1 - d) / ((1 - r) * (1 - r)) // 1 - fp
+	hmax := math.Floor((1 - math.Sqrt((1-deny)/keep)) * float64(lines))
+	return poissonTail(mu, hmax) <= FloorTail
+}
+
+// FloorTail is the share of engines sized by Fits that may deny more than
+// their target because of floors (the Poisson tail Fits allows).
+const FloorTail = 1e-3
+
+// poissonTail returns P(X > n) for X Poisson of mean mu.
+func poissonTail(mu, n float64) float64 {
+	if n >= mu+12*math.Sqrt(mu)+12 {
+		return 0 // beyond twelve deviations: below any tail asked for
+	}
+	if mu <= 0 {
+		return 0
+	}
+	// P(X <= n) summed from i = 0 in log space.
+	sum, lmu := 0.0, math.Log(mu)
+	for i := 0.0; i <= n; i++ {
+		lg, _ := math.Lgamma(i + 1)
+		sum += math.Exp(-mu + i*lmu - lg)
+	}
+	return max(0, 1-sum)
 }
 
 // engineBytes is Engine.Bytes for an engine of lines lines.
@@ -96,11 +146,13 @@ type Geometry struct {
 }
 
 // Suggest returns the smallest engine that holds keys keys at their
-// limit with a fresh-key denial rate of at most deny: the model is asked
-// for half of deny, a margin for what a mean-field limit leaves out (the
-// measured rates at the sizes it picks are in docs/capacity.md; the
-// margin costs about 1% of memory, the rate falls that steeply). It
-// returns an error for keys < 1 or deny outside (0, 1).
+// limit with a fresh-key denial rate of at most deny (Fits): the model
+// is asked for half of deny, a margin for what a mean-field limit leaves
+// out (the measured rates at the sizes it picks are in docs/capacity.md;
+// the margin costs about 1% of memory, the rate falls that steeply), and
+// a small engine is grown until one unlucky floor cannot break the
+// target but in one engine of 1/FloorTail. It returns an error for keys
+// < 1 or deny outside (0, 1).
 func Suggest(keys int, deny float64) (Geometry, error) {
 	if keys < 1 {
 		return Geometry{}, fmt.Errorf("bucket: Suggest: keys must be >= 1; got %d", keys)
@@ -108,8 +160,14 @@ func Suggest(keys int, deny float64) (Geometry, error) {
 	if !(deny > 0 && deny < 1) {
 		return Geometry{}, fmt.Errorf("bucket: Suggest: deny must be in (0, 1); got %v", deny)
 	}
-	ok := func(lines int) bool { d, _ := PredictDenial(keys, lines); return d <= deny/2 }
-	lo, hi := 2, max(2, (keys+SlotsPerLine-1)/SlotsPerLine)
+	// At least one slot per key: keys/SlotsPerLine + 1 lines, which
+	// cannot overflow (keys + SlotsPerLine - 1 did, for keys near MaxInt,
+	// and the search then ran for ever at 2 lines).
+	if keys/SlotsPerLine >= 1<<32-1 {
+		return Geometry{}, fmt.Errorf("bucket: Suggest: %d keys at a denial rate of %v need more than 2^32 lines", keys, deny)
+	}
+	ok := func(lines int) bool { return Fits(keys, lines, deny) }
+	lo, hi := 2, max(2, keys/SlotsPerLine+1)
 	for !ok(hi) {
 		lo = hi + 1
 		if hi > (1<<32-1)/2 {
@@ -175,8 +233,10 @@ func SuggestCountMin(keys int, deny float64, generations int) (CountMinGeometry,
 	}
 	var best CountMinGeometry
 	for l := uint32(1); l <= 8; l++ {
-		// (1 - e^(-k/m))^l <= deny  <=>  m >= -k / ln(1 - deny^(1/l))
-		m := math.Ceil(-float64(keys) / math.Log1p(-math.Pow(deny, 1/float64(l))))
+		// (1 - e^(-k/m))^l <= deny  <=>  m >= -k / ln(1 - deny^(1/l)),
+		// 1 - deny^(1/l) computed as -expm1(ln(deny)/l) (Pow rounds it to
+		// 0 for a deny near 1), and at least one cell.
+		m := max(1, math.Ceil(-float64(keys)/math.Log(-math.Expm1(math.Log(deny)/float64(l)))))
 		if m > 1<<30 {
 			continue
 		}
