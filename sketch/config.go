@@ -78,7 +78,9 @@ func engineHasher(f HasherFactory) core.HasherFactory {
 // The rate is the chance that a cold key shares all L cells with at least
 // one hot key, (1 - (1 - 1/m)^hotKeys)^L: under Min aggregation, the
 // chance it is scored like a hot one. Each level costs one cell access
-// per operation.
+// per operation. Mind the order: m comes first here, while the
+// grudge-compatible root package's SuggestLevels(hotKeys, cellsPerLevel,
+// targetP) keeps grudge's, hot keys first.
 func SuggestLevels(m uint32, hotKeys uint64, target float64) uint32 {
 	return core.SuggestLevels(m, hotKeys, target)
 }
