@@ -82,6 +82,7 @@ func (s *Sketch) fcall(ctx context.Context, keys, args []string) (string, error)
 // retrying runs call, and again after the replies fcall describes.
 func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error) error {
 	loaded := false
+	var loadErr error // the nodes that did not take the library
 	for attempt := 0; ; attempt++ {
 		err := call()
 		if err == nil {
@@ -90,12 +91,19 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 		msg, isServer := s.conn.serverError(err)
 		switch {
 		case !isServer:
+			if loadErr != nil {
+				return fmt.Errorf("%w (after loading the library: %w)", err, loadErr)
+			}
 			return err
 		case !loaded && strings.HasSuffix(msg, "Function not found"):
-			if err := s.loadLibrary(ctx); err != nil {
-				return err
+			took, lerr := s.loadLibrary(ctx)
+			if !took {
+				if lerr == nil {
+					return err // no node to load it on
+				}
+				return lerr
 			}
-			loaded = true
+			loaded, loadErr = true, lerr
 		case strings.HasPrefix(msg, "TRYAGAIN"):
 			_, deadline := ctx.Deadline()
 			if !deadline && attempt >= maxTryAgain {
@@ -109,34 +117,46 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 			case <-t.C:
 			}
 		default:
+			if loadErr != nil {
+				return fmt.Errorf("%w (after loading the library: %w)", s.classify(ctx, msg, err, keys), loadErr)
+			}
 			return s.classify(ctx, msg, err, keys)
 		}
 	}
 }
 
 // loadLibrary sends FUNCTION LOAD to every node; a library that is
-// already there (another instance loaded it first) is no error, nor is a
-// replica's READONLY (replicas get the library from their primary).
-func (s *Sketch) loadLibrary(ctx context.Context) error {
+// already there (another instance loaded it first) counts as taken, as
+// does a replica's READONLY (replicas get the library from their
+// primary).
+func (s *Sketch) loadLibrary(ctx context.Context) (took bool, err error) {
 	nodes, err := s.conn.nodes(ctx)
 	if err != nil {
-		return fmt.Errorf("FUNCTION LOAD: listing the nodes: %w", err)
+		return false, fmt.Errorf("FUNCTION LOAD: listing the nodes: %w", err)
 	}
+	// Every node, whatever fails: a node that is down (a Cluster with
+	// cluster-require-full-coverage off keeps serving the other slots)
+	// must not keep the library from the restarted node that holds the
+	// sketch's slot. It reports whether any node took it (the call is
+	// then made once more) and the failures, joined.
+	var errs []error
 	for _, n := range nodes {
 		err := n.functionLoad(ctx, libCode)
 		if err == nil {
+			took = true
 			continue
 		}
 		msg, isServer := s.conn.serverError(err)
 		if isServer && (strings.Contains(msg, "already exists") || strings.HasPrefix(msg, "READONLY")) {
+			took = true
 			continue
 		}
 		if isServer {
 			err = s.classify(ctx, msg, err, nil)
 		}
-		return fmt.Errorf("FUNCTION LOAD on %s: %w", n.addr(), err)
+		errs = append(errs, fmt.Errorf("FUNCTION LOAD on %s: %w", n.addr(), err))
 	}
-	return nil
+	return took, errors.Join(errs...)
 }
 
 // classify wraps a server's error reply in the sentinel that names its

@@ -58,7 +58,8 @@
 //   - Calls are never retried by the sketch (a write is never applied
 //     twice by it), except after replies that say no code ran: "Function
 //     not found" (a fresh or restarted server: the client loads the
-//     library on every node and calls once more) and TRYAGAIN (a cluster
+//     library on every node it can reach, a node that is down not
+//     stopping it, and calls once more) and TRYAGAIN (a cluster
 //     slot migrating with the sketch's keys split between two nodes: it
 //     waits and calls again). go-redis retries after a network error on
 //     its own unless told not to (see NewGoRedis); such a retry can only

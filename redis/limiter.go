@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"os"
 	"sync/atomic"
 	"time"
 
@@ -36,7 +37,9 @@ type Decision struct {
 	// RetryAfter is -1 when the request was allowed, as in redis_rate.
 	// When denied: the exact wait, rounded up to the ms, after which the
 	// same request fits if nothing else is admitted meanwhile (never
-	// early); -1 also when n > Burst (it never fits).
+	// early); -1 also when n > Burst (it never fits), and on a FailClosed
+	// denial, whose error (ErrDegraded) says the server could not decide,
+	// so no wait is known.
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to 0.
 	ResetAfter time.Duration
@@ -303,7 +306,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 // fault records a failed round trip and returns the policy's decision.
 func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 	l.c.serverErrors.Add(1)
-	if errors.Is(cause, context.DeadlineExceeded) {
+	if errors.Is(cause, context.DeadlineExceeded) || errors.Is(cause, os.ErrDeadlineExceeded) {
 		l.c.timeouts.Add(1)
 	}
 	if !l.degraded.Swap(true) {

@@ -45,7 +45,7 @@ type Stats struct {
 	Decisions      int64 // AllowN calls that returned a decision
 	ServerCalls    int64 // round trips made
 	ServerErrors   int64 // round trips that failed (Timeouts included)
-	Timeouts       int64 // failures by deadline (context.DeadlineExceeded)
+	Timeouts       int64 // failures by deadline (context.DeadlineExceeded, or a connection's i/o deadline: os.ErrDeadlineExceeded)
 	CacheDenials   int64 // denials answered by the deny cache: round trips saved
 	PolicyAdmits   int64 // admissions made by the fault policy (FailOpen, LocalFallback)
 	PolicyDenials  int64 // denials made by the fault policy (FailClosed, LocalFallback)
