@@ -33,7 +33,8 @@
 //     tick at which it drains to 0, next to a 16-bit fingerprint, in one
 //     of two lines chosen by the keyed hash. A key at its limit takes
 //     about 5 bytes: the default 6.1 MiB holds a million keys at full
-//     debt while denying 0.03% of fresh keys (docs/capacity.md). It
+//     debt while denying 0.03% of fresh keys (measured, docs/capacity.md;
+//     Capacity(0.0003) reads lower, as it keeps Suggest's margin). It
 //     holds a limiter only where it is exact: MaxDebt must drain within
 //     61,438 ticks of at most a millisecond, a token and a millisecond
 //     each being a whole number of ticks, at most 16,384 ticks to the

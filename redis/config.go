@@ -16,7 +16,9 @@ import (
 )
 
 // ErrInvalidConfig is matched (errors.Is) by every error New and
-// NewLimiter return for a bad configuration.
+// NewLimiter return for a bad configuration; one about a field the core
+// sketch validates (Levels, CellsPerLevel, Decay, Lo, Hi, ...) also wraps
+// the core's *sketch.ConfigError, for errors.As.
 var ErrInvalidConfig = errors.New("redis: invalid configuration")
 
 // Config describes a server-side sketch. The shared fields mean what they
@@ -105,7 +107,9 @@ func (cfg Config) normalize() (normalized, error) {
 		Lo: cfg.Lo, Hi: cfg.Hi, Aggregator: cfg.Aggregator, Hasher: cfg.Hasher, Seed: cfg.Seed,
 	})
 	if err != nil {
-		return bad("%v", err)
+		// Wrapped, not flattened: errors.As finds the *sketch.ConfigError
+		// naming the field.
+		return normalized{}, fmt.Errorf("%w: %w", ErrInvalidConfig, err)
 	}
 	cfg.Levels, cfg.CellsPerLevel, cfg.Decay, cfg.Hasher = sc.Levels, sc.CellsPerLevel, sc.Decay, sc.Hasher
 	n := normalized{}

@@ -47,6 +47,17 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
+// TestConfigErrorWrapsCore: an error about a field the core sketch
+// validates wraps the core's *sketch.ConfigError (it used to be
+// flattened into text), so errors.As names the field.
+func TestConfigErrorWrapsCore(t *testing.T) {
+	_, err := Config{Name: "a", Hi: 1, Levels: 9}.normalize()
+	var ce *sketch.ConfigError
+	if !errors.Is(err, ErrInvalidConfig) || !errors.As(err, &ce) || ce.Field != "Levels" {
+		t.Fatalf("err = %v (%T); want ErrInvalidConfig wrapping a *sketch.ConfigError for Levels", err, err)
+	}
+}
+
 type customLaw struct{}
 
 func (customLaw) Apply(s float64, _ int64) float64 { return s }
