@@ -152,7 +152,7 @@ func WithGenerations(n uint32) Option { return func(o *options) { o.generations,
 
 // WithMaxBytes caps the memory of the engine's cells (default
 // sketch.DefaultMaxBytes, 4 GiB): New refuses a size (Generations x L x M
-// x 8 bytes for CountMin, each row of M cells rounded up to whole 64-byte
+// x 8 bytes for CountMin, each row of M cells rounded up to whole cache
 // lines, as CountMinSize.Bytes counts it; (Lines + 1) x 64 for Buckets)
 // above it with a *sketch.ConfigError instead of allocating it.
 func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }

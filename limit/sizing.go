@@ -40,8 +40,8 @@ type CountMinSize struct {
 	Levels, Cells uint32 // WithSize(Levels, Cells)
 	Generations   int
 	// Bytes is its cells: Generations x Levels x Cells x 8, each row
-	// rounded up to whole 64-byte lines (a multiple of 8 cells), what
-	// WithMaxBytes compares.
+	// rounded up to whole cache lines (8 cells on amd64, 16 on arm64),
+	// what WithMaxBytes compares.
 	Bytes int
 	// Deny and Got are the Bloom filter formula's fresh-key denial rate,
 	// (1 - e^(-Keys/Cells))^Levels, and share of the Keys that got their

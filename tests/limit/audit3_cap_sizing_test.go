@@ -11,6 +11,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -61,7 +62,7 @@ func TestAudit3CapSuggestConsistency(t *testing.T) {
 			if b.Lines < 2 || b.Deny > d/2 || b.Got <= 0 || b.Got > 1 {
 				t.Errorf("Suggest(%s).Buckets = %+v: want Deny <= %v", name, b, d/2)
 			}
-			if c.Levels < 1 || c.Levels > 8 || c.Cells < 1 || c.Generations != 2 || c.Bytes != 2*int(c.Levels)*int((c.Cells+7)/8*8)*8 {
+			if c.Levels < 1 || c.Levels > 8 || c.Cells < 1 || c.Generations != 2 || c.Bytes != 2*int(c.Levels)*int((c.Cells+a3capLineCells-1)/a3capLineCells*a3capLineCells)*8 {
 				t.Errorf("Suggest(%s).CountMin = %+v", name, c)
 			}
 			if c.Deny > d || math.Abs(c.Deny-a3capBloom(float64(k), c.Levels, c.Cells)) > 1e-9*max(c.Deny, 1e-300) {
@@ -143,7 +144,10 @@ func TestAudit3CapDefaults(t *testing.T) {
 		deny float64
 		want int
 	}{{lb, 0.01, 1_249_306}, {lb, 0.001, 1_198_306}, {lc, 0.01, 38_013}, {lc, 0.001, 19_580}} {
-		if got := c.l.Capacity(c.deny); got != c.want {
+		// docs/capacity.md's figures are amd64's; arm64 fuses multiply-adds
+		// in the model's integration, which moves the answer by a few
+		// keys in a million (1,249,281 there).
+		if got := c.l.Capacity(c.deny); got != c.want && (runtime.GOARCH == "amd64" || math.Abs(float64(got-c.want)) > 1e-4*float64(c.want)) {
 			t.Errorf("%v: Capacity(%v) = %d, docs/capacity.md says %d", c.l.Engine(), c.deny, got, c.want)
 		}
 	}
@@ -262,7 +266,7 @@ func TestAudit3CapSizingErrors(t *testing.T) {
 	// CountMinSize.Bytes); WithMaxBytes at CountMin.Bytes used to be
 	// refused (Bytes was G x L x M x 8 unrounded).
 	c := s.CountMin
-	cBytes := int64(c.Generations) * int64(c.Levels) * int64((c.Cells+7)/8*8) * 8
+	cBytes := int64(c.Generations) * int64(c.Levels) * int64((c.Cells+a3capLineCells-1)/a3capLineCells*a3capLineCells) * 8
 	if int64(c.Bytes) != cBytes {
 		t.Errorf("CountMin.Bytes = %d, want G x L x M x 8 with M rounded up to 8 cells = %d", c.Bytes, cBytes)
 	}
@@ -311,7 +315,11 @@ func TestAudit3CapHugeKeysReturn(t *testing.T) {
 	results := make(chan result, 2)
 	for _, child := range []string{"suggest", "new"} {
 		go func() {
-			cmd := exec.Command(os.Args[0], "-test.run=^TestAudit3CapHugeKeysReturn$", "-test.count=1", "-test.v")
+			args := []string{"-test.run=^TestAudit3CapHugeKeysReturn$", "-test.count=1", "-test.v"}
+			cmd := exec.Command(os.Args[0], args...)
+			if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
+				cmd = exec.Command(emu, append([]string{os.Args[0]}, args...)...) // make test-arm64
+			}
 			cmd.Env = append(os.Environ(), "A3CAP_CHILD="+child)
 			var out strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &out
@@ -341,3 +349,7 @@ func TestAudit3CapHugeKeysReturn(t *testing.T) {
 		}
 	}
 }
+
+// a3capLineCells is the cells of a cache line, to which the count-min
+// rounds each row: 64-byte lines on amd64, 128 on arm64.
+var a3capLineCells = map[bool]uint32{false: 8, true: 16}[runtime.GOARCH == "arm64"]
