@@ -188,3 +188,20 @@ func TestZeroValues(t *testing.T) {
 	}
 	r.Cancel()
 }
+
+// TestSuggestBucketsBeyondCountMin: a capacity only the Buckets engine
+// reaches (a billion keys at 1%: about 5 GB of lines, while the
+// count-min would need more than 2^30 cells per level) is answered, with
+// CountMin zero; it used to be an error for both.
+func TestSuggestBucketsBeyondCountMin(t *testing.T) {
+	s, err := limit.Suggest(1_000_000_000, 0.01)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Buckets.Lines == 0 || s.Buckets.Deny > 0.005 || s.CountMin != (limit.CountMinSize{}) {
+		t.Fatalf("Suggest(1e9, 0.01) = %+v; want a Buckets size and CountMin zero", s)
+	}
+	if _, err := limit.Suggest(1<<40, 0.01); !errors.Is(err, sketch.ErrInvalidConfig) {
+		t.Fatalf("Suggest(2^40, 0.01): %v, want a config error (no engine reaches it)", err)
+	}
+}

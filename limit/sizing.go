@@ -54,8 +54,11 @@ type CountMinSize struct {
 // 1)). A key at its limit is one whose debt would deny a request: keys
 // well within their limit cost the count-min nothing and the Buckets
 // engine an entry only while their debt lasts. WithCapacity(keys, deny)
-// builds the limiter at that size. An invalid argument is a
-// *sketch.ConfigError (field Capacity).
+// builds the limiter at that size. CountMin is the zero CountMinSize
+// when no count-min of at most 2^30 cells per level holds them (the
+// Buckets size may still exist: about 5 bytes per key). An invalid
+// argument, or a size no engine reaches, is a *sketch.ConfigError (field
+// Capacity).
 func Suggest(keys int, deny float64) (Sizing, error) {
 	if keys < 1 || !(deny > 0 && deny < 1) {
 		return Sizing{}, bad("Capacity", keys, "Suggest needs keys >= 1 and deny in (0, 1); got %d, %v", keys, deny)
@@ -64,15 +67,13 @@ func Suggest(keys int, deny float64) (Sizing, error) {
 	if err != nil {
 		return Sizing{}, bad("Capacity", keys, "%v", err)
 	}
-	c, err := bucket.SuggestCountMin(keys, deny, core.DefaultGenerations)
-	if err != nil {
-		return Sizing{}, bad("Capacity", keys, "%v", err)
+	sz := Sizing{Keys: keys, Deny: deny, Buckets: BucketsSize{Lines: g.Lines, Bytes: g.Bytes, Deny: g.Deny, Got: g.Got}}
+	// A count-min too large to build (more than 2^30 cells per level)
+	// leaves CountMin zero: the Buckets size still answers.
+	if c, err := bucket.SuggestCountMin(keys, deny, core.DefaultGenerations); err == nil {
+		sz.CountMin = CountMinSize{Levels: c.Levels, Cells: c.Cells, Generations: c.Generations, Bytes: c.Generations * int(core.CellBytes(c.Levels, c.Cells)), Deny: c.Deny, Got: c.Got}
 	}
-	return Sizing{
-		Keys: keys, Deny: deny,
-		Buckets:  BucketsSize{Lines: g.Lines, Bytes: g.Bytes, Deny: g.Deny, Got: g.Got},
-		CountMin: CountMinSize{Levels: c.Levels, Cells: c.Cells, Generations: c.Generations, Bytes: c.Generations * int(core.CellBytes(c.Levels, c.Cells)), Deny: c.Deny, Got: c.Got},
-	}, nil
+	return sz, nil
 }
 
 // capacityErr checks WithCapacity's arguments.
