@@ -204,9 +204,10 @@ bench-arm64:
 ## and the sketch benchmarks as static binaries (bin/matrix,
 ## bin/matrix-nobackoff, bin/sketch.test) for bench/run16.sh on another
 ## machine.
-COMMIT = $$(git rev-parse --short HEAD 2>/dev/null || echo unknown)
+COMMIT = $$(git describe --always --dirty 2>/dev/null || echo unknown)
 bench-matrix:
 	mkdir -p bin
+	echo $(COMMIT) > bin/COMMIT
 	cd bench && CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(CURDIR)/bin/matrix ./cmd/matrix
 	cd bench && CGO_ENABLED=0 $(GO) build -tags grudge_nobackoff -ldflags "-X main.commit=$(COMMIT)-nobackoff" -o $(CURDIR)/bin/matrix-nobackoff ./cmd/matrix
 	cd bench && CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/bin/sketch.test ./sketch/

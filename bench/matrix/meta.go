@@ -68,11 +68,17 @@ func gitCommit(override string) string {
 	return "unknown"
 }
 
+// startProcs is GOMAXPROCS as the process started: since Go 1.25 its
+// default follows a cgroup CPU quota, which NumCPU (the host's CPUs)
+// does not, so a container limited to 2 CPUs on a 64-core host grades its
+// P=16 targets "needs 16 CPUs" instead of measuring them throttled.
+var startProcs = runtime.GOMAXPROCS(0)
+
 // baseMeta fills the machine fields of Meta.
 func baseMeta(o *Options) Meta {
 	return Meta{
 		CPUModel:  cpuModel(),
-		Cores:     runtime.NumCPU(),
+		Cores:     min(runtime.NumCPU(), startProcs),
 		GOARCH:    runtime.GOARCH,
 		GOOS:      runtime.GOOS,
 		GoVersion: runtime.Version(),

@@ -122,6 +122,21 @@ func fmtRatio(v float64) string {
 	return fmt.Sprintf("%.2fx", v)
 }
 
+// targetDigits prints a target's ratio with two decimals, or three where
+// two would round it across the threshold (1.1996 against 1.2 reads
+// 1.200x, graded no), so the printed number never contradicts the grade.
+func targetDigits(v, want float64, atMost bool) string {
+	r := math.Round(v*100) / 100
+	ok, okPrinted := v >= want, r >= want
+	if atMost {
+		ok, okPrinted = v <= want, r <= want
+	}
+	if ok != okPrinted {
+		return fmt.Sprintf("%.3f", v)
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
 func fmtNs(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 func fmtBytes(b int64) string {
@@ -448,7 +463,7 @@ func Targets(rep *Report) []TargetCheck {
 		tc := TargetCheck{Target: sp.name, Met: ungraded(sp.p), Measured: "–"}
 		rr := ix.ratioRange(sp.clock, sp.a, sp.b, sp.work, sp.dist, p)
 		if v := rr.v; p > 0 && !math.IsNaN(v) {
-			tc.Measured = fmt.Sprintf("%.2fx at P=%d", v, p)
+			tc.Measured = fmt.Sprintf("%sx at P=%d", targetDigits(v, sp.want, sp.atMost), p)
 			if x, y := ix.get(sp.clock, sp.a, sp.work, sp.dist, p), ix.get(sp.clock, sp.b, sp.work, sp.dist, p); x.Count > 1 || y.Count > 1 {
 				tc.Measured += fmt.Sprintf(" (%.2f–%.2fx)", rr.lo, rr.hi)
 			}
