@@ -56,14 +56,18 @@
 //     finite limit is accepted, above Hi too, as in grudge (scores stay
 //     clamped at Hi).
 //   - Roll-backs (a TryUpdate's undo after a commit conflict, a cancelled
-//     reservation, a rotation racing a TryUpdate) are exact or nothing: a
+//     reservation) are exact or nothing: a
 //     cell gives an increment back only where that cannot take another
 //     key's mass (it still holds the very word the call stored, or was
-//     written since only within the same millisecond, below Hi);
-//     otherwise it keeps the increment, an over-estimate.
+//     written since only within the same millisecond, below Hi, and
+//     less than 2^31 ms ago, as 32-bit stamps repeat); otherwise it keeps
+//     the increment, an over-estimate.
 //   - Each cell is linearizable on its own; a Query is not an atomic
 //     snapshot of the L cells (as with grudge's per-cell locks), but
-//     TryUpdate-with-Query histories of one key are linearizable.
+//     TryUpdate-with-Query histories of one key, under Min or Max and
+//     with no other key writing its cells, are linearizable (a Mean, or
+//     another key's write forcing a roll-back, can show a Query part of
+//     an admission in flight: docs/design.md, "What is linearizable").
 //   - Snapshots (MarshalBinary, WriteTo, UnmarshalBinary, ReadFrom) are
 //     checksummed, refuse another configuration, and restore on a new
 //     process clock with every score aged by its downtime

@@ -61,6 +61,7 @@ type Receipt struct {
 	h      uint64 // the key's hash
 	resets uint64 // the sketch's Reset/load count when issued: a Receipt from before is void
 	levels uint32 // 0 for the zero Receipt
+	ms     int64  // the call's time (at most its words' stamps): a Refund 2^31 ms later gives nothing back (rollback)
 	// stored[l] is the word the call left in level l's cell; restore[l]
 	// the cell's previous value decayed to that word's stamp (rounded up)
 	// at the same stamp. restore[l] == stored[l]: nothing to give back
@@ -116,7 +117,7 @@ func (s *Sketch) Refund(rc *Receipt) bool {
 	s.cellsOf(rc.h, &c)
 	all := true
 	for l := range levels {
-		if !s.rollback(c[l], rc.stored[l], rc.restore[l]) {
+		if !s.rollback(c[l], rc.stored[l], rc.restore[l], rc.ms) {
 			all = false
 		}
 	}
@@ -142,11 +143,16 @@ func (s *Sketch) Refund(rc *Receipt) bool {
 //     (rounded up).
 //
 // Otherwise the cell keeps the increment: an over-estimate.
-func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word) bool {
+//
+// Both tests read 32-bit stamps, which repeat every 2^32 ms (49.7 days):
+// a word written exactly 2^32 ms after stored, or the identical word, is
+// another key's mass. So once the sketch's time is 2^31 ms past ms, the
+// time of the call that stored the word, nothing is given back.
+func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word, ms int64) bool {
 	if stored == restore {
 		return true
 	}
-	if stored.Score() == s.hi32 {
+	if stored.Score() == s.hi32 || s.tb.hw.Load()-ms >= 1<<31 {
 		return false
 	}
 	if c.CompareAndSwap(stored, restore) {
@@ -346,7 +352,7 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 				if s.unchanged(&sn, st, seq) {
 					if rc != nil {
 						rc.stored, rc.restore = sn.w, sn.w // nothing to give back
-						rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+						rc.h, rc.levels, rc.resets, rc.ms = h, s.levels, s.resets.Load(), ms
 					}
 					return tryAdmitted, nil
 				}
@@ -359,7 +365,7 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 						return tryDenied, nil
 					}
 					if rc != nil {
-						rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+						rc.h, rc.levels, rc.resets, rc.ms = h, s.levels, s.resets.Load(), ms
 					}
 					return tryAdmitted, st
 				}
@@ -382,7 +388,7 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 					return tryDenied, nil
 				}
 				if rc != nil {
-					rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+					rc.h, rc.levels, rc.resets, rc.ms = h, s.levels, s.resets.Load(), ms
 				}
 				return tryAdmitted, nil
 			}
@@ -583,7 +589,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.conflict, i)
 		}
-		held |= s.undo(sn, nw, i, held)
+		held |= s.undo(sn, nw, i, held, ms)
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.reread, i)
 		}
@@ -631,7 +637,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 // the cell keeps the increment, held: an over-estimate, never another
 // key's mass). Levels already held carry no new increment
 // (their word was written with a zero delta) and stay held.
-func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32) uint32 {
+func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32, ms int64) uint32 {
 	var failed uint32
 	for j := range upto {
 		if held&(1<<j) != 0 {
@@ -640,7 +646,7 @@ func (s *Sketch) undo(sn *snapshot, nw *[MaxLevels]atom.Word, upto, held uint32)
 		if s.hooks != nil {
 			s.hooks.call(s.hooks.rollback, j)
 		}
-		if !s.rollback(sn.c[j], nw[j], s.undoWord(sn.v[j], nw[j])) {
+		if !s.rollback(sn.c[j], nw[j], s.undoWord(sn.v[j], nw[j]), ms) {
 			failed |= 1 << j
 		}
 	}
@@ -673,7 +679,7 @@ func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	var v [MaxLevels]float64
 	cs := s.cellsOf(h, &c)
 	s.markNegative(delta)
-	rc := Receipt{h: h, levels: s.levels, resets: s.resets.Load()}
+	rc := Receipt{h: h, levels: s.levels, resets: s.resets.Load(), ms: ms}
 	// As update: every load, then one batch of decay, before the first CAS.
 	for l, p := range cs {
 		w[l] = p.Load()
