@@ -15,7 +15,16 @@ func (r *Rotator) promote(gs *genSet, now int64) *genSet {
 	if !gs.claimed.CompareAndSwap(false, true) {
 		return r.cur.Load()
 	}
+	// A user's HasherFactory may panic while the successor is built:
+	// give the claim back, or no later operation could promote again.
+	built := false
+	defer func() {
+		if !built {
+			gs.claimed.Store(false)
+		}
+	}()
 	next, k := r.successor(gs, now)
+	built = true
 	r.publish(gs, next)
 	r.promotions.Add(1)
 	r.periods.Add(k)

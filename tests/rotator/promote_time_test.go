@@ -1,11 +1,13 @@
 package rotator_test
 
 import (
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/rotator"
+	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -34,5 +36,39 @@ func TestPromotionKeepsTheOperationsTime(t *testing.T) {
 	}
 	if got := r.QueryString("k"); got != 98.5 {
 		t.Fatalf("Query at the clock = %v, want 98.5", got)
+	}
+}
+
+// TestPromotionAfterAPanickingBuild: a HasherFactory that panics while a
+// promotion builds the fresh generation must not stop rotation for good
+// (the promotion kept its claim, so no later operation could promote:
+// the core concurrency audit saw 0 promotions over 5 more periods).
+func TestPromotionAfterAPanickingBuild(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000_000)
+	var fail atomic.Bool
+	xxh := sketch.XXH3()
+	cfg := small(clk)
+	cfg.Hasher = func(seed uint64) sketch.Hasher {
+		if fail.Load() {
+			panic("hasher down")
+		}
+		return xxh(seed)
+	}
+	r := newRotator(t, rotator.Config{Sketch: cfg, Period: period})
+	r.UpdateString("k", 5)
+	clk.Advance(period)
+	fail.Store(true)
+	if msg := sketchtest.Panics(func() { r.QueryString("k") }); msg == "" {
+		t.Fatal("the promotion's build did not panic")
+	}
+	fail.Store(false)
+	r.QueryString("k") // promotes now
+	clk.Advance(period)
+	if got := r.QueryString("k"); got != 0 {
+		t.Fatalf("Query = %v two periods after the write, want 0 (forgotten)", got)
+	}
+	if st := r.Stats(); st.Promotions != 2 {
+		t.Fatalf("Promotions = %d, want 2", st.Promotions)
 	}
 }
