@@ -161,7 +161,7 @@ func (l *Limiter) newBuckets(o *options) error {
 		// Cannot happen for the plans planBuckets makes.
 		return bad("Engine", Buckets, "the Buckets engine did not take the limiter's units (rate %v, unit %v, drain %v)", l.rate, l.unit, l.drain)
 	}
-	l.b, l.precheck = e, true
+	l.b = e
 	return nil
 }
 

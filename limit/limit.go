@@ -77,7 +77,6 @@ type Limiter struct {
 	// the count-min), bits significant bits.
 	shift, bits int
 	strict      bool
-	precheck    bool // its refunds fail whenever another request wrote the key's cells since (Buckets, conservative update): Multi reads it first
 	name        string
 	period      time.Duration
 	newTimer    func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
@@ -310,7 +309,6 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	l.period = period
 	sc := o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb)
 	sc.Conservative = o.cu
-	l.precheck = o.cu
 	r, err := core.NewRotator(core.RotatorConfig{
 		Sketch:      sc,
 		Generations: o.generations,

@@ -17,14 +17,17 @@ import (
 // windows already taken are refunded (Cancel's rule: exactly where
 // nothing else touched the key's cells since, or, on the count-min, only
 // in the same millisecond below MaxDebt; otherwise the take stays, on
-// the safe side; never another key's debt). A Buckets window after the
-// first (or a count-min with conservative update) is read before
-// anything is taken, and a request it denies takes nothing: its refunds
-// fail whenever another request of the key wrote the window's cells on
-// top of the take, so concurrent denials of one key would otherwise keep
-// their takes; what remains is the race at the boundary (a take that
-// another caller's admission lands on, by the caller that window then
-// denies). A concurrent reader can therefore
+// the safe side; never another key's debt). Every window after the
+// first is read before anything is taken, and a request one of them
+// denies takes nothing (the first window in order that denies on that
+// read is the one that denies, and charges its RejectCost): a take that
+// filled a window to MaxDebt (with MaxDebt = burst, any take that empties
+// it) never comes back, and a Buckets take (or a conservative
+// count-min's) fails to whenever another request of the key wrote the
+// window's cells on top of it, so concurrent denials of one key would
+// otherwise keep their takes; what remains is the race at the boundary
+// (a take that another caller's admission lands on, by the caller that
+// window then denies). A concurrent reader can therefore
 // observe, for the moment between a take and its refund, the debit of a
 // request that ends up denied: it can only make that reader deny more,
 // never admit more.
@@ -184,18 +187,28 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 	return d
 }
 
-// precheck returns the first window after the first one that denies n
-// to its key on a read, among the windows whose takes come back only
-// while nothing else has written the key's cells since (Buckets, and the
-// count-min with conservative update: see Reservation.Cancel), or -1.
-// Concurrent denials of one key by a later window would otherwise stack
-// takes in the earlier ones that none of them can give back: reading
-// those later windows first, a request that one of them denies takes
-// nothing. (The additive count-min gives such takes back within the
-// millisecond, and is not read twice.)
+// precheck returns the first window, in order, that denies n to its key
+// on a read, when a window after the first one does; or -1. A take
+// comes back only where nothing else has written the key's cells since
+// (Buckets, and the count-min with conservative update: see
+// Reservation.Cancel), and never one that filled a window to MaxDebt
+// (with MaxDebt = burst, any take that empties it), so a request that a
+// later window denies must take nothing from the earlier ones: reading
+// the later windows first, it takes nothing. The earlier windows are
+// then read too, so that the denying window, the one whose RejectCost
+// is charged, is the first in order that denies, whatever the engines.
 func (m *Multi) precheck(ps []*params, t time.Time, n int, key func(int) string) int {
+	denies := func(i int) bool {
+		l, p := m.ls[i], ps[i]
+		return !l.none() && (n > p.burst || l.queryAt(t, key(i))+float64(n)*p.unit > p.burstU)
+	}
 	for i := 1; i < len(m.ls); i++ {
-		if l, p := m.ls[i], ps[i]; l.precheck && (n > p.burst || l.queryAt(t, key(i))+float64(n)*p.unit > p.burstU) {
+		if denies(i) {
+			for j := range i {
+				if denies(j) {
+					return j
+				}
+			}
 			return i
 		}
 	}
