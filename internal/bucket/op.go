@@ -435,7 +435,8 @@ func undo(ln *line, j int, sh uint, written, prev uint32) bool {
 // the bottom of the 16-bit window, where they would read as a phantom
 // load. They are judged in the window they were read in (once lw has
 // moved, the newest window may read them as phantoms); an entry that
-// changed since w was read is left alone.
+// changed since w was read is left alone (a change of the other entry
+// sharing its word is retried).
 func sweep(ln *line, w *[wordsPerLine]uint64, top, nlt uint64) {
 	for j := 1; j < wordsPerLine; j++ {
 		x := w[j]
@@ -444,9 +445,13 @@ func sweep(ln *line, w *[wordsPerLine]uint64, top, nlt uint64) {
 			if ent == 0 || interp(entRes(ent), top)+sweepAge > nlt {
 				continue
 			}
-			cur := ln.w[j].Load()
-			if uint32(cur>>h) == ent {
-				ln.w[j].CompareAndSwap(cur, withEntry(cur, h, 0))
+			// Retry while only the word's other entry changed: a sweep
+			// lost to a neighbour's write would leave this one to read
+			// as a phantom load once lw moves on.
+			for cur := ln.w[j].Load(); uint32(cur>>h) == ent; cur = ln.w[j].Load() {
+				if ln.w[j].CompareAndSwap(cur, withEntry(cur, h, 0)) {
+					break
+				}
 			}
 		}
 	}
