@@ -15,16 +15,7 @@ func (r *Rotator) promote(gs *genSet, now int64) *genSet {
 	if !gs.claimed.CompareAndSwap(false, true) {
 		return r.cur.Load()
 	}
-	// A user's HasherFactory may panic while the successor is built:
-	// give the claim back, or no later operation could promote again.
-	built := false
-	defer func() {
-		if !built {
-			gs.claimed.Store(false)
-		}
-	}()
 	next, k := r.successor(gs, now)
-	built = true
 	r.publish(gs, next)
 	r.promotions.Add(1)
 	r.periods.Add(k)
@@ -65,20 +56,28 @@ func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 
 // successorN returns gs with its k oldest generations retired and fresh
 // ones appended, their epoch at now (the promotion's time, not a clock
-// read); the caller sets the deadline.
-func (r *Rotator) successorN(gs *genSet, k uint64, now int64) *genSet {
+// read); the caller sets the deadline. If building panics (a user's
+// HasherFactory), it gives gs's claim back, or no later operation could
+// promote again.
+// Precondition: the caller holds gs's claim.
+func (r *Rotator) successorN(gs *genSet, k uint64, now int64) (next *genSet) {
+	defer func() {
+		if next == nil {
+			gs.claimed.Store(false)
+		}
+	}()
 	n := len(gs.gens)
-	next := &genSet{gens: make([]*Sketch, n), next: gs.next}
+	set := &genSet{gens: make([]*Sketch, n), next: gs.next}
 	keep := 0
 	if k < uint64(n) {
 		keep = n - int(k)
-		copy(next.gens, gs.gens[k:])
+		copy(set.gens, gs.gens[k:])
 	}
 	for i := keep; i < n; i++ {
-		next.gens[i] = r.buildSeeded(r.cfg.Sketch.Seed, next.next, &now)
-		next.next++
+		set.gens[i] = r.buildSeeded(r.cfg.Sketch.Seed, set.next, &now)
+		set.next++
 	}
-	return next
+	return set
 }
 
 // addSat returns a+b (b >= 0), saturated at MaxInt64.

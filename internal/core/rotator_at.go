@@ -29,7 +29,7 @@ func (r *Rotator) Rotate() {
 			continue // a promotion is being published; take the next set
 		}
 		now := r.tb.NowMillis()
-		next := r.buildOrRelease(gs, now)
+		next := r.successorN(gs, 1, now)
 		next.deadline = addSat(now, r.periodMs)
 		r.publish(gs, next)
 		r.promotions.Add(1)
@@ -128,18 +128,4 @@ func (r *Rotator) Refund(res *Reservation) bool {
 		}
 	}
 	return all
-}
-
-// buildOrRelease is successorN(gs, 1, now) for Rotate, giving gs's claim
-// back if building panics (a user's HasherFactory), as promote does.
-func (r *Rotator) buildOrRelease(gs *genSet, now int64) *genSet {
-	built := false
-	defer func() {
-		if !built {
-			gs.claimed.Store(false)
-		}
-	}()
-	next := r.successorN(gs, 1, now)
-	built = true
-	return next
 }
