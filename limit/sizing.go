@@ -118,10 +118,7 @@ func (l *Limiter) Capacity(deny float64) int {
 		return lo
 	case l.r != nil:
 		c := l.r.Config().Sketch
-		// ln(1 - deny^(1/L)), with 1 - deny^(1/L) as -expm1(ln(deny)/L):
-		// Pow rounds deny^(1/L) to 1 for a deny near 1, which made k
-		// infinite (and int(+Inf) the most negative int).
-		k := -float64(c.CellsPerLevel) * math.Log(-math.Expm1(math.Log(deny)/float64(c.Levels)))
+		k := float64(c.CellsPerLevel) * bucket.CountMinKeysPerCell(deny, c.Levels)
 		if k >= math.MaxInt {
 			return math.MaxInt
 		}

@@ -197,6 +197,17 @@ type CountMinGeometry struct {
 	Got         float64 // predicted share of the keys that got their burst
 }
 
+// CountMinKeysPerCell returns the keys at their limit per cell at which
+// the Bloom formula (1 - e^(-keys/cells))^levels equals deny: the formula
+// inverted, -ln(1 - deny^(1/levels)). A count-min of cells cells per
+// level holds cells times that many keys at a denial rate of at most
+// deny. 1 - deny^(1/levels) is computed as -expm1(ln(deny)/levels): Pow
+// rounds deny^(1/levels) to 1 for a deny near 1, which made the share 0
+// and the answer infinite.
+func CountMinKeysPerCell(deny float64, levels uint32) float64 {
+	return -math.Log(-math.Expm1(math.Log(deny) / float64(levels)))
+}
+
 // PredictCountMinDenial returns the count-min's predicted fresh-key
 // denial rate with keys keys at their limit in levels rows of cells
 // cells (every generation holds all of them: the keys arrived within a
@@ -233,10 +244,8 @@ func SuggestCountMin(keys int, deny float64, generations int) (CountMinGeometry,
 	}
 	var best CountMinGeometry
 	for l := uint32(1); l <= 8; l++ {
-		// (1 - e^(-k/m))^l <= deny  <=>  m >= -k / ln(1 - deny^(1/l)),
-		// 1 - deny^(1/l) computed as -expm1(ln(deny)/l) (Pow rounds it to
-		// 0 for a deny near 1), and at least one cell.
-		m := max(1, math.Ceil(-float64(keys)/math.Log(-math.Expm1(math.Log(deny)/float64(l)))))
+		// At least one cell.
+		m := max(1, math.Ceil(float64(keys)/CountMinKeysPerCell(deny, l)))
 		if m > 1<<30 {
 			continue
 		}
