@@ -79,10 +79,11 @@ func (l *Limiter) decide(p *params, t time.Time, key string, n int, commit bool)
 // judge is decide without the count.
 func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) Decision {
 	if n <= 0 {
+		op := "PeekN"
 		if commit {
-			checkN("DecideN", n)
+			op = "DecideN"
 		}
-		checkN("PeekN", n)
+		checkN(op, n)
 	}
 	if l.none() {
 		l.unset()

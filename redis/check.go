@@ -83,6 +83,14 @@ func (s *Sketch) fcall(ctx context.Context, keys, args []string) (string, error)
 func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error) error {
 	loaded := false
 	var loadErr error // the nodes that did not take the library
+	// after names, with a failure after the reload, the nodes the library
+	// could not reach.
+	after := func(err error) error {
+		if loadErr != nil {
+			return fmt.Errorf("%w (after loading the library: %w)", err, loadErr)
+		}
+		return err
+	}
 	for attempt := 0; ; attempt++ {
 		err := call()
 		if err == nil {
@@ -91,10 +99,7 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 		msg, isServer := s.conn.serverError(err)
 		switch {
 		case !isServer:
-			if loadErr != nil {
-				return fmt.Errorf("%w (after loading the library: %w)", err, loadErr)
-			}
-			return err
+			return after(err)
 		case !loaded && strings.HasSuffix(msg, "Function not found"):
 			took, lerr := s.loadLibrary(ctx)
 			if !took {
@@ -117,10 +122,7 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 			case <-t.C:
 			}
 		default:
-			if loadErr != nil {
-				return fmt.Errorf("%w (after loading the library: %w)", s.classify(ctx, msg, err, keys), loadErr)
-			}
-			return s.classify(ctx, msg, err, keys)
+			return after(s.classify(ctx, msg, err, keys))
 		}
 	}
 }
