@@ -110,6 +110,10 @@ func TestEngineChoice(t *testing.T) {
 		{limit.Every(100 * time.Millisecond), 5, nil, limit.Buckets},
 		{1, 30, nil, limit.Buckets},
 		{1, 31, nil, limit.CountMin},
+		// MaxDebt 60,000 tokens of one tick, 8,000 ticks to the ms: a
+		// millisecond does not fit beside them in the 2^16-tick window.
+		{8e6, 30000, nil, limit.CountMin},
+		{8e6, 20000, nil, limit.Buckets},
 		{limit.Every(time.Minute), 10, nil, limit.CountMin},
 		{limit.Limit(math.Pi), 10, nil, limit.CountMin},
 		{10, 20, []limit.Option{limit.WithSize(4, 1000)}, limit.CountMin},

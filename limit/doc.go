@@ -38,12 +38,14 @@
 //     holds a limiter only where it is exact: MaxDebt must drain within
 //     61,438 ticks of at most a millisecond, a token and a millisecond
 //     each being a whole number of ticks, at most 16,384 ticks to the
-//     millisecond (MaxDebt/limit <= 61.4 s for a rate that is a short
+//     millisecond, and MaxDebt's ticks and a millisecond's together at
+//     most 65,534 (MaxDebt/limit <= 61.4 s for a rate that is a short
 //     fraction: limit.New(10, 20), New(1000, 1000), New(1, 30), Every(d)
 //     for d a whole number of ms with burst <= 30.7 s / d; not
 //     New(18387, 1), whose millisecond is 18,387 ticks of a 1/18,387 ms
-//     token). It does not
-//     rotate (Period is 0): a key shares its debt only with a key of the
+//     token, nor New(8e6, 30000), whose 60,000 ticks of MaxDebt leave
+//     no room for a millisecond of 8,000). It does not rotate (Period
+//     is 0): a key shares its debt only with a key of the
 //     same fingerprint in one of its lines, for as long as both are
 //     live, or inherits a line's eviction floor once the table is past
 //     its capacity.

@@ -22,8 +22,9 @@ const (
 	// million keys at full debt while denying 0.03% of fresh keys
 	// (docs/capacity.md). It is exact (Exact) where it holds a limiter:
 	// MaxDebt must drain within 61.4 s and a token be a whole number of
-	// ticks of at most a millisecond, at most 16,384 to the millisecond
-	// (see "Engines"); New refuses WithEngine(Buckets) otherwise.
+	// ticks of at most a millisecond, at most 16,384 to the millisecond,
+	// MaxDebt's ticks and a millisecond's together at most 65,534 (see
+	// "Engines"); New refuses WithEngine(Buckets) otherwise.
 	Buckets
 	// CountMin is the rotator of count-min sketches: any rate, any
 	// MaxDebt, re-rolled seeds every Period; about 10 cells per key at its
@@ -110,7 +111,7 @@ func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, erro
 			return 0, bad("Engine", o.engine, "WithSize, WithGenerations, WithPeriod and WithConservativeUpdate configure the count-min; they cannot be used with WithEngine(Buckets)")
 		}
 		if !fits {
-			return 0, bad("Engine", o.engine, "the Buckets engine is exact only when MaxDebt drains within %.3f s in whole ticks of at most 1 ms (at most 16384 to the ms), a token being a whole number of them (MaxDebt/limit = %v / %v); use Auto or CountMin", float64(bucketMaxTicks)/1000, maxDebt, rate)
+			return 0, bad("Engine", o.engine, "the Buckets engine is exact only when MaxDebt drains within %.3f s in whole ticks of at most 1 ms (at most 16384 to the ms, and at most 65534 for MaxDebt and one ms together), a token being a whole number of them (MaxDebt/limit = %v / %v); use Auto or CountMin", float64(bucketMaxTicks)/1000, maxDebt, rate)
 		}
 		return Buckets, nil
 	case CountMin:

@@ -14,7 +14,8 @@
 // The table is Lines cache lines of 64 bytes. A line holds a header word
 // and 14 entries:
 //
-//	header:  lw (48 bits: the latest ms at which the line was written)
+//	header:  lw (47 bits: the latest ms at which the line was written)
+//	         moving (1 bit: a move of lw by more than the slack is on)
 //	         fo (16 bits: the eviction floor, in ticks above lw's tick)
 //	entry:   fingerprint (16 bits, never 0) | stamp residue (16 bits)
 //
@@ -29,8 +30,12 @@
 // therefore free: nothing is rewritten as time passes. An entry stores the
 // stamp's low 16 bits; since every stamp is within Span ticks (< 2^16) of
 // its line's lw, the residue locates it in the window
-// (lw + Span + 1 - 2^16, lw + Span + 1], and an entry that long expired is
-// cleared by the next writer that moves lw past it.
+// (lw + Span + 1 - 2^16, lw + Span + 1]. A writer that moves lw clears
+// the entries that would fall below the new window before it publishes
+// the move, in steps that no entry still live falls out of, and readers
+// read a line's header before and after its entries, so no entry is
+// ever read against a window it is not in (docs/design.md, "Moving a
+// line's time").
 //
 // A key's estimate is the largest of: the stamps of the entries of its two
 // lines that carry its fingerprint (its candidates), and the two lines'

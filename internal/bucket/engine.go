@@ -184,7 +184,7 @@ func (e *Engine) locate(h uint64) (i0, i1 uint64, fp uint16) {
 }
 
 // rel returns ms on the engine's scale: milliseconds after the epoch,
-// at least 0, at most 2^48-1.
+// at least 0, at most 2^47-1.
 func (e *Engine) rel(ms int64) uint64 {
 	d := ms - e.epoch
 	if d <= 0 {

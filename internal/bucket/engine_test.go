@@ -506,3 +506,45 @@ func TestExponentialCounter(t *testing.T) {
 		t.Errorf("Max 1e6, 10000/s: estimate %v, truth %v: the rounding no longer runs away?", est, truth)
 	}
 }
+
+// TestMillisecondFitsWindow: every law's span leaves room in the 2^16-tick
+// window for one millisecond of ticks beside it (fitsWindow), so that a
+// line can always move its time by a millisecond: the laws of the most
+// ticks per ms, linear and exponential, are picked below that edge, and a
+// line of them still moves and reads exactly after long idle times.
+func TestMillisecondFitsWindow(t *testing.T) {
+	for _, law := range []Law{
+		Linear(8e6, 60000),   // u = 1 only: 8,000 ticks a ms would not fit beside 60,000
+		Linear(4.1e6, 61438), // the widest span
+		Linear(16.384e6, 1),  // the most ticks a ms
+		Linear(1e6, 4),
+		Exponential(5000, 1, 0), // decays 5 per ms
+		Exponential(1e6, 10, 0),
+		Linear(10, 40),
+	} {
+		qu, err := QuantumOf(law)
+		if err != nil {
+			t.Fatalf("%+v: %v", law, err)
+		}
+		if qu.PerMs > 0 && !fitsWindow(qu.Span, qu.PerMs) {
+			t.Errorf("%+v: span %d + %d ticks a ms > %d", law, qu.Span, qu.PerMs, window-2)
+		}
+		clk := sketchtest.NewFakeClock()
+		clk.Set(1_000_000)
+		e := newTest(t, 2, law, clk)
+		for i := range 200 {
+			key := fmt.Sprintf("k%d", i%20)
+			e.Update(key, law.Max/3)
+			if i%7 == 0 {
+				clk.Advance(time.Duration(i%5) * time.Millisecond)
+			}
+		}
+		clk.Advance(time.Hour)
+		e.Update("y", law.Max/3)
+		for i := range 20 {
+			if q := e.Query(fmt.Sprintf("k%d", i)); q != 0 {
+				t.Errorf("%+v: k%d reads %v an hour later", law, i, q)
+			}
+		}
+	}
+}

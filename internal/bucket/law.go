@@ -72,22 +72,27 @@ func Exponential(lambda, max, resolution float64) Law {
 // load of 0. Stamps are at most span ticks after the time they were
 // written, so a 16-bit residue locates one (see docs/design.md).
 const (
-	// sweepAge: a writer that moves a line's lw clears every entry whose
-	// stamp is this many ticks or more before the new lw.
-	sweepAge = 1 << 12
 	// maxSpan bounds span. The window a residue is read in is
-	// (lw + span + 1 - 2^16, lw + span + 1]: every live stamp is in it,
-	// and an expired one falls out of it (to read as a phantom) only
-	// after 2^16 - span - 1 = sweepAge + 1 ticks, by which time the
-	// writer that moved lw there has cleared it.
-	maxSpan = 1<<16 - sweepAge - 2
+	// (lt + span + 1 - 2^16, lt + span + 1] for lt the tick of the line's
+	// lw: every stamp written since lw reached its value is in it. Its
+	// slack, 2^16 - 1 - span ticks (at least 4,097), is how far lw may
+	// move in one step without a reload: a stamp written at the old lw
+	// is at least its tick, so it still reads correctly in the new
+	// window (docs/design.md, "Moving a line's time").
+	maxSpan = 1<<16 - 1<<12 - 2
+	// window is the span of a residue: 2^16 ticks.
+	window = 1 << 16
 	// tickBase is added to every tick so that window arithmetic near the
 	// epoch never goes below 0.
 	tickBase = 1 << 17
-	// maxTicksPerMs caps the tick rate so that tick arithmetic on 48-bit
+	// maxTicksPerMs caps the tick rate so that tick arithmetic on 47-bit
 	// millisecond times stays within 64 bits.
 	maxTicksPerMs = 1 << 14
 )
+
+// fitsWindow reports whether span ticks and one millisecond of g ticks
+// leave the window a step of at least a millisecond: g <= slack - 1.
+func fitsWindow(span, g uint64) bool { return span+g <= window-2 }
 
 // quant is a law quantized to integer ticks. All fields are fixed at New.
 type quant struct {
@@ -105,6 +110,9 @@ type quant struct {
 	// span is the largest load in ticks: the stamp of a write at tick t
 	// is at most t + span.
 	span uint64
+	// slack is 2^16 - 1 - span: a stamp reads correctly at a line time
+	// of tick lt when it is above lt - slack.
+	slack uint64
 
 	// Linear and None: u is the number of ticks (units) per load unit, an
 	// integer, so whole loads are exact; rate is the effective rate
@@ -121,6 +129,7 @@ type quant struct {
 func newQuant(law Law) (quant, error) {
 	q, err := pickQuant(law)
 	q.setDivisor()
+	q.slack = window - 1 - q.span
 	return q, err
 }
 
@@ -149,7 +158,7 @@ func pickQuant(law Law) (quant, error) {
 		if math.IsNaN(r) || math.IsInf(r, 0) || r <= 0 {
 			return bad("Rate", r, "must be finite and > 0; got %v", r)
 		}
-		q.u, q.gn, q.gd, q.rate = pickLinear(r, umax)
+		q.u, q.gn, q.gd, q.rate = pickLinear(r, umax, m)
 		q.span = uint64(math.Floor(m * q.u))
 		return q, nil
 	case KindExponential:
@@ -171,6 +180,11 @@ func pickQuant(law Law) (quant, error) {
 		tms := 1000 * kmin / l
 		if tms <= 1 {
 			q.gn = uint64(math.Min(math.Floor(1/tms), maxTicksPerMs))
+			// The span grows with the tick rate: keep a millisecond beside
+			// it in the window.
+			for q.gn > 1 && !fitsWindow(uint64(math.Ceil(lnSpan/(l/(1000*float64(q.gn))))), q.gn) {
+				q.gn = min(q.gn-1, uint64(float64(window-3)/(1+1000*lnSpan/l)))
+			}
 			q.kappa = l / (1000 * float64(q.gn))
 		} else {
 			q.gn, q.gd = 1, uint64(math.Ceil(tms))
@@ -183,12 +197,13 @@ func pickQuant(law Law) (quant, error) {
 }
 
 // pickLinear chooses u ticks per load unit (1 <= u <= umax) and gn/gd
-// ticks per ms for a drain of rate per second, preferring in order: an
-// exact rate with whole ticks per ms (every time converts exactly), an
-// exact rate with one tick per gd ms, then the largest effective rate
-// <= rate (draining slower than asked is the safe side); ties go to the
-// larger u (finer loads).
-func pickLinear(rate, umax float64) (u float64, gn, gd uint64, eff float64) {
+// ticks per ms for a drain of rate per second and a largest load of m,
+// with the span and a millisecond within the window (fitsWindow),
+// preferring in order: an exact rate with whole ticks per ms (every time
+// converts exactly), an exact rate with one tick per gd ms, then the
+// largest effective rate <= rate (draining slower than asked is the safe
+// side); ties go to the larger u (finer loads).
+func pickLinear(rate, umax, m float64) (u float64, gn, gd uint64, eff float64) {
 	const tol = 1e-12
 	bestClass := -1
 	for ui := umax; ui >= 1; ui-- {
@@ -203,6 +218,11 @@ func pickLinear(rate, umax float64) (u float64, gn, gd uint64, eff float64) {
 			}
 			if gi > maxTicksPerMs {
 				gi = maxTicksPerMs
+			}
+			// A millisecond must fit beside the span in the window
+			// (fitsWindow; at least 4,096 ticks since span <= maxSpan).
+			if room := float64(window - 2 - uint64(math.Floor(m*ui))); gi > room {
+				gi = room
 			}
 			cn, cd = uint64(gi), 1
 			e = 1000 * gi / ui
@@ -280,6 +300,23 @@ func (q *quant) lo(ms uint64) uint64 {
 		return ms*q.gn + tickBase
 	}
 	return q.divide(ms) + tickBase
+}
+
+// msAtMost returns the latest ms whose tick (rounded down) is at most b
+// (b >= tickBase), at most lwMask.
+func (q *quant) msAtMost(b uint64) uint64 {
+	if q.gn == 0 {
+		return lwMask // time stands still: every ms has the same tick
+	}
+	d := b - tickBase
+	if q.gd == 1 {
+		return min(d/q.gn, lwMask)
+	}
+	hi, lo := bits.Mul64(d+1, q.gd)
+	if hi != 0 || lo-1 > lwMask {
+		return lwMask
+	}
+	return lo - 1
 }
 
 // units converts a load to ticks, rounded up (linear and none).

@@ -24,8 +24,12 @@ const cacheLine = int(unsafe.Sizeof(cpu.CacheLinePad{}))
 
 // line is one bucket. w[0] is the header:
 //
-//	bits  0..47  lw: the latest time (ms after the engine's epoch) at
+//	bits  0..46  lw: the latest time (ms after the engine's epoch) at
 //	             which a write to this line was made; only grows
+//	bit  47      moving: a writer is moving lw by more than the
+//	             window's slack; no entry write commits under it, and
+//	             every operation that reads it takes a time of at least
+//	             lw + 1 ms
 //	bits 48..63  fo: the eviction floor as an offset in ticks above
 //	             lw's tick (0: no floor)
 //
@@ -41,12 +45,18 @@ type line struct {
 
 // Header fields.
 const (
-	lwBits = 48
-	lwMask = 1<<lwBits - 1
+	lwBits    = 48
+	movingBit = 1 << (lwBits - 1)
+	lwMask    = movingBit - 1 // lw values: 47 bits, 4,400 years of ms
 )
 
-func hdrLW(h uint64) uint64      { return h & lwMask }
-func hdrFO(h uint64) uint64      { return h >> lwBits }
+func hdrLW(h uint64) uint64   { return h & lwMask }
+func hdrFO(h uint64) uint64   { return h >> lwBits }
+func hdrMoving(h uint64) bool { return h&movingBit != 0 }
+
+// hdrTime is the least time of every operation that reads header h: lw,
+// or lw + 1 ms while a move is on (its mover's time is later still).
+func hdrTime(h uint64) uint64    { return h&lwMask + h>>(lwBits-1)&1 }
 func mkHdr(lw, fo uint64) uint64 { return lw | fo<<lwBits }
 
 // Entry fields.

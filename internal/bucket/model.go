@@ -139,35 +139,34 @@ func (m *Model) Do(key string, ms uint64, kind Op, n, limit float64) (ok bool, v
 			}
 		}
 		ln := L[tl]
-		if tms > ln.LW || evict {
-			nlw := max(ln.LW, tms)
-			lt, nlt := q.lo(ln.LW), q.lo(nlw)
-			fl := ln.Floor
-			if evict {
-				fl = max(fl, vstamp)
+		if tms > ln.LW {
+			// The engine's move: lw to the operation's time, the floor
+			// re-based, the entries that would not read correctly in the
+			// new window cleared. If a clear touches the target's word or
+			// a candidate, the engine's CAS or validation fails and it
+			// decides again (it also does after a move of several steps,
+			// where deciding again gives the same answer): so does the
+			// model.
+			nlt := q.lo(tms)
+			ln.LW = tms
+			if ln.Floor <= nlt {
+				ln.Floor = 0
 			}
-			if fl <= nlt {
-				fl = 0
-			}
-			changed := nlw != ln.LW || fl != ln.Floor
-			ln.LW, ln.Floor = nlw, fl
-			if changed && nlt > lt {
-				// The engine's sweep; if it touches the target's word or
-				// any candidate, the engine's CAS or validation fails and
-				// it decides again: so does the model.
-				redo := false
-				for s := 0; s < SlotsPerLine; s++ {
-					if ln.FP[s] != 0 && ln.Stamp[s]+sweepAge <= nlt {
-						if s>>1 == slot>>1 || ln.FP[s] == fp {
-							redo = true
-						}
-						ln.FP[s], ln.Stamp[s] = 0, 0
+			redo := false
+			for s := 0; s < SlotsPerLine; s++ {
+				if ln.FP[s] != 0 && ln.Stamp[s]+q.slack <= nlt {
+					if s>>1 == slot>>1 || ln.FP[s] == fp {
+						redo = true
 					}
-				}
-				if redo {
-					continue
+					ln.FP[s], ln.Stamp[s] = 0, 0
 				}
 			}
+			if redo {
+				continue
+			}
+		}
+		if evict {
+			ln.Floor = max(ln.Floor, vstamp)
 		}
 		rc = ModelReceipt{ok: q.kind != KindExponential && ns < thi+q.span, line: idx[tl], slot: slot, fp: fp, stamp: ns, prevFP: ln.FP[slot], prevStamp: ln.Stamp[slot]}
 		ln.FP[slot], ln.Stamp[slot] = fp, ns

@@ -43,23 +43,41 @@ type Receipt struct {
 	prevStamp uint64 // prev's stamp (0 if prev was empty)
 }
 
-// view is one read of a key's two lines: entries first, then headers.
+// view is one read of a key's two lines: each line consistent (see load).
 type view struct {
 	w [2][wordsPerLine]uint64
 }
 
-// load reads the entries of both lines, then both headers (the order the
-// one-sided argument needs: a header read after an entry is at least as
-// new as the write that produced the entry).
-func (v *view) load(l0, l1 *line) {
-	for j := 1; j < wordsPerLine; j++ {
-		v.w[0][j] = l0.w[j].Load()
+// load reads both lines into v.
+func (e *Engine) load(v *view, l0, l1 *line) {
+	e.loadLine(l0, &v.w[0])
+	e.loadLine(l1, &v.w[1])
+}
+
+// loadLine reads line ln into w: its header, its entries, then its header
+// again, until the two header reads name the same lw and moving state,
+// so that every entry was read while the line's time was the one w
+// holds. Every committed entry reads correctly in the window of the lw
+// current when it is read (docs/design.md, "Moving a line's time"), so
+// each entry of w reads correctly in w's window; the header kept is the
+// second read (a floor read later only over-counts). A retry follows a
+// move of lw, another writer's progress.
+func (e *Engine) loadLine(ln *line, w *[wordsPerLine]uint64) {
+	h := ln.w[0].Load()
+	for {
+		for j := 1; j < wordsPerLine; j++ {
+			w[j] = ln.w[j].Load()
+		}
+		if e.hooks != nil && e.hooks.afterLoad != nil {
+			e.hooks.afterLoad()
+		}
+		h2 := ln.w[0].Load()
+		if (h2^h)&(lwMask|movingBit) == 0 {
+			w[0] = h2
+			return
+		}
+		h = h2
 	}
-	for j := 1; j < wordsPerLine; j++ {
-		v.w[1][j] = l1.w[j].Load()
-	}
-	v.w[0][0] = l0.w[0].Load()
-	v.w[1][0] = l1.w[0].Load()
 }
 
 // interp returns the stamp whose low 16 bits are res in the window
@@ -150,10 +168,10 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 	extra := true  // merge: this operation's own n is not in the table yet
 	var v view
 	for {
-		v.load(l0, l1)
+		e.load(&v, l0, l1)
 		h0, h1 := v.w[0][0], v.w[1][0]
 		lw0, lw1 := hdrLW(h0), hdrLW(h1)
-		tms := max(ms, lw0, lw1) // never before a write already made to either line
+		tms := max(ms, hdrTime(h0), hdrTime(h1)) // never before a write already made to either line
 		tlo, thi := q.ticks(tms)
 		lt0, lt1 := q.lo(lw0), q.lo(lw1)
 		f0, f1 := floorOf(h0, lt0), floorOf(h1, lt1)
@@ -250,30 +268,34 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		}
 
 		// The header: lw up to the operation's time (every stamp in the
-		// line stays <= lw's tick + span + 1), the floor up to the victim.
+		// line stays <= lw's tick + span + 1). A move that advance
+		// completes from this view keeps the decision: the entries it
+		// cleared had expired at the operation's time, and one that was
+		// the target's word or a candidate fails the entry's CAS or
+		// shows in the validation. Otherwise (a lost CAS, an entry
+		// changed) the line is moved and the operation decides again.
 		hw := v.w[tl][0]
-		lw := hdrLW(hw)
-		if tms > lw || evict {
-			nlw := max(lw, tms)
-			lt, nlt := q.lo(lw), q.lo(nlw)
-			fl := floorOf(hw, lt)
-			if evict {
-				fl = max(fl, vstamp)
+		lw := hdrLW(hw) // the view's: its residues are read against it
+		if tms > lw || hdrMoving(hw) {
+			nh, done := e.advance(ln, &v.w[tl], tms)
+			if !done {
+				e.moveLine(ln, tms)
+				continue
 			}
-			fo := uint64(0)
-			if fl > nlt {
-				fo = fl - nlt
-			}
-			if nh := mkHdr(nlw, fo); nh != hw {
+			hw = nh
+		}
+		// The floor up to the victim.
+		if evict {
+			hlw := hdrLW(hw)
+			hlt := q.lo(hlw)
+			old := floorOf(hw, hlt)
+			if fl := max(old, vstamp); fl != old {
+				nh := mkHdr(hlw, fl-hlt)
 				if !ln.w[0].CompareAndSwap(hw, nh) {
 					continue
 				}
-				if old := floorOf(hw, lt); evict && fl != old {
-					e.floors.move(old, fl)
-				}
-				if nlt > lt {
-					sweep(ln, &v.w[tl], lt+q.span+1, nlt)
-				}
+				e.floors.move(old, fl)
+				hw = nh
 			}
 		}
 
@@ -283,6 +305,11 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		oe, ne := uint32(ow>>sh), mkEnt(fp, ns)
 		if e.hooks != nil && e.hooks.beforeCAS != nil {
 			e.hooks.beforeCAS()
+		}
+		// A move of lw since the read would make the stamp's residue
+		// name another stamp: write only under the header decided on.
+		if h := ln.w[0].Load(); (h^hw)&(lwMask|movingBit) != 0 {
+			continue
 		}
 		if !ln.w[j].CompareAndSwap(ow, withEntry(ow, sh, ne)) {
 			continue
@@ -304,6 +331,11 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns}
 		if oe != 0 {
 			r.rc.prevStamp = interp(entRes(oe), q.lo(lw)+q.span+1)
+			if r.rc.prevStamp <= tlo {
+				// Expired: an empty slot carries the same load, 0, and no
+				// residue that a later lw could misread.
+				r.rc.prev, r.rc.prevStamp = 0, 0
+			}
 		}
 		wantLW := [2]uint64{lw0, lw1}
 		wantLW[tl] = max(wantLW[tl], tms)
@@ -321,11 +353,13 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		conflicts++
 		if merge {
 			// A merge is never undone: it only raises. Merge again on
-			// top of it (it now holds this operation's n).
+			// top of it (it now holds this operation's n), once it is
+			// sure to read correctly.
+			e.settle(ln, j, sh, ne, ns)
 			extra = false
 			continue
 		}
-		undone := undo(ln, j, sh, ne, oe)
+		undone := e.undo(ln, j, sh, ne, r.rc.prev, r.rc.prevStamp)
 		r.ok, r.rc = false, Receipt{}
 		if undone && conflicts < maxConflicts {
 			continue
@@ -386,7 +420,8 @@ func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64)
 // view v read, or either line's lw is not what the operation left it at
 // (wantLW): a write made at a later time landed meanwhile, so the
 // operation's time may be stale, and the residues it compared may not
-// mean what they meant in its view.
+// mean what they meant in its view; or the target line is moving: a
+// mover's read of the line may have missed the write (see advance).
 func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, wantLW [2]uint64) bool {
 	for l := 0; l < 2; l++ {
 		ln := l0
@@ -408,52 +443,163 @@ func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, wantLW [2]uint64) 
 				}
 			}
 		}
-		if hdrLW(ln.w[0].Load()) != wantLW[l] {
+		if h := ln.w[0].Load(); hdrLW(h) != wantLW[l] || l == tl && hdrMoving(h) {
 			return true
 		}
 	}
 	return false
 }
 
-// undo puts entry prev back at word j, shift sh of ln if it still holds
-// exactly written, and reports whether it did.
-func undo(ln *line, j int, sh uint, written, prev uint32) bool {
+// undo puts entry prev (stamp ps) back at word j, shift sh of ln if it
+// still holds exactly written, and reports whether it did. prev is live
+// at the operation's time or empty (do empties an expired one).
+func (e *Engine) undo(ln *line, j int, sh uint, written, prev uint32, ps uint64) bool {
 	for {
 		w := ln.w[j].Load()
 		if uint32(w>>sh) != written {
 			return false
 		}
 		if ln.w[j].CompareAndSwap(w, withEntry(w, sh, prev)) {
+			if prev != 0 {
+				e.settle(ln, j, sh, prev, ps)
+			}
 			return true
 		}
 	}
 }
 
-// sweep clears, best effort, the entries of ln (as read into w, window
-// top top) whose stamp is sweepAge ticks or more before nlt, the line's
-// new lw tick: entries that long expired would otherwise drift towards
-// the bottom of the 16-bit window, where they would read as a phantom
-// load. They are judged in the window they were read in (once lw has
-// moved, the newest window may read them as phantoms); an entry that
-// changed since w was read is left alone (a change of the other entry
-// sharing its word is retried).
-func sweep(ln *line, w *[wordsPerLine]uint64, top, nlt uint64) {
-	for j := 1; j < wordsPerLine; j++ {
-		x := w[j]
-		for h := uint(0); h < 64; h += 32 {
-			ent := uint32(x >> h)
-			if ent == 0 || interp(entRes(ent), top)+sweepAge > nlt {
-				continue
+// settle makes entry ent (stamp s), just stored at word j, shift sh of ln
+// without the validation of an operation's write (an undo, a refund, a
+// merge about to be merged again), safe against a move of ln's lw: it
+// finishes a move in progress (whose reading of the line may predate the
+// store) from a read of its own, and clears ent if it has expired at the
+// line's time (a move that stranded it below its window can only be one
+// that completed between the store and now; any later one reads it).
+func (e *Engine) settle(ln *line, j int, sh uint, ent uint32, s uint64) {
+	if h := ln.w[0].Load(); hdrMoving(h) {
+		e.moveLine(ln, hdrTime(h))
+	}
+	if s <= e.q.lo(hdrLW(ln.w[0].Load())) {
+		clearEntry(ln, j, sh, ent)
+	}
+}
+
+// clearEntry empties the entry at word j, shift sh of ln if it still
+// holds ent (retrying while only the word's other entry changes), and
+// reports whether it did.
+func clearEntry(ln *line, j int, sh uint, ent uint32) bool {
+	for {
+		cur := ln.w[j].Load()
+		if uint32(cur>>sh) != ent {
+			return false
+		}
+		if ln.w[j].CompareAndSwap(cur, withEntry(cur, sh, 0)) {
+			return true
+		}
+	}
+}
+
+// moveLine moves line ln's lw to at least target (ms), in the steps of
+// advance, and leaves it not moving. Lock-free: a round that does not
+// step follows another writer's step or write.
+func (e *Engine) moveLine(ln *line, target uint64) {
+	var w [wordsPerLine]uint64
+	for {
+		e.loadLine(ln, &w)
+		if hdrLW(w[0]) >= target && !hdrMoving(w[0]) {
+			return
+		}
+		e.advance(ln, &w, target)
+	}
+}
+
+// advance moves line ln's lw towards target (ms), from w, a consistent
+// read of ln (loadLine); a move in progress goes to at least lw + 1 ms
+// (hdrTime), however small target. It returns the header it installed
+// and true when it took lw to target and left it not moving; otherwise
+// the caller reads the line again (a CAS that failed, an entry that
+// changed since the read). docs/design.md, "Moving a line's time", has
+// the argument; in short:
+//
+//   - a short move (less than the slack) is one step: the entries that
+//     would not read correctly at the new lw, all expired at lw, are
+//     cleared, then the header CAS; a write that commits at lw after w
+//     was read stamps at least lw's tick, which reads correctly at the
+//     new lw;
+//   - a long move first sets the header's moving bit, under which no
+//     write commits and every reader's time is at least lw + 1 ms, and
+//     reads the line again; each step then ends at target, or earlier
+//     where every entry live at lw + 1 ms still reads correctly (its
+//     stamp above the new tick less the slack), clears the others (all
+//     expired at lw + 1 ms), and keeps the bit until the last.
+func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (uint64, bool) {
+	q := &e.q
+	var fresh [wordsPerLine]uint64 // w is the caller's view: never written
+	for {
+		hw := w[0]
+		lw, moving := hdrLW(hw), hdrMoving(hw)
+		target = max(target, hdrTime(hw))
+		if target <= lw {
+			return 0, false
+		}
+		lt := q.lo(lw)
+		if !moving && q.lo(target)-lt >= q.slack {
+			if e.hooks != nil && e.hooks.beforeMove != nil {
+				e.hooks.beforeMove(hw)
 			}
-			// Retry while only the word's other entry changed: a sweep
-			// lost to a neighbour's write would leave this one to read
-			// as a phantom load once lw moves on.
-			for cur := ln.w[j].Load(); uint32(cur>>h) == ent; cur = ln.w[j].Load() {
-				if ln.w[j].CompareAndSwap(cur, withEntry(cur, h, 0)) {
-					break
+			if !ln.w[0].CompareAndSwap(hw, hw|movingBit) {
+				return 0, false
+			}
+			// Read the line again under the bit, and step from that read.
+			e.loadLine(ln, &fresh)
+			w = &fresh
+			continue
+		}
+		top := lt + q.span + 1
+		base := q.lo(hdrTime(hw)) // every reader's time is at least this tick
+		minLive := uint64(0)
+		for j := 1; j < wordsPerLine; j++ {
+			for sh := uint(0); sh < 64; sh += 32 {
+				if ent := uint32(w[j] >> sh); ent != 0 {
+					if s := interp(entRes(ent), top); s > base && (minLive == 0 || s < minLive) {
+						minLive = s
+					}
 				}
 			}
 		}
+		nlw := target
+		if minLive != 0 {
+			nlw = min(nlw, q.msAtMost(minLive+q.slack-1))
+		}
+		nlt := q.lo(nlw)
+		for j := 1; j < wordsPerLine; j++ {
+			for sh := uint(0); sh < 64; sh += 32 {
+				if ent := uint32(w[j] >> sh); ent != 0 && interp(entRes(ent), top)+q.slack <= nlt {
+					if !clearEntry(ln, j, sh, ent) {
+						return 0, false // changed since w: read again
+					}
+				}
+			}
+		}
+		fo := uint64(0)
+		if fl := floorOf(hw, lt); fl > nlt {
+			fo = fl - nlt
+		}
+		nh := mkHdr(nlw, fo)
+		if nlw < target {
+			nh |= movingBit // more steps follow (only a long move stops short)
+		}
+		if e.hooks != nil && e.hooks.beforeMove != nil {
+			e.hooks.beforeMove(hw)
+		}
+		if !ln.w[0].CompareAndSwap(hw, nh) {
+			return 0, false
+		}
+		if nlw == target {
+			return nh, true
+		}
+		e.loadLine(ln, &fresh)
+		w = &fresh
 	}
 }
 
@@ -487,6 +633,9 @@ func (e *Engine) Refund(r *Receipt) bool {
 			prev = 0
 		}
 		if ln.w[j].CompareAndSwap(w, withEntry(w, sh, prev)) {
+			if prev != 0 {
+				e.settle(ln, j, sh, prev, r.prevStamp)
+			}
 			return true
 		}
 	}

@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -152,5 +153,126 @@ func TestReplayStaleTime(t *testing.T) {
 	wg.Wait()
 	if q := e.Query("a"); q != 5 {
 		t.Fatalf("a reads %v at t+50ms, want 5 (its debt taken then)", q)
+	}
+}
+
+// sameLine returns a key other than avoid whose first line is line i.
+func sameLine(t *testing.T, e *Engine, i uint64, prefix string, avoid ...string) string {
+	t.Helper()
+next:
+	for k := range 1000 {
+		key := fmt.Sprintf("%s%d", prefix, k)
+		for _, a := range avoid {
+			if key == a {
+				continue next
+			}
+		}
+		if i0, _, _ := e.Locate(key); i0 == i {
+			return key
+		}
+	}
+	t.Fatalf("no key with first line %d", i)
+	return ""
+}
+
+// TestReplayReadDuringMove: x takes 20 tokens (2 s of debt) at t0 in
+// limit.New(10, 20)'s law (MaxDebt 40: 60,000 of the window's 65,536
+// ticks, slack 5,535). At t0 + 3 s a Query of x reads x's line's entries
+// and is held before reading its header again; meanwhile a write of y
+// moves the line's lw to t0 + 3 s, where x's stamp (1 s expired, more
+// than the slack) would read one wrap (4.37 s) ahead, and clears it. The
+// Query must read 0: reading x's old entry in the new window is a phantom
+// debt of 33.7 tokens (what the engine read when a move published the
+// header before clearing, and readers read the header once).
+func TestReplayReadDuringMove(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000_000)
+	e := newTest(t, 2, Linear(10, 40), clk)
+	a, _, _ := e.Locate("x")
+	y := sameLine(t, e, a, "y")
+	if !e.TryUpdate("x", 20, 20) {
+		t.Fatal("x denied its burst")
+	}
+	clk.Advance(3 * time.Second)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	e.setHooks(&testHooks{afterLoad: pauseOnce(armedTrue(), paused, resume)})
+	var q float64
+	var wg sync.WaitGroup
+	wg.Go(func() { q = e.Query("x") })
+	<-paused
+	e.Update(y, 1) // moves line a to t0 + 3 s
+	close(resume)
+	wg.Wait()
+	if q != 0 {
+		t.Fatalf("x reads %v tokens 1 s after its debt drained, want 0", q)
+	}
+	if st := StateOf(e, int(a)); st.LW != NowMs(e) {
+		t.Fatalf("line's lw %d, want %d: y's write did not move it", st.LW, NowMs(e))
+	}
+}
+
+// TestReplayCommitDuringLongMove: line a was written at t0 and holds no
+// live entry (a reservation refunded). w, a fresh key of line a, reads
+// its clock at t0 and its line, and is held (a goroutine preempted).
+// At t0 + 3 s, y's write moves lw by more than the slack and is held
+// before its header CAS: at the CAS that marks the line moving (first
+// case), or at the one that moves lw (second). Then w writes: 1 token
+// at t0, 100 ms of debt, which must read 0 at t0 + 3 s. A move taken
+// from a read without w's entry, straight to t0 + 3 s, leaves w's stamp
+// below the new window, where it reads one wrap ahead: 14.7 tokens. The
+// moving bit makes w's write either land before the mover reads the line
+// again (first case) or wait for the move: w, finding the line moving,
+// finishes the move to t0 + 1 ms itself and takes its token then, and
+// y's CAS fails and y moves on from a read that holds w's entry.
+func TestReplayCommitDuringLongMove(t *testing.T) {
+	for _, hold := range []struct {
+		name   string
+		moving bool // hold y at its CAS from a moving header
+	}{{"mark", false}, {"move", true}} {
+		t.Run(hold.name, func(t *testing.T) {
+			clk := sketchtest.NewFakeClock()
+			clk.Set(1_000_000)
+			e := newTest(t, 2, Linear(10, 40), clk)
+			a, _, _ := e.Locate("r")
+			y := sameLine(t, e, a, "y")
+			w := sameLine(t, e, a, "w")
+			rc, ok := e.TryReserve("r", 1, 20)
+			if !ok || !e.Refund(&rc) {
+				t.Fatal("reservation not taken and refunded")
+			}
+			pausedW, resumeW := make(chan struct{}), make(chan struct{})
+			pausedY, resumeY := make(chan struct{}), make(chan struct{})
+			var doneY atomic.Bool
+			e.setHooks(&testHooks{
+				afterLoad: pauseOnce(armedTrue(), pausedW, resumeW),
+				beforeMove: func(h uint64) {
+					if hdrMoving(h) == hold.moving && doneY.CompareAndSwap(false, true) {
+						close(pausedY)
+						<-resumeY
+					}
+				},
+			})
+			var wOK bool
+			wDone := make(chan struct{})
+			go func() { wOK = e.TryUpdate(w, 1, 20); close(wDone) }()
+			<-pausedW // w has read its clock (t0) and its first line
+			clk.Advance(3 * time.Second)
+			var wg sync.WaitGroup
+			wg.Go(func() { e.Update(y, 1) })
+			<-pausedY
+			close(resumeW)
+			<-wDone // w finishes while y is held
+			close(resumeY)
+			wg.Wait()
+			if !wOK {
+				t.Fatal("w denied at t0")
+			}
+			if q := e.Query(w); q != 0 {
+				t.Fatalf("w reads %v tokens at t0 + 3 s, want 0 (its 100 ms of debt drained)", q)
+			}
+			if q := e.Query(y); q != 1 {
+				t.Fatalf("y reads %v, want 1", q)
+			}
+		})
 	}
 }

@@ -62,12 +62,9 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	heavy := 0
 	for range samples {
 		i := core.SplitMix64(&st) >> 32 * e.n >> 32
-		ln := &e.lines[i]
 		var w [wordsPerLine]uint64
-		for j := 1; j < wordsPerLine; j++ {
-			w[j] = ln.w[j].Load()
-		}
-		top := q.lo(hdrLW(ln.w[0].Load())) + q.span + 1
+		e.loadLine(&e.lines[i], &w)
+		top := q.lo(hdrLW(w[0])) + q.span + 1
 		for s := range SlotsPerLine {
 			j, sh := slotWord(s)
 			if ent := uint32(w[j] >> sh); ent != 0 && interp(entRes(ent), top) > theta {

@@ -18,11 +18,8 @@ type LineState struct {
 
 // StateOf decodes line i of e.
 func StateOf(e *Engine, i int) LineState {
-	ln := &e.lines[i]
 	var w [wordsPerLine]uint64
-	for j := range w {
-		w[j] = ln.w[j].Load()
-	}
+	e.loadLine(&e.lines[i], &w)
 	var s LineState
 	s.LW = hdrLW(w[0])
 	lt := e.q.lo(s.LW)

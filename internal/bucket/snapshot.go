@@ -56,13 +56,12 @@ Consistency. Each line is read as an operation reads it, its entry words
 first and its header last, each word with one atomic load; lines are read
 one after the other. A snapshot taken under traffic is therefore not a
 global cut: each line is a state a reader could have seen at some moment
-of the encode, so every key's restored load is at least its load when
-its lines were read, decayed (the one-sided argument of a Query); a write
-in flight may or may not be in it. The one exposure a Query has too: a
-line whose lw a writer had just moved, read before that writer's sweep
-cleared the line's long-expired entries, keeps such an entry, which reads
-high (a phantom: a load up to Max on that entry's fingerprint, never a
-lost one) until it expires, within Span ticks.
+of the encode (its header read before and after its entries, as
+loadLine reads it), so every key's restored load is at least its load
+when its lines were read, decayed (the one-sided argument of a Query); a
+write in flight may or may not be in it. A line saved while a long move
+of its lw was on keeps its moving bit; the first writer after the
+restore finishes or calls off that move.
 */
 
 const (
@@ -123,10 +122,11 @@ func (e *Engine) WriteTo(w io.Writer) (int64, error) {
 		for j := range k {
 			ln := &e.lines[i+j]
 			o := b[j*LineBytes:]
-			for x := 1; x < wordsPerLine; x++ {
-				le.PutUint64(o[8*x:], ln.w[x].Load())
+			var lw [wordsPerLine]uint64
+			e.loadLine(ln, &lw)
+			for x := range wordsPerLine {
+				le.PutUint64(o[8*x:], lw[x])
 			}
-			le.PutUint64(o, ln.w[0].Load()) // the header last, as view.load
 		}
 		crc = crc32.Update(crc, crcTable, b)
 		n, err := w.Write(b)
@@ -228,7 +228,7 @@ func (e *Engine) readFrom(r io.Reader, adopt bool) (int64, error) {
 	atRel := le.Uint64(tr[0:])
 	atWall := int64(le.Uint64(tr[8:]))
 	if atRel > lwMask {
-		return fail(snapCorrupt("Instant", atRel, uint64(lwMask), nil, "instant %d ms is beyond the engine's 48-bit scale", atRel))
+		return fail(snapCorrupt("Instant", atRel, uint64(lwMask), nil, "instant %d ms is beyond the engine's 47-bit scale", atRel))
 	}
 	// Every line must be one the engine could have written by the
 	// snapshot instant: lw at most it, the floor within a load of lw,
