@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -45,9 +46,11 @@ func lookTool(t testing.TB, name string) string {
 
 func redisServerPath(t testing.TB) string { return lookTool(t, "redis-server") }
 
-// freePort returns a loopback port that was free a moment ago. Ports are
-// handed out once per process, so two servers of one run never race for
-// the same one.
+// freePort returns a loopback port that was free a moment ago, with its
+// cluster bus port (port+10000, where a cluster node also listens). Both
+// are handed out once per process, so two servers of one run never race
+// for the same one; another process (or an outgoing connection given
+// that port) still can, which launch retries.
 var usedPorts sync.Map
 
 func freePort(t testing.TB) int {
@@ -58,10 +61,21 @@ func freePort(t testing.TB) int {
 		}
 		p := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		// A cluster node also listens on port+10000 (its bus).
-		if _, dup := usedPorts.LoadOrStore(p, true); !dup && p+10000 < 65536 {
-			return p
+		if p+10000 >= 65536 {
+			continue
 		}
+		bus, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p+10000))
+		if err != nil {
+			continue
+		}
+		bus.Close()
+		if _, dup := usedPorts.LoadOrStore(p, true); dup {
+			continue
+		}
+		if _, dup := usedPorts.LoadOrStore(p+10000, true); dup {
+			continue
+		}
+		return p
 	}
 }
 
@@ -69,15 +83,39 @@ func freePort(t testing.TB) int {
 // redis-server arguments, and registers its stop.
 func startServer(t testing.TB, extra ...string) *testServer {
 	s := &testServer{t: t, port: freePort(t), dir: t.TempDir(), extra: extra}
-	s.start()
+	s.launch()
 	t.Cleanup(s.stop)
 	return s
+}
+
+// launch starts a new server (not a restart, which must keep its port),
+// on another free port when its port or bus port was taken between
+// freePort and the server's bind.
+func (s *testServer) launch() {
+	s.t.Helper()
+	for range 4 {
+		if !s.tryStart() {
+			s.port = freePort(s.t)
+			continue
+		}
+		return
+	}
+	s.start()
 }
 
 func (s *testServer) addr() string { return "127.0.0.1:" + strconv.Itoa(s.port) }
 
 // start runs redis-server on s.port and waits until it answers PING.
 func (s *testServer) start() {
+	s.t.Helper()
+	if !s.tryStart() {
+		s.t.Fatalf("redis-server on %s: its port or its cluster bus port is in use", s.addr())
+	}
+}
+
+// tryStart is start, reporting false (the server stopped) when the
+// server could not bind its port or bus port.
+func (s *testServer) tryStart() bool {
 	s.t.Helper()
 	args := append([]string{
 		"--port", strconv.Itoa(s.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
@@ -100,14 +138,22 @@ func (s *testServer) start() {
 			n, _ := c.Read(buf)
 			c.Close()
 			if string(buf[:n]) == "+PONG\r\n" {
-				return
+				return true
 			}
 		}
-		time.Sleep(20 * time.Millisecond)
+		select {
+		case <-s.done: // exited: nothing more to wait for
+			deadline = time.Now()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	log, _ := os.ReadFile(filepath.Join(s.dir, "redis.log"))
 	s.kill()
+	if bytes.Contains(log, []byte("Address already in use")) {
+		return false
+	}
 	s.t.Fatalf("redis-server on %s did not answer PING within 10s; log:\n%s", s.addr(), log)
+	return false
 }
 
 // kill stops the server with SIGKILL (a crash) and waits for it.
@@ -169,7 +215,7 @@ func startCluster(t testing.TB, dir string) (*testCluster, error) {
 		s := &testServer{t: t, port: freePort(t), dir: d, extra: []string{
 			"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(d, "nodes.conf"),
 			"--cluster-node-timeout", "5000"}}
-		s.start()
+		s.launch()
 		c.nodes = append(c.nodes, s)
 	}
 	args := append([]string{"--cluster", "create"}, c.seeds()...)
