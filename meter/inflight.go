@@ -31,7 +31,10 @@ import (
 // releases the key was under-counted and admitted past max); every
 // decision is TryUpdate's limit, aggregate + 1 <= max. A cell is exact up
 // to 2^24 in flight over all the keys that share it, and rounds up (an
-// over-count, never under) beyond.
+// over-count, never under) beyond; past 2^24 a -1 rounds back up to the
+// same value, so a cell that once held more than 2^24 (only Acquire,
+// which has no max, can take it there) keeps that count after every
+// release: the keys that share it are refused by TryAcquire for good.
 //
 // Inflight uses one sketch with no decay and no rotation, on purpose:
 // the counts are conserved (every +1 is matched by its -1), so there is
