@@ -183,7 +183,7 @@ func (m *Model) Refund(rc *ModelReceipt) bool {
 	}
 	rc.ok = false
 	ln := &m.lines[rc.line]
-	if ln.FP[rc.slot] != rc.fp || uint16(ln.Stamp[rc.slot]) != uint16(rc.stamp) {
+	if ln.FP[rc.slot] != rc.fp || ln.Stamp[rc.slot] != rc.stamp {
 		return false
 	}
 	pf, ps := rc.prevFP, rc.prevStamp

@@ -337,9 +337,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 				r.rc.prev, r.rc.prevStamp = 0, 0
 			}
 		}
-		wantLW := [2]uint64{lw0, lw1}
-		wantLW[tl] = max(wantLW[tl], tms)
-		if !conflict(&v, l0, l1, fp, tl, slot, wantLW) {
+		if !conflict(&v, l0, l1, fp, tl, slot, tms) {
 			return r
 		}
 
@@ -417,12 +415,15 @@ func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64)
 
 // conflict reports whether, reloading both lines, any slot other than the
 // target holds or held the key's fingerprint with a different entry than
-// view v read, or either line's lw is not what the operation left it at
-// (wantLW): a write made at a later time landed meanwhile, so the
-// operation's time may be stale, and the residues it compared may not
-// mean what they meant in its view; or the target line is moving: a
-// mover's read of the line may have missed the write (see advance).
-func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, wantLW [2]uint64) bool {
+// view v read; or either line's lw is past the operation's time tms: a
+// write made at a later time landed meanwhile, so the operation's time
+// may be stale; or the target line's header is not the one the write
+// was made under (lw = tms, not moving: a mover's read of the line may
+// have missed the write, see advance). A move of the other line that
+// stays at or before tms is no conflict: its entries read the same in
+// either window (the invariant of loadLine), and one of the key's that
+// it cleared shows as a changed slot.
+func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, tms uint64) bool {
 	for l := 0; l < 2; l++ {
 		ln := l0
 		if l == 1 {
@@ -443,7 +444,7 @@ func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, wantLW [2]uint64) 
 				}
 			}
 		}
-		if h := ln.w[0].Load(); hdrLW(h) != wantLW[l] || l == tl && hdrMoving(h) {
+		if h := ln.w[0].Load(); l == tl && (hdrLW(h) != tms || hdrMoving(h)) || hdrLW(h) > tms {
 			return true
 		}
 	}

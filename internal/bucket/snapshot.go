@@ -61,7 +61,7 @@ loadLine reads it), so every key's restored load is at least its load
 when its lines were read, decayed (the one-sided argument of a Query); a
 write in flight may or may not be in it. A line saved while a long move
 of its lw was on keeps its moving bit; the first writer after the
-restore finishes or calls off that move.
+restore finishes that move.
 */
 
 const (

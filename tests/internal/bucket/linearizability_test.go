@@ -54,8 +54,15 @@ func describe(in linIn, out linOut) string {
 }
 
 // record runs phases of clients goroutines with opsPer operations each,
-// advancing clk between phases, and returns the history.
+// advancing clk between phases by 0 to 11 ms, and returns the history.
 func record(clk *sketchtest.FakeClock, phases, clients, opsPer int, seed uint64, gen func(r *rand.Rand) linIn, apply func(linIn) linOut) []porcupine.Operation {
+	return recordPhases(clk, phases, clients, opsPer, seed, gen, apply, func(r *rand.Rand) int64 { return int64(r.IntN(12)) }, nil)
+}
+
+// recordPhases is record with the jump between phases (ms) drawn by jump,
+// and background, when not nil, starting goroutines in wg beside the
+// clients of each phase (they start with the clients, on start).
+func recordPhases(clk *sketchtest.FakeClock, phases, clients, opsPer int, seed uint64, gen func(r *rand.Rand) linIn, apply func(linIn) linOut, jump func(r *rand.Rand) int64, background func(wg *sync.WaitGroup, start <-chan struct{})) []porcupine.Operation {
 	var stamp atomic.Int64
 	var history []porcupine.Operation
 	var mu sync.Mutex
@@ -81,9 +88,12 @@ func record(clk *sketchtest.FakeClock, phases, clients, opsPer int, seed uint64,
 				mu.Unlock()
 			})
 		}
+		if background != nil {
+			background(&wg, start)
+		}
 		close(start)
 		wg.Wait()
-		clk.Advance(time.Duration(rand.New(rand.NewPCG(seed, uint64(ph))).IntN(12)) * time.Millisecond)
+		clk.Advance(time.Duration(jump(rand.New(rand.NewPCG(seed, uint64(ph))))) * time.Millisecond)
 	}
 	return history
 }
