@@ -585,7 +585,7 @@ func TestAudit5HTTPErrorStatuses(t *testing.T) {
 	limErr := errors.New("store down " + secret)
 	lim := &audit5Limiter{err: limErr}
 	w := audit5Serve(httplimit.Wrap(lim, audit5OK), audit5Req("192.0.2.1:1"))
-	if w.Code != 503 || strings.TrimSpace(w.Body.String()) != http.StatusText(503) || strings.Contains(fmt.Sprint(w.Header()), secret) {
+	if w.Code != http.StatusServiceUnavailable || strings.TrimSpace(w.Body.String()) != http.StatusText(http.StatusServiceUnavailable) || strings.Contains(fmt.Sprint(w.Header()), secret) {
 		t.Errorf("limiter error: %d %q %v", w.Code, w.Body.String(), w.Header())
 	}
 	var got error
