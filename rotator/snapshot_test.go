@@ -166,13 +166,22 @@ func TestRotatorSnapshotForgedDeadline(t *testing.T) {
 		bad := bytes.Clone(data)
 		binary.LittleEndian.PutUint64(bad[32:], uint64(dl))
 		binary.LittleEndian.PutUint32(bad[len(bad)-4:], core.CRC32C(bad[:len(bad)-4]))
-		dst := newRotator(t, snapCfg(clk))
+		dclk := sketchtest.NewFakeClock()
+		dclk.Set(1_700_000_000_000)
+		dst := newRotator(t, snapCfg(dclk))
 		if err := dst.UnmarshalBinary(bad); err != nil {
 			t.Fatalf("deadline %d: %v", dl, err)
 		}
 		got := dst.Query([]byte("k"))
 		if dl == math.MinInt64 && got != 0 || dl == math.MaxInt64 && got != 5 {
 			t.Errorf("deadline %d: got %v", dl, got)
+		}
+		// A deadline forged far ahead is at most one Period away: a write
+		// is still forgotten within N x Period (Generations 3, Period 10 s).
+		dst.Update([]byte("j"), 1e6)
+		dclk.Advance(30 * time.Second)
+		if got := dst.Query([]byte("j")); got != 0 {
+			t.Errorf("deadline %d: a write made after the restore reads %v after N x Period", dl, got)
 		}
 	}
 }

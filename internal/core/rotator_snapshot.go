@@ -230,18 +230,19 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 		return nil, cr.n, rotCorrupt("Checksum", got, want, nil, "checksum mismatch: stored %#08x, computed %#08x", got, want)
 	}
 	ms := r.tb.NowMillis()
-	// The deadline's distance from now, bounded so that forged wall
-	// times cannot overflow: +-2^62 ms is 146 million years.
-	const far = int64(1) << 62
-	nowWall := r.tb.Time(ms).UnixMilli()
-	d := deadlineWall - nowWall
-	if deadlineWall > nowWall {
-		if d < 0 || d > far {
-			d = far
-		}
-	} else if d > 0 || d < -far {
-		d = -far
-	}
+	// The deadline is restored as the time it had left at the snapshot
+	// instant, less the downtime: 0 when the restoring clock is behind
+	// (as for the cells: a clock behind never extends a generation's
+	// life), and at most one Period (a snapshot's deadline is at most one
+	// Period after its instant; a forged one cannot stop rotation). Wall
+	// times are bounded so that forged ones cannot overflow: +-2^61 ms is
+	// 73 million years.
+	const far = int64(1) << 61
+	bound := func(x int64) int64 { return max(-far, min(x, far)) }
+	instWall := bound(int64(le.Uint64(hdr[40:])))
+	nowWall := bound(r.tb.Time(ms).UnixMilli())
+	left := min(bound(deadlineWall)-instWall, r.periodMs)
+	d := max(left-max(nowWall-instWall, 0), -far)
 	gs.deadline = ms + d
 	return gs, cr.n, nil
 }
