@@ -105,7 +105,9 @@
 // evicted (the one-sided argument is in docs/design.md). So a collision
 // can only deny a key early, never admit it past its own limit. The durations of a Decision and a Reservation are
 // derived from the debt the sketch reads, so they are exact for a key
-// alone in its cells and only late, never early, under collisions.
+// alone in its cells and only late, never early, under collisions; a
+// Reservation's also only late under reservations of the same key
+// racing with it (see ReserveN).
 //
 // # Keys and time
 //
