@@ -54,6 +54,10 @@ func hdrLW(h uint64) uint64   { return h & lwMask }
 func hdrFO(h uint64) uint64   { return h >> lwBits }
 func hdrMoving(h uint64) bool { return h&movingBit != 0 }
 
+// sameTime reports whether headers a and b name the same lw and moving
+// state (their floors may differ).
+func sameTime(a, b uint64) bool { return (a^b)&(lwMask|movingBit) == 0 }
+
 // hdrTime is the least time of every operation that reads header h: lw,
 // or lw + 1 ms while a move is on (its mover's time is later still).
 func hdrTime(h uint64) uint64    { return h&lwMask + h>>(lwBits-1)&1 }

@@ -72,7 +72,7 @@ func (e *Engine) loadLine(ln *line, w *[wordsPerLine]uint64) {
 			e.hooks.afterLoad()
 		}
 		h2 := ln.w[0].Load()
-		if (h2^h)&(lwMask|movingBit) == 0 {
+		if sameTime(h, h2) {
 			w[0] = h2
 			return
 		}
@@ -308,7 +308,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		}
 		// A move of lw since the read would make the stamp's residue
 		// name another stamp: write only under the header decided on.
-		if h := ln.w[0].Load(); (h^hw)&(lwMask|movingBit) != 0 {
+		if !sameTime(ln.w[0].Load(), hw) {
 			continue
 		}
 		if !ln.w[j].CompareAndSwap(ow, withEntry(ow, sh, ne)) {
@@ -455,18 +455,13 @@ func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, tms uint64) bool {
 // still holds exactly written, and reports whether it did. prev is live
 // at the operation's time or empty (do empties an expired one).
 func (e *Engine) undo(ln *line, j int, sh uint, written, prev uint32, ps uint64) bool {
-	for {
-		w := ln.w[j].Load()
-		if uint32(w>>sh) != written {
-			return false
-		}
-		if ln.w[j].CompareAndSwap(w, withEntry(w, sh, prev)) {
-			if prev != 0 {
-				e.settle(ln, j, sh, prev, ps)
-			}
-			return true
-		}
+	if !swapEntry(ln, j, sh, written, prev) {
+		return false
 	}
+	if prev != 0 {
+		e.settle(ln, j, sh, prev, ps)
+	}
+	return true
 }
 
 // settle makes entry ent (stamp s), just stored at word j, shift sh of ln
@@ -486,15 +481,19 @@ func (e *Engine) settle(ln *line, j int, sh uint, ent uint32, s uint64) {
 }
 
 // clearEntry empties the entry at word j, shift sh of ln if it still
-// holds ent (retrying while only the word's other entry changes), and
-// reports whether it did.
-func clearEntry(ln *line, j int, sh uint, ent uint32) bool {
+// holds ent, and reports whether it did.
+func clearEntry(ln *line, j int, sh uint, ent uint32) bool { return swapEntry(ln, j, sh, ent, 0) }
+
+// swapEntry replaces the entry at word j, shift sh of ln with to if it
+// still holds from (retrying while only the word's other entry changes),
+// and reports whether it did.
+func swapEntry(ln *line, j int, sh uint, from, to uint32) bool {
 	for {
 		cur := ln.w[j].Load()
-		if uint32(cur>>sh) != ent {
+		if uint32(cur>>sh) != from {
 			return false
 		}
-		if ln.w[j].CompareAndSwap(cur, withEntry(cur, sh, 0)) {
+		if ln.w[j].CompareAndSwap(cur, withEntry(cur, sh, to)) {
 			return true
 		}
 	}
