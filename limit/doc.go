@@ -106,8 +106,9 @@
 // can only deny a key early, never admit it past its own limit. The durations of a Decision and a Reservation are
 // derived from the debt the sketch reads, so they are exact for a key
 // alone in its cells and only late, never early, under collisions; a
-// Reservation's also only late under reservations of the same key
-// racing with it (see ReserveN).
+// Reservation's from the debt its own take left, so reservations of one
+// key racing with each other get a serial order's delays (see
+// ReserveN).
 //
 // # Keys and time
 //

@@ -210,6 +210,21 @@ func (l *Limiter) reserveAt(t time.Time, key string, nU, capU float64) (receipt,
 	return rc, ok
 }
 
+// reserved returns the key's debt right after the admitted reservation
+// rc took, its own included, and the time it holds at: the engine's
+// reading for the take itself, so racing reservations of the key made
+// after it are not in it.
+func (l *Limiter) reserved(rc *receipt) (time.Time, float64) {
+	var ms int64
+	var debt float64
+	if l.b != nil {
+		ms, debt = l.b.Reserved(&rc.b)
+	} else {
+		ms, debt = l.r.Reserved(&rc.cm)
+	}
+	return l.tb.Time(ms), debt
+}
+
 func (l *Limiter) refund(rc *receipt) {
 	if l.b != nil {
 		l.b.Refund(&rc.b)

@@ -81,11 +81,11 @@ func (r *Reservation) Cancel() {
 // later for a stale t (a t before a time the limiter already used), never
 // earlier, so a stale t never makes the requests act early; a t after the
 // clock's reading counts as that reading (see AllowN). Delay is derived
-// from the key's debt read right after the take, so under reservations
-// of the same key racing with this one it may count some made after it:
-// late, never early (x/time/rate computes it under its lock, exactly;
-// tests/limit's TestAudit7ReserveDelaysRacing measured up to 63 of 160
-// racing reservations late).
+// from the debt the take itself left: this reservation and every one of
+// the key taken before it, none after. So reservations of one key racing
+// with each other get exactly the delays of a serial order, as
+// x/time/rate's (which computes them under its lock); a collision can
+// only make them later (see "Error side" in the package doc).
 func (l *Limiter) ReserveN(t time.Time, key string, n int) *Reservation {
 	checkN("ReserveN", n)
 	return l.reserve(l.p.Load(), t, key, n, l.maxDebtU)
@@ -125,11 +125,9 @@ func (l *Limiter) book(p *params, t time.Time, key string, n int, capU float64) 
 		return r
 	}
 	r.ok, r.res = true, res
-	after := l.queryAt(t, key) // includes this reservation
-	// The high-water mark, read after both calls, is at or after the time
-	// each used; the debt read then drains back within the burst x ms
-	// later.
-	at := l.tb.Time(l.tb.HighWater())
+	// The debt the take left (this reservation and every one before it,
+	// none after) drains back within the burst x ms after the take.
+	at, after := l.reserved(&r.res)
 	r.timeToAct = at.Add(l.ms(l.msUntilBelow(after, p.burstU)))
 	return r
 }

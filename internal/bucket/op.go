@@ -41,6 +41,8 @@ type Receipt struct {
 	prev      uint32 // the entry it replaced
 	stamp     uint64 // written's stamp
 	prevStamp uint64 // prev's stamp (0 if prev was empty)
+	at        uint64 // the write's tick (rounded down), for Reserved
+	ms        uint64 // its millisecond on the engine's scale
 }
 
 // view is one read of a key's two lines: each line consistent (see load).
@@ -212,6 +214,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			}
 			if c == 0 && !merge {
 				r.ok, r.stamp = true, est
+				r.rc = Receipt{stamp: est, at: tlo, ms: tms} // nothing to refund
 				return r
 			}
 			ns = min(max(est, thi)+c, thi+q.span)
@@ -234,6 +237,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			}
 			if n == 0 && !merge {
 				r.ok, r.stamp = true, est
+				r.rc = Receipt{stamp: est, at: tlo, ms: tms} // nothing to refund
 				return r
 			}
 			ns = max(q.expStamp(min(cur+add, q.max), thi), est)
@@ -328,7 +332,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		// an exponential one, whose small loads can round into a stamp
 		// unchanged.
 		refundable := q.kind != KindExponential && ns < thi+q.span
-		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns}
+		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns, at: tlo, ms: tms}
 		if oe != 0 {
 			r.rc.prevStamp = interp(entRes(oe), q.lo(lw)+q.span+1)
 			if r.rc.prevStamp <= tlo {
@@ -337,7 +341,8 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 				r.rc.prev, r.rc.prevStamp = 0, 0
 			}
 		}
-		if !conflict(&v, l0, l1, fp, tl, slot, tms) {
+		ck := conflict(&v, l0, l1, fp, tl, slot, tms)
+		if ck == noConflict {
 			return r
 		}
 
@@ -358,6 +363,14 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			continue
 		}
 		undone := e.undo(ln, j, sh, ne, r.rc.prev, r.rc.prevStamp)
+		if !undone && ck == timeConflict && kind == opTry && q.kind != KindExponential {
+			// Another write replaced ours by a CAS from our word (a
+			// later write of the key, which read it, or an eviction or
+			// a move that carried it on): ours stands, and with no
+			// candidate of the key changed the decision held at our
+			// CAS. Admit, counted at the time the lines moved to.
+			return e.builtOn(h, r, est, c, thi, l0, l1)
+		}
 		r.ok, r.rc = false, Receipt{}
 		if undone && conflicts < maxConflicts {
 			continue
@@ -368,6 +381,33 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		}
 		merge, extra = true, undone
 	}
+}
+
+// builtOn completes an admitted TryUpdate (linear law) whose write
+// another replaced before its validation, which found only that a line's
+// time had moved past the operation's (a timeConflict): the write
+// stands, but its stamp, max(est, thi) + c, was counted from the
+// operation's time, and a write at a later time T may have landed
+// before it. Counted from T it would be max(est, thi(T)) + c: more only
+// if the key's debt est had drained by T, by at most c and at most
+// thi(T) - thi ticks; and every write since builds on the
+// key's stamp by max(s, t) + n, which passes a deficit on undiminished
+// at most. So builtOn adds that much to the key (an Update, which never
+// denies: at most that over-count, never an under-count), and reports
+// the admission as made at T: the stamp and time Reserved reads. The
+// receipt refunds nothing (the entry is no longer the write's).
+func (e *Engine) builtOn(h uint64, r result, est, c, thi uint64, l0, l1 *line) result {
+	q := &e.q
+	T := max(hdrTime(l0.w[0].Load()), hdrTime(l1.w[0].Load()))
+	tlo, thiT := q.ticks(T)
+	thiT = max(thiT, thi)
+	ns := min(max(est, thiT)+c, thiT+q.span)
+	r.ok, r.stamp, r.t = true, ns, tlo
+	r.rc = Receipt{stamp: ns, at: tlo, ms: T}
+	if comp := min(c, max(est, thiT)-max(est, thi)); comp > 0 {
+		e.do(h, time.Time{}, true, opAdd, float64(comp)/q.u, 0)
+	}
+	return r
 }
 
 // candSum returns the sum of the loads of the key's candidates in view v
@@ -413,17 +453,28 @@ func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64)
 	return tl, slot, bestStamp
 }
 
-// conflict reports whether, reloading both lines, any slot other than the
-// target holds or held the key's fingerprint with a different entry than
-// view v read; or either line's lw is past the operation's time tms: a
-// write made at a later time landed meanwhile, so the operation's time
-// may be stale; or the target line's header is not the one the write
-// was made under (lw = tms, not moving: a mover's read of the line may
-// have missed the write, see advance). A move of the other line that
-// stays at or before tms is no conflict: its entries read the same in
-// either window (the invariant of loadLine), and one of the key's that
-// it cleared shows as a changed slot.
-func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, tms uint64) bool {
+// conflictKind is what the validation after a write found (conflict).
+type conflictKind uint8
+
+const (
+	noConflict   conflictKind = iota
+	timeConflict              // a line's time moved, no candidate of the key changed
+	slotConflict              // a candidate of the key changed: the decision may have missed a write
+)
+
+// conflict reloads both lines after a write and reports a slotConflict
+// if any slot other than the target holds or held the key's fingerprint
+// with a different entry than view v read; otherwise a timeConflict if
+// either line's lw is past the operation's time tms (a write made at a
+// later time landed meanwhile, so the operation's time may be stale) or
+// the target line's header is not the one the write was made under (lw
+// = tms, not moving: a mover's read of the line may have missed the
+// write, see advance). A move of the other line that stays at or before
+// tms is no conflict: its entries read the same in either window (the
+// invariant of loadLine), and one of the key's that it cleared shows as
+// a changed slot.
+func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, tms uint64) conflictKind {
+	moved := false
 	for l := 0; l < 2; l++ {
 		ln := l0
 		if l == 1 {
@@ -440,15 +491,18 @@ func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, tms uint64) bool {
 				}
 				oe, ne := uint32(ow>>(32*h)), uint32(nw>>(32*h))
 				if oe != ne && (entFP(oe) == fp || entFP(ne) == fp) {
-					return true
+					return slotConflict
 				}
 			}
 		}
 		if h := ln.w[0].Load(); l == tl && (hdrLW(h) != tms || hdrMoving(h)) || hdrLW(h) > tms {
-			return true
+			moved = true
 		}
 	}
-	return false
+	if moved {
+		return timeConflict
+	}
+	return noConflict
 }
 
 // undo puts entry prev (stamp ps) back at word j, shift sh of ln if it
@@ -601,6 +655,17 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (uint
 		e.loadLine(ln, &fresh)
 		w = &fresh
 	}
+}
+
+// Reserved returns the key's load right after the admitted write r
+// records, its own load included, and the millisecond it holds at (on
+// the engine's Timebase): what a Query at that instant would have read
+// had nothing written the key since. Writes of the key before this one
+// are in it (the entry's CAS serializes them); writes after it are not.
+// It only reads r, so it may be called after Refund; the zero Receipt's
+// answer means nothing.
+func (e *Engine) Reserved(r *Receipt) (ms int64, load float64) {
+	return e.epoch + int64(r.ms), e.q.value(r.stamp, r.at)
 }
 
 // Refund gives back the write a Receipt records, if the entry still holds

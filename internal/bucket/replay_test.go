@@ -276,3 +276,39 @@ func TestReplayCommitDuringLongMove(t *testing.T) {
 		})
 	}
 }
+
+// TestReplayBuiltOnAfterTimeMoved: A = TryUpdate(x, 1) at t0 writes its
+// entry and is held before its validation; the clock moves 1 ms and B =
+// TryUpdate(x, 1) reads A's entry, moves the line to t0 + 1 ms and
+// writes on top of A's entry. A's validation sees the moved lw (a time
+// conflict, no candidate of x changed) and cannot undo (B wrote on top).
+// A's write stands, inside B's decision: A is admitted, and x reads both
+// tokens. Before, A was denied and its token kept: a spurious denial of
+// a key alone, with an over-count of its n (found by
+// tests/limit's TestReserveDelaysExactMovingClock under -race).
+func TestReplayBuiltOnAfterTimeMoved(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000_000)
+	e := newTest(t, 2, Linear(10, 40), clk)
+	paused, resume := make(chan struct{}), make(chan struct{})
+	e.setHooks(&testHooks{afterCAS: pauseOnce(armedTrue(), paused, resume)})
+	var aOK bool
+	var wg sync.WaitGroup
+	wg.Go(func() { aOK = e.TryUpdate("x", 1, 20) })
+	<-paused
+	clk.Advance(time.Millisecond)
+	if !e.TryUpdate("x", 1, 20) {
+		t.Fatal("B denied")
+	}
+	close(resume)
+	wg.Wait()
+	if !aOK {
+		t.Fatal("A denied: its write stands under B's, and x was far below its limit")
+	}
+	// Two tokens, 200 ms, taken at t0 and t0 + 1 ms: 199 ms left at
+	// t0 + 1 ms, 1.99 tokens; at most the gap's 1 ms more (A's write
+	// is counted as if taken at the time B moved the line to).
+	if q := e.Query("x"); q < 1.99 || q > 2 {
+		t.Fatalf("x reads %v, want 1.99..2", q)
+	}
+}

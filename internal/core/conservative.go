@@ -69,11 +69,13 @@ func (s *Sketch) cuTry(h uint64, delta, limit float64, ms int64, rc *Receipt, ho
 		}
 		return tryDenied, nil
 	}
-	ts, st, _ := s.cuWrite(h, &sn, delta, limit, ms, hold)
+	ts, st, _ := s.cuWrite(h, &sn, delta, limit, &ms, hold)
 	if ts == tryAdmitted && rc != nil {
 		// A receipt that Refund will refuse: levels set, so that it is
-		// not the zero Receipt (which refunds nothing and reports true).
+		// not the zero Receipt (which refunds nothing and reports true),
+		// with the words the raise left for Reserved.
 		rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
+		rc.ms, rc.stored, rc.restore = ms, sn.w, sn.w
 	}
 	return ts, st
 }
@@ -85,19 +87,20 @@ func (s *Sketch) cuAdd(op string, h uint64, delta float64, ms int64) float64 {
 	s.maintain(ms)
 	var sn snapshot
 	s.cellsOf(h, &sn.c)
-	_, _, est := s.cuWrite(h, &sn, delta, math.Inf(1), ms, false)
+	_, _, est := s.cuWrite(h, &sn, delta, math.Inf(1), &ms, false)
 	return s.capped(est)
 }
 
 // cuWrite takes the key's stripe, reads its cells, decides (est + delta
 // <= limit), raises every cell to est + delta, and releases the stripe
 // (even if a custom decay law panics). It returns the decision, the
-// stripe when it is still held, and the Min of the cells it left. With
+// stripe when it is still held, and the Min of the cells it left (an
+// admission leaves the words it left in sn.w, for a receipt). With
 // hold (tryHold's), an admission keeps the stripe held and returns it,
 // and a closed stripe returns tryRetired. Without hold a closed stripe
 // (a retired rotator generation, which no TryUpdate decides on again)
 // is written without it.
-func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64, hold bool) (ts tryStatus, held *stripe, est float64) {
+func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms *int64, hold bool) (ts tryStatus, held *stripe, est float64) {
 	st := &s.stripes[stripeOf(h)]
 	bo := atom.ContentionBackoff()
 	for {
@@ -124,7 +127,7 @@ func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64,
 			}
 		}()
 	}
-	_, est = s.loadAll(sn, &ms)
+	_, est = s.loadAll(sn, ms)
 	if !(est+delta <= limit) {
 		return tryDenied, nil, est
 	}
@@ -137,7 +140,9 @@ func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64,
 	target := est + delta
 	after := math.Inf(1)
 	for l := range s.levels {
-		after = min(after, s.raise(sn.c[l], sn.w[l], sn.v[l], &ms, target))
+		var v float64
+		v, sn.w[l] = s.raise(sn.c[l], sn.w[l], sn.v[l], ms, target)
+		after = min(after, v)
 	}
 	return tryAdmitted, held, after
 }
@@ -145,8 +150,9 @@ func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms int64,
 // raise lifts cell c to at least target (clamped at Hi, rounded up) at
 // *ms, starting from the word w it read and its value v, by a CAS loop on
 // fresh words; a cell already at or above target is left as it is. It
-// returns the cell's value after.
-func (s *Sketch) raise(c *atom.Cell, w atom.Word, v float64, ms *int64, target float64) float64 {
+// returns the cell's value after and the word it holds then (at a stamp
+// that may be after *ms: a later writer's).
+func (s *Sketch) raise(c *atom.Cell, w atom.Word, v float64, ms *int64, target float64) (float64, atom.Word) {
 	lost := false
 	bo := atom.ContentionBackoff()
 	for {
@@ -158,13 +164,13 @@ func (s *Sketch) raise(c *atom.Cell, w atom.Word, v float64, ms *int64, target f
 		}
 		lost = true
 		if v >= target {
-			return v
+			return v, w
 		}
 		// target clamped at Hi and rounded up to float32, stamped at the
 		// newer of w's stamp and now, as Rules.Apply stamps an add.
 		nw := atom.Pack(s.rules.Round(target), atom.Newer(w.Stamp(), s.stamp(*ms)))
 		if c.CompareAndSwap(w, nw) {
-			return float64(nw.Score())
+			return float64(nw.Score()), nw
 		}
 	}
 }

@@ -107,6 +107,18 @@ func (r *Rotator) TryReserveStringAt(t time.Time, key string, delta, limit float
 	return res, ok
 }
 
+// Reserved is Sketch.Reserved for the primary generation res was
+// admitted by (the one that decided): the key's estimate there right
+// after the call, and its time. A promotion since only lowers what a
+// Query reads (the next primary holds less history), so the answer is
+// never below it. The zero Reservation's answer means nothing.
+func (r *Rotator) Reserved(res *Reservation) (ms int64, v float64) {
+	if res.gs == nil {
+		return 0, 0
+	}
+	return res.gs.gens[0].Reserved(&res.rcs[0])
+}
+
 // Refund takes back what res added to each generation that is still
 // live, cell by cell as Sketch.Refund does: exactly where the cell
 // still holds the word the reservation stored, not at all where anything

@@ -66,6 +66,8 @@ type Receipt struct {
 	// the cell's previous value decayed to that word's stamp (rounded up)
 	// at the same stamp. restore[l] == stored[l]: nothing to give back
 	// (a zero increment, or a level whose roll-back already failed).
+	// A conservative sketch's receipt holds the words the call left in
+	// stored, for Reserved only (its Refund gives nothing back).
 	stored, restore [MaxLevels]atom.Word
 }
 
@@ -122,6 +124,34 @@ func (s *Sketch) Refund(rc *Receipt) bool {
 		}
 	}
 	return all
+}
+
+// Reserved returns the key's estimate right after the admitted call rc
+// records, its own increment included, and the time it holds at (ms on
+// the sketch's Timebase): what a Query at that instant would have read
+// had nothing written the key's cells since. Writes that reached the
+// cells before the call's are in it; writes after it are not, so for
+// calls of one key serialized on its stripe (TryUpdate) it is the
+// estimate after this call in their order. Call it before Refund, which
+// clears rc; the zero Receipt's answer means nothing.
+func (s *Sketch) Reserved(rc *Receipt) (ms int64, v float64) {
+	// A word stamped after the call's time (a conflict's fresh
+	// snapshot, a conservative raise that found a later writer's word,
+	// or a call whose time was behind a racing one's) moves the reading
+	// to its stamp: decayed only to the call's time, the word would
+	// read as if it held there, which is early.
+	now := s.stamp(rc.ms)
+	ms = rc.ms
+	for l := range s.levels {
+		if d := int32(rc.stored[l].Stamp() - now); d > 0 {
+			now += uint32(d)
+			ms += int64(d)
+		}
+	}
+	var vs [MaxLevels]float64
+	w := rc.stored
+	lowest := s.rules.ValueN(&w, s.levels, now, &vs)
+	return ms, s.aggregateOf(vs[:s.levels], lowest)
 }
 
 // rollback takes an increment back out of c, which the call set from a

@@ -275,13 +275,12 @@ func a7reserveRace(t *testing.T, l *limit.Limiter, now time.Time, key string, G,
 // TestAudit7ReserveDelaysRacing: goroutines reserve one token each on one
 // key at one frozen millisecond. ReserveN "always decides with TryUpdate
 // (strict)", so the takes are linearizable (the final debt is exactly
-// their sum). Its Delay reads the debt after its own take, which under
-// racing reservations of the same key may include later ones (ReserveN's
-// doc: "late, never early"): every delay must be at least a serial
-// order's (0 for the first burst, then one token, 100 ms, more each), and
-// the latest exactly the final debt's. (The audit found delays late in
-// every run, up to 63 of 160; x/time/rate's are exact. Deriving the delay
-// from the debt the take itself saw would make them exact: open.)
+// their sum), and each Delay is derived from the debt its own take left
+// (ReserveN's doc): sorted, the delays are exactly a serial order's (0
+// for the first burst, then one token, 100 ms, more each). (The audit
+// found delays late in every run, up to 63 of 160, when the delay was
+// read from a Query after the take; x/time/rate's are exact, and so are
+// ours now.)
 func TestAudit7ReserveDelaysRacing(t *testing.T) {
 	for _, procs := range []int{2, 8} {
 		t.Run(fmt.Sprint("P", procs), func(t *testing.T) {
@@ -301,20 +300,15 @@ func TestAudit7ReserveDelaysRacing(t *testing.T) {
 					}
 				}
 				sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-				late := 0
 				for i, d := range ds {
 					want := time.Duration(max(0, i+1-burst)) * a7tok
 					if d < want {
 						t.Fatalf("delay #%d = %v, earlier than %v: EARLY (delays %v)", i, d, want, ds)
 					}
 					if d != want {
-						late++
+						t.Fatalf("delay #%d = %v, want %v: late (delays %v)", i, d, want, ds)
 					}
 				}
-				if last, want := ds[len(ds)-1], time.Duration(G*per-burst)*a7tok; last != want {
-					t.Fatalf("latest delay %v, want %v (the final debt's)", last, want)
-				}
-				t.Logf("%d of %d delays later than a serial order's", late, len(ds))
 			})
 		})
 	}

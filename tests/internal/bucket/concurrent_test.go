@@ -40,6 +40,39 @@ func TestSentinel(t *testing.T) {
 	})
 }
 
+// TestSentinelMovingClock: TestSentinel with the clock moving 1 ms every
+// few calls while 16 goroutines race TryUpdate(k, 1, 1800) on one key:
+// 1,600 calls in all, so the key never comes near its limit and every
+// call must be admitted (a write that another built on before its
+// validation saw the lines' time move is admitted: docs/design.md,
+// "Built on before it validated"; it used to be denied). The key then
+// reads the 1,600 tokens less what drained, and at most the drain more
+// (the compensation for a write counted from a stale time).
+func TestSentinelMovingClock(t *testing.T) {
+	sketchtest.ForEachGOMAXPROCS(t, func(t *testing.T) {
+		for rep := range reps(20, 3) {
+			clk := sketchtest.NewFakeClock()
+			clk.Set(1_000_000)
+			e := newTest(t, 1024, bucket.Linear(10, 2000), clk)
+			start := clk.Now()
+			var calls atomic.Int64
+			got := race(16, 100, func(_, _ int) bool {
+				if calls.Add(1)%7 == 0 {
+					clk.Advance(time.Millisecond)
+				}
+				return e.TryUpdate("moving", 1, 1800)
+			})
+			if got != 1600 {
+				t.Fatalf("rep %d: admitted %d of 1600, never near the limit", rep, got)
+			}
+			drained := 10 * clk.Now().Sub(start).Seconds()
+			if q := e.Query("moving"); q < 1600-drained-1e-9 || q > 1600+drained+1e-9 {
+				t.Fatalf("rep %d: load %v, want 1600 within the %v drained", rep, q, drained)
+			}
+		}
+	})
+}
+
 // distinctKeys returns n keys of e with pairwise distinct fingerprints.
 func distinctKeys(e *bucket.Engine, n int, prefix string) []string {
 	seen := map[uint16]bool{}

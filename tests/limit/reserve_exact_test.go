@@ -1,0 +1,154 @@
+package limit_test
+
+import (
+	"fmt"
+	"runtime"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/lfgrudge/grudge/limit"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
+)
+
+// reserveExactCase is one engine configuration for the exact-delay tests.
+type reserveExactCase struct {
+	name string
+	opts []limit.Option
+}
+
+func reserveExactCases() []reserveExactCase {
+	long := limit.WithPeriod(10 * 365 * 24 * time.Hour)
+	return []reserveExactCase{
+		{"buckets", []limit.Option{limit.WithEngine(limit.Buckets)}},
+		{"count-min", []limit.Option{limit.WithEngine(limit.CountMin), long}},
+		{"count-min-conservative", []limit.Option{limit.WithEngine(limit.CountMin), long, limit.WithConservativeUpdate(true)}},
+		// Two generations promoted every 40 s (the least Period for
+		// MaxDebt 400 at 10/s): TestReserveDelaySequential's gaps cross
+		// several promotions.
+		{"count-min-rotating", []limit.Option{limit.WithEngine(limit.CountMin), limit.WithGenerations(2), limit.WithPeriod(40 * time.Second)}},
+	}
+}
+
+// TestReserveDelaysExactMovingClock: G goroutines reserve one token each
+// on one key of a 10/s limiter (burst 10) while another goroutine moves
+// the fake clock forward 1 ms at a time, 40 ms in all. The debt never
+// drains to 0 once the first take is in (it grows by 100 ms a token, far
+// faster than it drains), so in any serial order the k-th take (from 0)
+// may act at t0 + (k+1-burst) x 100 ms for k >= burst, whenever it was
+// taken, t0 the first take's time (which may act at once): x/time/rate's
+// answer, computed under its lock. The times to act, sorted, must be
+// exactly those, the earliest being t0, and the first burst within the
+// 40 ms the clock moved. A delay derived from a read of the debt after
+// the take, rather than from the take itself, counts racing later takes
+// and fails this.
+func TestReserveDelaysExactMovingClock(t *testing.T) {
+	const G, per, burst, moves = 8, 25, 10, 40
+	for _, procs := range []int{1, 2, 8} {
+		for _, c := range reserveExactCases() {
+			t.Run(fmt.Sprintf("P%d/%s", procs, c.name), func(t *testing.T) {
+				defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+				clk := sketchtest.NewFakeClock()
+				clk.Set(1 << 36)
+				o := append([]limit.Option{limit.WithSeed(3), limit.WithClock(clk), limit.WithMaxDebt(400)}, c.opts...)
+				l, err := limit.New(10, burst, o...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := clk.Now()
+				var mu sync.Mutex
+				var acts []time.Duration
+				var wg sync.WaitGroup
+				var done atomic.Int32
+				go0 := make(chan struct{})
+				for range G {
+					wg.Go(func() {
+						<-go0
+						for range per {
+							r := l.ReserveN(l.Now(), "k", 1)
+							if !r.OK() {
+								t.Error("refused below MaxDebt")
+								return
+							}
+							d := r.DelayFrom(start)
+							mu.Lock()
+							acts = append(acts, d)
+							mu.Unlock()
+							runtime.Gosched()
+						}
+						done.Add(1)
+					})
+				}
+				var clkDone sync.WaitGroup
+				clkDone.Go(func() {
+					<-go0
+					for range moves {
+						if done.Load() == G {
+							return
+						}
+						clk.Advance(time.Millisecond)
+						runtime.Gosched()
+					}
+				})
+				close(go0)
+				wg.Wait()
+				clkDone.Wait()
+				if t.Failed() {
+					return
+				}
+				sort.Slice(acts, func(i, j int) bool { return acts[i] < acts[j] })
+				t0 := acts[0]
+				for k, d := range acts {
+					if k < burst {
+						if d < 0 || d > moves*time.Millisecond {
+							t.Fatalf("take #%d within the burst may act at +%v, want within the %d ms the clock moved (acts %v)", k, d, moves, acts)
+						}
+						continue
+					}
+					if want := t0 + time.Duration(k+1-burst)*100*time.Millisecond; d != want {
+						t.Fatalf("take #%d may act at +%v, want +%v exactly (acts %v)", k, d, want, acts)
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestReserveDelaySequential: serially, each reservation's Delay is what
+// x/time/rate's Reserve gives at the same instants (one token per
+// 100 ms, burst 5), with the clock moving between reservations by a
+// varying number of ms, idle gaps that drain the debt to 0 included,
+// and gaps across the rotating count-min's promotions.
+func TestReserveDelaySequential(t *testing.T) {
+	for _, c := range reserveExactCases() {
+		t.Run(c.name, func(t *testing.T) {
+			clk := sketchtest.NewFakeClock()
+			clk.Set(1 << 36)
+			o := append([]limit.Option{limit.WithSeed(5), limit.WithClock(clk), limit.WithMaxDebt(400)}, c.opts...)
+			l, err := limit.New(10, 5, o...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// A rational token bucket in ms: debt in ms of drain.
+			debt := time.Duration(0)
+			last := clk.Now()
+			gaps := []int{0, 0, 0, 7, 0, 0, 0, 0, 13, 250, 0, 0, 1, 1, 1, 999, 0, 0, 0, 0, 0, 0, 0, 3000, 0, 0, 40, 0, 0, 0, 39990, 0, 0, 0, 5, 0, 40001, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 120000, 0, 1, 0}
+			for i, g := range gaps {
+				clk.Advance(time.Duration(g) * time.Millisecond)
+				now := clk.Now()
+				debt = max(0, debt-now.Sub(last)) + 100*time.Millisecond
+				last = now
+				r := l.ReserveN(now, "s", 1)
+				if !r.OK() {
+					t.Fatalf("#%d refused", i)
+				}
+				want := max(0, debt-500*time.Millisecond)
+				if got := r.DelayFrom(now); got != want {
+					t.Fatalf("#%d (gap %d ms): delay %v, want %v", i, g, got, want)
+				}
+			}
+		})
+	}
+}
