@@ -189,14 +189,14 @@ func (l *Limiter) addAt(t time.Time, key string, u float64) float64 {
 	return l.r.UpdateAndQueryStringAt(t, key, u)
 }
 
-// tryAndQueryAt is tryAt returning the debt after the decision (with nU
-// if admitted).
+// tryAndQueryAt is a strict decision returning the debt right after it:
+// for an admission what the take itself left (nU and every earlier
+// take, none of a later one), for a denial the debt it read.
 func (l *Limiter) tryAndQueryAt(t time.Time, key string, nU, limU float64) (bool, float64) {
 	if l.b != nil {
 		return l.b.TryUpdateAndQueryAt(t, key, nU, limU)
 	}
-	ok := l.r.TryUpdateStringAt(t, key, nU, limU)
-	return ok, l.r.QueryStringAt(t, key)
+	return l.r.TryUpdateAndQueryStringAt(t, key, nU, limU)
 }
 
 func (l *Limiter) reserveAt(t time.Time, key string, nU, capU float64) (receipt, bool) {

@@ -19,7 +19,9 @@ const (
 
 // maxConflicts bounds the undo-and-retry rounds of one operation (see
 // docs/design.md, "The bucket engine": conflicts). After it, TryUpdate
-// denies and Update merges.
+// denies and Update merges; a TryUpdate whose conflict was only a moved
+// line time (another write landed, so the system progressed) retries
+// without a bound, as a lost CAS does.
 const maxConflicts = 4
 
 // result is what do returns.
@@ -363,16 +365,19 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			continue
 		}
 		undone := e.undo(ln, j, sh, ne, r.rc.prev, r.rc.prevStamp)
-		if !undone && ck == timeConflict && kind == opTry && q.kind != KindExponential {
-			// Another write replaced ours by a CAS from our word (a
-			// later write of the key, which read it, or an eviction or
-			// a move that carried it on): ours stands, and with no
-			// candidate of the key changed the decision held at our
-			// CAS. Admit, counted at the time the lines moved to.
-			return e.builtOn(h, r, est, c, thi, l0, l1)
+		if !undone && ck == timeConflict && kind == opTry {
+			// Another CAS replaced our entry from our very word (a later
+			// write of the key, which read it and built on it, or an
+			// eviction or a move that carried it on): ours stands in
+			// the key's chain, and with no candidate of the key changed
+			// the decision held at our CAS. Admit, at the operation's
+			// own time (docs/design.md, "Built on before it
+			// validated"); the entry is no longer ours to refund.
+			r.rc.ok = false
+			return r
 		}
 		r.ok, r.rc = false, Receipt{}
-		if undone && conflicts < maxConflicts {
+		if undone && (conflicts < maxConflicts || ck == timeConflict && kind == opTry) {
 			continue
 		}
 		if kind == opTry {
@@ -381,33 +386,6 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		}
 		merge, extra = true, undone
 	}
-}
-
-// builtOn completes an admitted TryUpdate (linear law) whose write
-// another replaced before its validation, which found only that a line's
-// time had moved past the operation's (a timeConflict): the write
-// stands, but its stamp, max(est, thi) + c, was counted from the
-// operation's time, and a write at a later time T may have landed
-// before it. Counted from T it would be max(est, thi(T)) + c: more only
-// if the key's debt est had drained by T, by at most c and at most
-// thi(T) - thi ticks; and every write since builds on the
-// key's stamp by max(s, t) + n, which passes a deficit on undiminished
-// at most. So builtOn adds that much to the key (an Update, which never
-// denies: at most that over-count, never an under-count), and reports
-// the admission as made at T: the stamp and time Reserved reads. The
-// receipt refunds nothing (the entry is no longer the write's).
-func (e *Engine) builtOn(h uint64, r result, est, c, thi uint64, l0, l1 *line) result {
-	q := &e.q
-	T := max(hdrTime(l0.w[0].Load()), hdrTime(l1.w[0].Load()))
-	tlo, thiT := q.ticks(T)
-	thiT = max(thiT, thi)
-	ns := min(max(est, thiT)+c, thiT+q.span)
-	r.ok, r.stamp, r.t = true, ns, tlo
-	r.rc = Receipt{stamp: ns, at: tlo, ms: T}
-	if comp := min(c, max(est, thiT)-max(est, thi)); comp > 0 {
-		e.do(h, time.Time{}, true, opAdd, float64(comp)/q.u, 0)
-	}
-	return r
 }
 
 // candSum returns the sum of the loads of the key's candidates in view v

@@ -276,12 +276,12 @@ func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
 // new set. A denial writes nothing. It panics if delta or limit is NaN or
 // ±Inf.
 func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
-	return r.tryUpdate(nil, bytesView(key), delta, limit, nil)
+	return r.tryUpdate(nil, bytesView(key), delta, limit, nil, nil)
 }
 
 // TryUpdateString is TryUpdate for a string key, without allocating.
 func (r *Rotator) TryUpdateString(key string, delta, limit float64) bool {
-	return r.tryUpdate(nil, key, delta, limit, nil)
+	return r.tryUpdate(nil, key, delta, limit, nil, nil)
 }
 
 // bytesView returns b's bytes as a string without copying. The sketches
@@ -330,7 +330,11 @@ func updateGen(gs *genSet, i int, ks []Hashed, t time.Time, key string, delta fl
 
 // tryUpdate is TryUpdate at *at (nil: the clock). When res is not nil
 // and the call is admitted, it records every generation's receipt there.
-func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation) bool {
+// When after is not nil it sets *after to the key's estimate in the
+// primary right after the call: for an admission, the words the call
+// left (Sketch.Reserved: none of a later call's), for a denial a read
+// of the primary at the call's time.
+func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res *Reservation, after *float64) bool {
 	CheckTry(delta, limit)
 	var keys [maxInlineGens]Hashed
 	bo := atom.ContentionBackoff()
@@ -357,18 +361,26 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		}
 		var rc Receipt
 		var rcp *Receipt
-		if res != nil {
+		if res != nil || after != nil {
 			rcp = &rc
 		}
 		ts, st := p.tryHold(h, delta, limit, p.tb.Millis(t), rcp, true)
 		switch ts {
 		case tryDenied:
-			return false // the primary's denial, read before it retired: nothing written
+			// The primary's denial, read before it retired: nothing
+			// written.
+			if after != nil {
+				*after = p.QueryStringAt(t, key)
+			}
+			return false
 		case tryRetired:
 			// A promotion closed the primary: it is publishing the
 			// next set, whose primary holds every admission of this one.
 			bo.Spin()
 			continue
+		}
+		if after != nil {
+			_, *after = p.Reserved(&rc)
 		}
 		r.addYounger(gs, st, t, key, ks, delta, rc, res)
 		return true

@@ -76,12 +76,23 @@ func (r *Rotator) UpdateAndQueryStringAt(t time.Time, key string, delta float64)
 
 // TryUpdateAt is TryUpdate at time t.
 func (r *Rotator) TryUpdateAt(t time.Time, key []byte, delta, limit float64) bool {
-	return r.tryUpdate(&t, bytesView(key), delta, limit, nil)
+	return r.tryUpdate(&t, bytesView(key), delta, limit, nil, nil)
 }
 
 // TryUpdateStringAt is TryUpdateString at time t.
 func (r *Rotator) TryUpdateStringAt(t time.Time, key string, delta, limit float64) bool {
-	return r.tryUpdate(&t, key, delta, limit, nil)
+	return r.tryUpdate(&t, key, delta, limit, nil, nil)
+}
+
+// TryUpdateAndQueryStringAt is TryUpdateStringAt that also returns the
+// key's estimate right after the decision: for an admission, what the
+// call itself left in the primary (its increment and every earlier
+// one, none of a call that came after it: Sketch.Reserved), for a
+// denial the primary's estimate read at the call's time.
+func (r *Rotator) TryUpdateAndQueryStringAt(t time.Time, key string, delta, limit float64) (bool, float64) {
+	var after float64
+	ok := r.tryUpdate(&t, key, delta, limit, nil, &after)
+	return ok, after
 }
 
 // Reservation is what an admitted TryReserve added to the generations it
@@ -96,14 +107,14 @@ type Reservation struct {
 // the admitted call added. It allocates the Reservation's receipts.
 func (r *Rotator) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Reservation, bool) {
 	var res Reservation
-	ok := r.tryUpdate(&t, bytesView(key), delta, limit, &res)
+	ok := r.tryUpdate(&t, bytesView(key), delta, limit, &res, nil)
 	return res, ok
 }
 
 // TryReserveStringAt is TryReserveAt for a string key.
 func (r *Rotator) TryReserveStringAt(t time.Time, key string, delta, limit float64) (Reservation, bool) {
 	var res Reservation
-	ok := r.tryUpdate(&t, key, delta, limit, &res)
+	ok := r.tryUpdate(&t, key, delta, limit, &res, nil)
 	return res, ok
 }
 

@@ -152,3 +152,70 @@ func TestReserveDelaySequential(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideRemainingExactRacing: G goroutines race DecideN(t, k, 1) on
+// one key at a frozen instant, strict (WithStrict(true): TryUpdate) and
+// not. Remaining is "how many one-token requests the key could make
+// right after this decision", so the admitted decisions' Remaining
+// values, sorted, are exactly burst-1, burst-2, ..., 0, each once: each
+// reads the debt its own take left, none of a take after it. (The
+// strict count-min read the key again after its TryUpdate, so a racing
+// take could lower it.)
+func TestDecideRemainingExactRacing(t *testing.T) {
+	const G, burst = 8, 40
+	for _, procs := range []int{1, 2, 8} {
+		for _, c := range reserveExactCases() {
+			for _, strict := range []bool{true, false} {
+				t.Run(fmt.Sprintf("P%d/%s/strict=%v", procs, c.name, strict), func(t *testing.T) {
+					defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(procs))
+					clk := sketchtest.NewFakeClock()
+					clk.Set(1 << 36)
+					o := append([]limit.Option{limit.WithSeed(9), limit.WithClock(clk), limit.WithMaxDebt(400), limit.WithStrict(strict)}, c.opts...)
+					l, err := limit.New(10, burst, o...)
+					if err != nil {
+						t.Fatal(err)
+					}
+					now := clk.Now()
+					var mu sync.Mutex
+					var rem []int
+					var wg sync.WaitGroup
+					start := make(chan struct{})
+					for range G {
+						wg.Go(func() {
+							<-start
+							for range burst {
+								d := l.DecideN(now, "k", 1)
+								if d.Allowed {
+									mu.Lock()
+									rem = append(rem, d.Remaining)
+									mu.Unlock()
+								}
+								runtime.Gosched()
+							}
+						})
+					}
+					close(start)
+					wg.Wait()
+					sort.Ints(rem)
+					if !strict && len(rem) > burst {
+						// Not strict, racing requests may pass together
+						// (limit's doc, "Strict"); Remaining is then
+						// still each one's own debt: at most burst-1.
+						if rem[len(rem)-1] > burst-1 || rem[0] < 0 {
+							t.Fatalf("Remaining out of range: %v", rem)
+						}
+						return
+					}
+					if len(rem) != burst {
+						t.Fatalf("%d admitted, want %d", len(rem), burst)
+					}
+					for i, r := range rem {
+						if r != i {
+							t.Fatalf("sorted Remaining %v, want 0..%d each once", rem, burst-1)
+						}
+					}
+				})
+			}
+		}
+	}
+}
