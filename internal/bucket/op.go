@@ -347,6 +347,18 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		if ck == noConflict {
 			return r
 		}
+		if ck == timeConflict && !merge && stands(q, ln.w[0].Load(), ns) {
+			// Only a line's time moved, and our entry is live at the
+			// target line's time now, not moving: it reads correctly
+			// there and through any move to come (a short one keeps
+			// live stamps, a long one reads the line again under its
+			// bit, after our CAS). Undoing it would only make it
+			// tentative, visible to readers of the key in between (a
+			// spurious denial of a key alone); it stands, at the
+			// operation's own time (docs/design.md, section 8,
+			// "Stale time").
+			return r
+		}
 
 		// Another candidate of the key changed between our loads and our
 		// CAS: our decision may have missed a concurrent write. Undo ours
@@ -386,6 +398,16 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		}
 		merge, extra = true, undone
 	}
+}
+
+// stands reports whether an entry of stamp ns, written before the target
+// line's header became h, reads correctly under h and through any move
+// from h: h is not moving and ns is live at h's time (above its tick).
+// A short move from h keeps every stamp above h's tick less the slack;
+// a long one sets the bit and reads the line again, so it sees the
+// entry.
+func stands(q *quant, h, ns uint64) bool {
+	return !hdrMoving(h) && ns > q.lo(hdrLW(h))
 }
 
 // candSum returns the sum of the loads of the key's candidates in view v

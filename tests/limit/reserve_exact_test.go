@@ -156,11 +156,11 @@ func TestReserveDelaySequential(t *testing.T) {
 // TestDecideRemainingExactRacing: G goroutines race DecideN(t, k, 1) on
 // one key at a frozen instant, strict (WithStrict(true): TryUpdate) and
 // not. Remaining is "how many one-token requests the key could make
-// right after this decision", so the admitted decisions' Remaining
-// values, sorted, are exactly burst-1, burst-2, ..., 0, each once: each
-// reads the debt its own take left, none of a take after it. (The
-// strict count-min read the key again after its TryUpdate, so a racing
-// take could lower it.)
+// right after this decision", so, strict, the admitted decisions'
+// Remaining values, sorted, are exactly burst-1, burst-2, ..., 0, each
+// once: each reads the debt its own take left, none of a take after it.
+// (The strict count-min read the key again after its TryUpdate, so a
+// racing take could lower it.) Not strict, only the range is checked.
 func TestDecideRemainingExactRacing(t *testing.T) {
 	const G, burst = 8, 40
 	for _, procs := range []int{1, 2, 8} {
@@ -197,12 +197,15 @@ func TestDecideRemainingExactRacing(t *testing.T) {
 					close(start)
 					wg.Wait()
 					sort.Ints(rem)
-					if !strict && len(rem) > burst {
+					if !strict {
 						// Not strict, racing requests may pass together
-						// (limit's doc, "Strict"); Remaining is then
-						// still each one's own debt: at most burst-1.
-						if rem[len(rem)-1] > burst-1 || rem[0] < 0 {
-							t.Fatalf("Remaining out of range: %v", rem)
+						// (limit's doc, "Strict"), and an Update of the
+						// count-min writes its cells one at a time, so two
+						// racers may read each other's add in one cell
+						// and not the other: Remaining is each one's debt
+						// after its own add, within 0..burst-1, no more.
+						if rem[len(rem)-1] > burst-1 || rem[0] < 0 || len(rem) < burst {
+							t.Fatalf("Remaining %v: want within 0..%d, at least %d admitted", rem, burst-1, burst)
 						}
 						return
 					}
