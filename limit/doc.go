@@ -95,6 +95,12 @@
 // limiter's own next decision to the millisecond: a retry at
 // t+RetryAfter is admitted and one 1 ms earlier is not.
 //
+// Under contention on one key, strict decisions never admit past the
+// burst on either engine. On Buckets a key's own racing requests can,
+// rarely, deny one with room (its racing first writes into two lines,
+// or a move past the engine's slack; 0 to 3 in 18,000 racing calls under
+// stress: docs/design.md, section 8, "Exact TryUpdate for one key").
+//
 // # Error side
 //
 // A key's read debt is at least its own debt on either engine: with the

@@ -218,7 +218,9 @@ func checkLimit(op string, l float64) {
 }
 
 // TryUpdate adds n to key's load now if the load plus n is at most limit,
-// and reports whether it did. For one key it is exact under contention.
+// and reports whether it did. For one key it never admits past the limit
+// under contention, and denies with room only in the rare races of
+// docs/design.md, section 8, "Exact TryUpdate for one key".
 func (e *Engine) TryUpdate(key string, n, limit float64) bool {
 	checkLoad("TryUpdate", n)
 	checkLimit("TryUpdate", limit)
