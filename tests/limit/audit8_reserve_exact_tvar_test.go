@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,48 +36,27 @@ func TestAudit8ReserveExactRacingStaleFuture(t *testing.T) {
 				start := clk.Now()
 				var mu sync.Mutex
 				var acts []time.Time
-				var wg sync.WaitGroup
-				var done atomic.Int32
-				go0 := make(chan struct{})
-				for g := range G {
-					wg.Go(func() {
-						defer done.Add(1)
-						<-go0
-						for i := range per {
-							tt := l.Now()
-							switch (g + i) % 3 {
-							case 1:
-								tt = tt.Add(-time.Second)
-							case 2:
-								tt = tt.Add(time.Hour)
-							}
-							r := l.ReserveN(tt, "k", 1)
-							if !r.OK() {
-								t.Error("refused below MaxDebt")
-								return
-							}
-							act := start.Add(r.DelayFrom(start)) // timeToAct: never before start
-							mu.Lock()
-							acts = append(acts, act)
-							mu.Unlock()
-							runtime.Gosched()
+				raceMovingClock(clk, G, moves, func(g int) {
+					for i := range per {
+						tt := l.Now()
+						switch (g + i) % 3 {
+						case 1:
+							tt = tt.Add(-time.Second)
+						case 2:
+							tt = tt.Add(time.Hour)
 						}
-					})
-				}
-				var clkDone sync.WaitGroup
-				clkDone.Go(func() {
-					<-go0
-					for range moves {
-						if done.Load() == G {
+						r := l.ReserveN(tt, "k", 1)
+						if !r.OK() {
+							t.Error("refused below MaxDebt")
 							return
 						}
-						clk.Advance(time.Millisecond)
+						act := start.Add(r.DelayFrom(start)) // timeToAct: never before start
+						mu.Lock()
+						acts = append(acts, act)
+						mu.Unlock()
 						runtime.Gosched()
 					}
 				})
-				close(go0)
-				wg.Wait()
-				clkDone.Wait()
 				if t.Failed() {
 					return
 				}

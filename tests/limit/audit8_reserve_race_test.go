@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,48 +50,27 @@ func TestAudit8ReserveNeverEarlyColliding(t *testing.T) {
 				start := clk.Now()
 				var mu sync.Mutex
 				acts := make([][]time.Time, nkeys)
-				var wg sync.WaitGroup
-				var done atomic.Int32
-				go0 := make(chan struct{})
-				for g := range G {
-					wg.Go(func() {
-						defer done.Add(1)
-						<-go0
-						for i := range per {
-							k := (g + 3*i) % nkeys
-							tt := l.Now()
-							switch i % 3 {
-							case 1:
-								tt = tt.Add(-time.Second)
-							case 2:
-								tt = tt.Add(10 * time.Second)
-							}
-							r := l.ReserveN(tt, fmt.Sprintf("key%d", k), 1)
-							if !r.OK() {
-								continue // MaxDebt reached through collisions: fine
-							}
-							act := tt.Add(r.DelayFrom(tt))
-							mu.Lock()
-							acts[k] = append(acts[k], act)
-							mu.Unlock()
-							runtime.Gosched()
+				raceMovingClock(clk, G, moves, func(g int) {
+					for i := range per {
+						k := (g + 3*i) % nkeys
+						tt := l.Now()
+						switch i % 3 {
+						case 1:
+							tt = tt.Add(-time.Second)
+						case 2:
+							tt = tt.Add(10 * time.Second)
 						}
-					})
-				}
-				var clkDone sync.WaitGroup
-				clkDone.Go(func() {
-					<-go0
-					for range moves {
-						if done.Load() == G {
-							return
+						r := l.ReserveN(tt, fmt.Sprintf("key%d", k), 1)
+						if !r.OK() {
+							continue // MaxDebt reached through collisions: fine
 						}
-						clk.Advance(time.Millisecond)
+						act := tt.Add(r.DelayFrom(tt))
+						mu.Lock()
+						acts[k] = append(acts[k], act)
+						mu.Unlock()
 						runtime.Gosched()
 					}
 				})
-				close(go0)
-				wg.Wait()
-				clkDone.Wait()
 				for k := range nkeys {
 					a := acts[k]
 					sort.Slice(a, func(i, j int) bool { return a[i].Before(a[j]) })

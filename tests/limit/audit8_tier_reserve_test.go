@@ -5,7 +5,6 @@ import (
 	"runtime"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -37,40 +36,19 @@ func TestAudit8TierReserveExactRacing(t *testing.T) {
 				start := clk.Now()
 				var mu sync.Mutex
 				var acts []time.Time
-				var wg sync.WaitGroup
-				var done atomic.Int32
-				go0 := make(chan struct{})
-				for range G {
-					wg.Go(func() {
-						defer done.Add(1)
-						<-go0
-						for range per {
-							r := tier.ReserveN(l.Now(), "k", 1)
-							if !r.OK() {
-								t.Error("refused below MaxDebt")
-								return
-							}
-							mu.Lock()
-							acts = append(acts, start.Add(r.DelayFrom(start)))
-							mu.Unlock()
-							runtime.Gosched()
-						}
-					})
-				}
-				var clkDone sync.WaitGroup
-				clkDone.Go(func() {
-					<-go0
-					for range moves {
-						if done.Load() == G {
+				raceMovingClock(clk, G, moves, func(int) {
+					for range per {
+						r := tier.ReserveN(l.Now(), "k", 1)
+						if !r.OK() {
+							t.Error("refused below MaxDebt")
 							return
 						}
-						clk.Advance(time.Millisecond)
+						mu.Lock()
+						acts = append(acts, start.Add(r.DelayFrom(start)))
+						mu.Unlock()
 						runtime.Gosched()
 					}
 				})
-				close(go0)
-				wg.Wait()
-				clkDone.Wait()
 				if t.Failed() {
 					return
 				}

@@ -32,6 +32,36 @@ func reserveExactCases() []reserveExactCase {
 	}
 }
 
+// raceMovingClock releases G goroutines together, each running body(g),
+// while another goroutine moves clk forward 1 ms at a time, at most moves
+// times, until every body has returned. The reservation tests share it.
+func raceMovingClock(clk *sketchtest.FakeClock, G, moves int, body func(g int)) {
+	var wg sync.WaitGroup
+	var done atomic.Int32
+	start := make(chan struct{})
+	for g := range G {
+		wg.Go(func() {
+			defer done.Add(1)
+			<-start
+			body(g)
+		})
+	}
+	var mover sync.WaitGroup
+	mover.Go(func() {
+		<-start
+		for range moves {
+			if done.Load() == int32(G) {
+				return
+			}
+			clk.Advance(time.Millisecond)
+			runtime.Gosched()
+		}
+	})
+	close(start)
+	wg.Wait()
+	mover.Wait()
+}
+
 // TestReserveDelaysExactMovingClock: G goroutines reserve one token each
 // on one key of a 10/s limiter (burst 10) while another goroutine moves
 // the fake clock forward 1 ms at a time, 40 ms in all. The debt never
@@ -60,41 +90,20 @@ func TestReserveDelaysExactMovingClock(t *testing.T) {
 				start := clk.Now()
 				var mu sync.Mutex
 				var acts []time.Duration
-				var wg sync.WaitGroup
-				var done atomic.Int32
-				go0 := make(chan struct{})
-				for range G {
-					wg.Go(func() {
-						<-go0
-						for range per {
-							r := l.ReserveN(l.Now(), "k", 1)
-							if !r.OK() {
-								t.Error("refused below MaxDebt")
-								return
-							}
-							d := r.DelayFrom(start)
-							mu.Lock()
-							acts = append(acts, d)
-							mu.Unlock()
-							runtime.Gosched()
-						}
-						done.Add(1)
-					})
-				}
-				var clkDone sync.WaitGroup
-				clkDone.Go(func() {
-					<-go0
-					for range moves {
-						if done.Load() == G {
+				raceMovingClock(clk, G, moves, func(int) {
+					for range per {
+						r := l.ReserveN(l.Now(), "k", 1)
+						if !r.OK() {
+							t.Error("refused below MaxDebt")
 							return
 						}
-						clk.Advance(time.Millisecond)
+						d := r.DelayFrom(start)
+						mu.Lock()
+						acts = append(acts, d)
+						mu.Unlock()
 						runtime.Gosched()
 					}
 				})
-				close(go0)
-				wg.Wait()
-				clkDone.Wait()
 				if t.Failed() {
 					return
 				}
@@ -176,27 +185,7 @@ func TestDecideRemainingExactRacing(t *testing.T) {
 						t.Fatal(err)
 					}
 					now := clk.Now()
-					var mu sync.Mutex
-					var rem []int
-					var wg sync.WaitGroup
-					start := make(chan struct{})
-					for range G {
-						wg.Go(func() {
-							<-start
-							for range burst {
-								d := l.DecideN(now, "k", 1)
-								if d.Allowed {
-									mu.Lock()
-									rem = append(rem, d.Remaining)
-									mu.Unlock()
-								}
-								runtime.Gosched()
-							}
-						})
-					}
-					close(start)
-					wg.Wait()
-					sort.Ints(rem)
+					rem := a9Race(G, burst, func(int, int) limit.Decision { return l.DecideN(now, "k", 1) }, nil)
 					if !strict {
 						// Not strict, racing requests may pass together
 						// (limit's doc, "Strict"), and an Update of the
@@ -209,14 +198,7 @@ func TestDecideRemainingExactRacing(t *testing.T) {
 						}
 						return
 					}
-					if len(rem) != burst {
-						t.Fatalf("%d admitted, want %d", len(rem), burst)
-					}
-					for i, r := range rem {
-						if r != i {
-							t.Fatalf("sorted Remaining %v, want 0..%d each once", rem, burst-1)
-						}
-					}
+					a9WantSeq(t, rem, burst, "racing DecideN")
 				})
 			}
 		}
