@@ -43,8 +43,7 @@ type Receipt struct {
 	prev      uint32 // the entry it replaced
 	stamp     uint64 // written's stamp
 	prevStamp uint64 // prev's stamp (0 if prev was empty)
-	at        uint64 // the write's tick (rounded down), for Reserved
-	ms        uint64 // its millisecond on the engine's scale
+	ms        uint64 // the write's millisecond on the engine's scale, for Reserved
 }
 
 // view is one read of a key's two lines: each line consistent (see load).
@@ -216,7 +215,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			}
 			if c == 0 && !merge {
 				r.ok, r.stamp = true, est
-				r.rc = Receipt{stamp: est, at: tlo, ms: tms} // nothing to refund
+				r.rc = Receipt{stamp: est, ms: tms} // nothing to refund
 				return r
 			}
 			ns = min(max(est, thi)+c, thi+q.span)
@@ -239,7 +238,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			}
 			if n == 0 && !merge {
 				r.ok, r.stamp = true, est
-				r.rc = Receipt{stamp: est, at: tlo, ms: tms} // nothing to refund
+				r.rc = Receipt{stamp: est, ms: tms} // nothing to refund
 				return r
 			}
 			ns = max(q.expStamp(min(cur+add, q.max), thi), est)
@@ -334,7 +333,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		// an exponential one, whose small loads can round into a stamp
 		// unchanged.
 		refundable := q.kind != KindExponential && ns < thi+q.span
-		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns, at: tlo, ms: tms}
+		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns, ms: tms}
 		if oe != 0 {
 			r.rc.prevStamp = interp(entRes(oe), q.lo(lw)+q.span+1)
 			if r.rc.prevStamp <= tlo {
@@ -665,7 +664,8 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (uint
 // It only reads r, so it may be called after Refund; the zero Receipt's
 // answer means nothing.
 func (e *Engine) Reserved(r *Receipt) (ms int64, load float64) {
-	return e.epoch + int64(r.ms), e.q.value(r.stamp, r.at)
+	at, _ := e.q.ticks(r.ms) // the write's tick, rounded down
+	return e.epoch + int64(r.ms), e.q.value(r.stamp, at)
 }
 
 // Refund gives back the write a Receipt records, if the entry still holds

@@ -147,14 +147,7 @@ func TestAudit9RemainingRacingColliding(t *testing.T) {
 // exceeds burst-1.
 func TestAudit9RemainingRacingRejectCost(t *testing.T) {
 	const G, burst = 8, 40
-	cases := []struct {
-		name string
-		opts []limit.Option
-	}{
-		{"buckets", []limit.Option{limit.WithEngine(limit.Buckets)}},
-		{"count-min", []limit.Option{limit.WithEngine(limit.CountMin), limit.WithPeriod(10 * 365 * 24 * time.Hour)}},
-		{"count-min-cu", []limit.Option{limit.WithEngine(limit.CountMin), limit.WithPeriod(10 * 365 * 24 * time.Hour), limit.WithConservativeUpdate(true)}},
-	}
+	cases := reserveExactCases()[:3] // buckets, count-min, conservative count-min
 	for _, procs := range []int{1, 2, 8} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("P%d/%s", procs, c.name), func(t *testing.T) {
@@ -215,14 +208,7 @@ func TestAudit9RemainingRacingRejectCost(t *testing.T) {
 // Remaining (in the tier's burst) must be tierBurst-1..0 each once.
 func TestAudit9RemainingRacingTier(t *testing.T) {
 	const G, burst, tierBurst = 8, 40, 24
-	cases := []struct {
-		name string
-		opts []limit.Option
-	}{
-		{"buckets", []limit.Option{limit.WithEngine(limit.Buckets)}},
-		{"count-min", []limit.Option{limit.WithEngine(limit.CountMin), limit.WithPeriod(10 * 365 * 24 * time.Hour)}},
-		{"count-min-cu", []limit.Option{limit.WithEngine(limit.CountMin), limit.WithPeriod(10 * 365 * 24 * time.Hour), limit.WithConservativeUpdate(true)}},
-	}
+	cases := reserveExactCases()[:3] // buckets, count-min, conservative count-min
 	for _, procs := range []int{1, 2, 8} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("P%d/%s", procs, c.name), func(t *testing.T) {
