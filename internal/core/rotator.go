@@ -364,13 +364,14 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		if res != nil || after != nil {
 			rcp = &rc
 		}
-		ts, st := p.tryHold(h, delta, limit, p.tb.Millis(t), rcp, true)
+		ms := p.tb.Millis(t)
+		ts, st := p.tryHold(h, delta, limit, ms, rcp, true)
 		switch ts {
 		case tryDenied:
 			// The primary's denial, read before it retired: nothing
 			// written.
 			if after != nil {
-				*after = p.QueryStringAt(t, key)
+				*after = p.query(h, ms) // the key's hash and time, as decided
 			}
 			return false
 		case tryRetired:

@@ -149,8 +149,7 @@ func (s *Sketch) Reserved(rc *Receipt) (ms int64, v float64) {
 		}
 	}
 	var vs [MaxLevels]float64
-	w := rc.stored
-	lowest := s.rules.ValueN(&w, s.levels, now, &vs)
+	lowest := s.rules.ValueN(&rc.stored, s.levels, now, &vs) // only reads rc
 	return ms, s.aggregateOf(vs[:s.levels], lowest)
 }
 
