@@ -34,5 +34,5 @@ func SuggestLevelsChecked(hotKeys, cellsPerLevel uint32, targetP float64) (uint3
 	case math.IsNaN(targetP) || !(targetP > 0 && targetP < 1):
 		return 0, fmt.Errorf("grudge: SuggestLevels: targetP must be in (0, 1); got %v", targetP)
 	}
-	return sketch.SuggestLevels(cellsPerLevel, uint64(hotKeys), targetP), nil
+	return sketch.SuggestLevels(hotKeys, cellsPerLevel, targetP), nil
 }

@@ -73,14 +73,15 @@ func engineHasher(f HasherFactory) core.HasherFactory {
 }
 
 // SuggestLevels returns the smallest L in 1..MaxLevels whose
-// false-positive rate for hotKeys hot keys in rows of m cells (0 means
-// DefaultCellsPerLevel) is at most target, and MaxLevels when none is.
-// The rate is the chance that a cold key shares all L cells with at least
-// one hot key, (1 - (1 - 1/m)^hotKeys)^L: under Min aggregation, the
-// chance it is scored like a hot one. Each level costs one cell access
-// per operation. Mind the order: m comes first here, while the
-// grudge-compatible root package's SuggestLevels(hotKeys, cellsPerLevel,
-// targetP) keeps grudge's, hot keys first.
-func SuggestLevels(m uint32, hotKeys uint64, target float64) uint32 {
-	return core.SuggestLevels(m, hotKeys, target)
+// false-positive rate for hotKeys hot keys in rows of cellsPerLevel cells
+// (0 means DefaultCellsPerLevel) is at most targetP, and MaxLevels when
+// none is. The rate is the chance that a cold key shares all L cells with
+// at least one hot key, (1 - (1 - 1/M)^hotKeys)^L for M = cellsPerLevel:
+// under Min aggregation, the chance it is scored like a hot one. Each
+// level costs one cell access per operation. The signature is grudge's,
+// as the root package's SuggestLevels has it (hot keys first); that one
+// also refuses degenerate inputs (SuggestLevelsChecked), while here no
+// hot keys need one level and a NaN target MaxLevels.
+func SuggestLevels(hotKeys, cellsPerLevel uint32, targetP float64) uint32 {
+	return core.SuggestLevels(cellsPerLevel, uint64(hotKeys), targetP)
 }
