@@ -43,7 +43,7 @@ type Config struct {
 	Lo, Hi        float64              // clamp bounds, as in sketch.Config
 	Aggregator    sketch.Aggregator    // Min (zero value), Max or Mean
 	Hasher        sketch.HasherFactory // nil means sketch.XXH3(); hashing is done by the client
-	Seed          uint64               // hash seed
+	Seed          uint64               // hash seed; with SipHash() the PRF key: keep it secret for keys clients choose (LimiterConfig.Hasher)
 
 	// Period is the rotation period: 0 means one generation, never
 	// rotated (right for draining laws such as the limiter's Linear).

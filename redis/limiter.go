@@ -50,12 +50,20 @@ type LimiterConfig struct {
 	Name  string // base key, as Config.Name
 	Limit Limit
 
-	Levels        uint32               // L of the server sketch; 0 means 4
-	CellsPerLevel uint32               // M of the server sketch per shard; 0 means 100_000
-	Hasher        sketch.HasherFactory // nil means sketch.XXH3(); use SipHash() for untrusted keys
-	Seed          uint64
-	Shards        uint32        // as Config.Shards
-	Timeout       time.Duration // per call when the context has no deadline; 0 means none
+	Levels        uint32 // L of the server sketch; 0 means 4
+	CellsPerLevel uint32 // M of the server sketch per shard; 0 means 100_000
+	// Hasher and Seed place keys in cells, as in Config. The default,
+	// sketch.XXH3() under Seed 0, is public: anyone can compute which
+	// keys share a client's cells and throttle it with their traffic.
+	// For keys that clients choose (IPs, user names, API keys) use
+	// sketch.SipHash() with a secret Seed, the same on every instance
+	// (from the deployment's secrets, as a session key is): unlike the
+	// local limit package, the module cannot draw a random seed, since
+	// every instance must map a key to the same cells.
+	Hasher  sketch.HasherFactory
+	Seed    uint64
+	Shards  uint32        // as Config.Shards
+	Timeout time.Duration // per call when the context has no deadline; 0 means none
 
 	// Policy decides when the server cannot (FailClosed by default).
 	Policy Policy
