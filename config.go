@@ -48,9 +48,18 @@ func Exponential(lambdaPerSec float64) Decay { return decay.Exponential(lambdaPe
 // second and stops at 0.
 func Linear(ratePerSec float64) Decay { return decay.Linear(ratePerSec) }
 
-// None is the identity law: scores never decay. It is a variable, as in
-// grudge.
-var None Decay = decay.None()
+// None is the identity law: scores never decay. It reads both ways a
+// caller may spell it: as a Decay value, as grudge declares it
+// (Decay: grudge.None), and as a call returning one (Decay:
+// grudge.None()); either is decay.None() inside the sketch.
+var None noneLaw = decay.None
+
+// noneLaw is None's type: a function returning the identity law, which
+// is itself the identity law.
+type noneLaw func() Decay
+
+// Apply returns score unchanged.
+func (noneLaw) Apply(score float64, _ int64) float64 { return score }
 
 // Aggregator combines the L per-level scores of a key into its estimate.
 // It must be safe for concurrent use and must not retain levelScores.
@@ -120,10 +129,14 @@ func coreClock(c Clock) sketch.Clock {
 
 // native translates cfg to the core's Config, hashing under seed.
 func (cfg Config) native(seed uint64) sketch.Config {
+	d := cfg.Decay
+	if _, ok := d.(noneLaw); ok {
+		d = decay.None() // the built-in law, not a custom one
+	}
 	nc := sketch.Config{
 		Levels:        cfg.Levels,
 		CellsPerLevel: cfg.CellsPerLevel,
-		Decay:         cfg.Decay,
+		Decay:         d,
 		Lo:            cfg.Lo,
 		Hi:            cfg.Hi,
 		Hasher:        coreHasher(cfg.Hasher),

@@ -14,6 +14,7 @@ var (
 	_ func(float64) grudge.Decay                           = grudge.Exponential
 	_ func(float64) grudge.Decay                           = grudge.Linear
 	_ grudge.Decay                                         = grudge.None
+	_ func() grudge.Decay                                  = grudge.None
 	_ grudge.Aggregator                                    = grudge.Min
 	_ grudge.Aggregator                                    = grudge.Max
 	_ grudge.Aggregator                                    = grudge.Mean
