@@ -2,6 +2,7 @@ package sketch
 
 import (
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/core"
@@ -117,10 +118,20 @@ func (s *Sketch) Reset() { s.e.Reset() }
 // decayed to s's current time: exact for the None and Exponential laws.
 // For Linear, overlap (at least the time both replicas may have held a
 // positive score) raises every cell by rate x overlap so that no key
-// reads below the union of both streams; other laws ignore it. It refuses
-// (ErrSnapshotMismatch) a sketch of another configuration, or s itself.
-func (s *Sketch) Merge(other *Sketch, overlap time.Duration) error {
-	return s.e.MergeWithin(&other.e, overlap)
+// reads below the union of both streams; other laws ignore it. overlap
+// is optional: Merge(other) is Merge(other, 0), and more than one
+// panics. It refuses (ErrSnapshotMismatch) a sketch of another
+// configuration, or s itself.
+func (s *Sketch) Merge(other *Sketch, overlap ...time.Duration) error {
+	var d time.Duration
+	switch len(overlap) {
+	case 0:
+	case 1:
+		d = overlap[0]
+	default:
+		panic("sketch: Merge takes at most one overlap; got " + strconv.Itoa(len(overlap)))
+	}
+	return s.e.MergeWithin(&other.e, d)
 }
 
 // MarshalBinary returns a snapshot of the sketch

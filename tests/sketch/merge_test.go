@@ -3,6 +3,7 @@ package sketch_test
 import (
 	"errors"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -215,4 +216,39 @@ func TestMergeConcurrent(t *testing.T) {
 			t.Fatalf("key %s: %v, want %d", k, got, 5*1000+n)
 		}
 	}
+}
+
+// TestMergeOverlapOptional: Merge(other), the spelling of the snapshot
+// contract, is Merge(other, 0) on every law; a second overlap panics.
+func TestMergeOverlapOptional(t *testing.T) {
+	for _, lw := range []decay.Decay{decay.None(), decay.Exponential(0.2), decay.Linear(3)} {
+		clock := sketchtest.NewFakeClock()
+		cfg := sketch.Config{Levels: 3, CellsPerLevel: 16, Hi: 1e9, Decay: lw, Clock: clock}
+		src := mustNewSketch(t, cfg)
+		keys := snapKeys(8)
+		for i, k := range keys {
+			src.Update(k, float64(10*i+1))
+		}
+		clock.Advance(700 * time.Millisecond)
+		short, long := mustNewSketch(t, cfg), mustNewSketch(t, cfg)
+		if err := short.Merge(src); err != nil {
+			t.Fatal(err)
+		}
+		if err := long.Merge(src, 0); err != nil {
+			t.Fatal(err)
+		}
+		for _, k := range keys {
+			if a, b := short.Query(k), long.Query(k); a != b {
+				t.Fatalf("%v: Merge(src) reads %v, Merge(src, 0) %v", lw, a, b)
+			}
+		}
+	}
+	s := mustNewSketch(t, sketch.Config{CellsPerLevel: 16, Hi: 1})
+	o := mustNewSketch(t, sketch.Config{CellsPerLevel: 16, Hi: 1})
+	defer func() {
+		if r, _ := recover().(string); !strings.HasPrefix(r, "sketch:") {
+			t.Fatalf("Merge with two overlaps: recovered %q, want a panic starting sketch:", r)
+		}
+	}()
+	_ = s.Merge(o, time.Second, time.Second)
 }
