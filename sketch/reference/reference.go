@@ -7,18 +7,77 @@ import (
 	"github.com/lfgrudge/grudge/sketch"
 )
 
+// Sketch is the mutex reference sketch: grudge's cells (a float64 score,
+// an int64 timestamp and a sync.Mutex each) behind the methods of
+// sketch.Sketch, with the same semantics. It is a sketch.Scorer and an
+// sketchtest.AtScorer. Its zero value is not usable; New builds one.
+type Sketch struct{ e *ref.Sketch }
+
+var _ sketch.Scorer = (*Sketch)(nil)
+
 // New returns the mutex reference sketch for cfg, or the
 // *sketch.ConfigError sketch.New would return. It maps a key to the same
-// cells as sketch.New(cfg) does. Besides sketch.Scorer it has the At
-// forms (UpdateAt, QueryAt, UpdateAndQueryAt, TryUpdateAt), as
-// sketch.Sketch does.
-func New(cfg sketch.Config) (sketch.Scorer, error) {
-	s, err := ref.New(cfg)
+// cells as sketch.New(cfg) does.
+func New(cfg sketch.Config) (*Sketch, error) {
+	e, err := ref.New(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return s, nil
+	return &Sketch{e}, nil
 }
+
+// Update adds delta to the key's L cells (clamped to [Lo, Hi]).
+func (s *Sketch) Update(key []byte, delta float64) { s.e.Update(key, delta) }
+
+// UpdateString is Update for a string key.
+func (s *Sketch) UpdateString(key string, delta float64) { s.e.UpdateString(key, delta) }
+
+// UpdateAt is Update at time t.
+func (s *Sketch) UpdateAt(t time.Time, key string, delta float64) { s.e.UpdateAt(t, key, delta) }
+
+// Query returns the key's aggregate score.
+func (s *Sketch) Query(key []byte) float64 { return s.e.Query(key) }
+
+// QueryString is Query for a string key.
+func (s *Sketch) QueryString(key string) float64 { return s.e.QueryString(key) }
+
+// QueryAt is Query at time t.
+func (s *Sketch) QueryAt(t time.Time, key string) float64 { return s.e.QueryAt(t, key) }
+
+// UpdateAndQuery is Update then Query, cell by cell.
+func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
+	return s.e.UpdateAndQuery(key, delta)
+}
+
+// UpdateAndQueryString is UpdateAndQuery for a string key.
+func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
+	return s.e.UpdateAndQueryString(key, delta)
+}
+
+// UpdateAndQueryAt is UpdateAndQuery at time t.
+func (s *Sketch) UpdateAndQueryAt(t time.Time, key string, delta float64) float64 {
+	return s.e.UpdateAndQueryAt(t, key, delta)
+}
+
+// TryUpdate adds delta to the key's cells only if aggregate + delta <=
+// limit, holding all L cell locks, as grudge does.
+func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
+	return s.e.TryUpdate(key, delta, limit)
+}
+
+// TryUpdateString is TryUpdate for a string key.
+func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
+	return s.e.TryUpdateString(key, delta, limit)
+}
+
+// TryUpdateAt is TryUpdate at time t.
+func (s *Sketch) TryUpdateAt(t time.Time, key string, delta, limit float64) bool {
+	return s.e.TryUpdateAt(t, key, delta, limit)
+}
+
+// QueryDetailed returns the aggregate and each level's cell index and
+// decayed score.
+func (s *Sketch) QueryDetailed(key []byte) sketch.Detail { return s.e.QueryDetailed(key) }
 
 // RotatorConfig describes a reference rotator, as rotator.Config does:
 // every generation is configured by Sketch (its Seed the base seed, each
