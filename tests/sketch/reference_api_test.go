@@ -13,8 +13,8 @@ import (
 // The reference has the lock-free sketch's methods, At forms included,
 // on a type of its own, as the contract names it.
 var (
-	_ sketch.Scorer                                   = (*reference.Sketch)(nil)
-	_ sketchtest.AtScorer                             = (*reference.Sketch)(nil)
+	_ sketch.Scorer                                  = (*reference.Sketch)(nil)
+	_ sketchtest.AtScorer                            = (*reference.Sketch)(nil)
 	_ func(sketch.Config) (*reference.Sketch, error) = reference.New
 )
 
