@@ -14,8 +14,9 @@ import (
 // httplimit.Limiter (one limit per client across every instance of a
 // service). The error is AllowN's: on a round trip that failed, d is the
 // Policy's decision (FailOpen and LocalFallback decide; FailClosed's
-// denial says no retry time, RetryAfter 0, which httplimit answers
-// through its error handler, 503). Burst and Remaining are rounded down
+// denial, and LocalFallback's for n above its Burst/N, say no retry
+// time, RetryAfter 0, and are not Never; httplimit answers them through
+// its error handler, 503). Burst and Remaining are rounded down
 // to whole tokens; NextAfter is the time until Remaining grows by one
 // (or the bucket is full), rounded up to the millisecond. It panics if
 // n <= 0.

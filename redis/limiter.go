@@ -37,9 +37,12 @@ type Decision struct {
 	// RetryAfter is -1 when the request was allowed, as in redis_rate.
 	// When denied: the exact wait, rounded up to the ms, after which the
 	// same request fits if nothing else is admitted meanwhile (never
-	// early); -1 also when n > Burst (it never fits), and on a FailClosed
-	// denial, whose error (ErrDegraded) says the server could not decide,
-	// so no wait is known.
+	// early); -1 also when n > Burst (it never fits), and on a denial
+	// made without the server that has no wait to give: FailClosed's,
+	// and LocalFallback's for an n above the fallback's Burst/N but
+	// within Burst (the fallback can never take it, the server can once
+	// back); their error (ErrDegraded) says the server could not decide.
+	// Limit is then the limiter's, not the fallback's.
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to 0.
 	ResetAfter time.Duration
@@ -328,6 +331,12 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		d.Allowed, d.Remaining = true, l.limit.Burst
 	case LocalFallback:
 		fb := l.fbLimit
+		if n > fb.Burst && n <= l.limit.Burst {
+			// The fallback (Burst/N) can never take n, the server can:
+			// no decision, as FailClosed (the request is not "never").
+			l.c.policyDenials.Add(1)
+			break
+		}
 		d.Limit = fb
 		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
 			l.c.policyAdmits.Add(1)

@@ -22,7 +22,9 @@ const (
 	FailOpen
 	// LocalFallback decides with a local lock-free limiter at Rate/N and
 	// Burst/N, N = LimiterConfig.Instances: N instances that all fall
-	// back admit at most the global rate between them.
+	// back admit at most the global rate between them. A request above
+	// Burst/N (but within Burst) gets no decision from it, as under
+	// FailClosed.
 	LocalFallback
 )
 
