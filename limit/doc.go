@@ -90,7 +90,7 @@
 // rounding of a stored value (a short fraction's units beyond 2^24), or
 // the rate is rounded down by at most 2^-8 of itself (2^-13 at MaxDebt
 // 2000) for a rate that is not a short fraction, so that a token's adds
-// stay exact (units.go has the derivation). Either way a full burst is
+// stay exact (internal/units has the derivation). Either way a full burst is
 // admitted at once from an empty key, and RetryAfter predicts the
 // limiter's own next decision to the millisecond: a retry at
 // t+RetryAfter is admitted and one 1 ms earlier is not.

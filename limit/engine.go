@@ -2,6 +2,7 @@ package limit
 
 import (
 	"fmt"
+	"github.com/lfgrudge/grudge/internal/units"
 	"math/big"
 	"time"
 
@@ -84,7 +85,7 @@ func planBuckets(rate, maxDebt float64) bucketPlan {
 		return bucketPlan{}
 	}
 	p := bucketPlan{unit: q.PerUnit, drain: float64(q.PerMs), ok: true}
-	if num, den, ok := fraction(rate); ok {
+	if num, den, ok := units.Fraction(rate); ok {
 		// rate = num/den exactly iff unit x num == 1000 x den x drain.
 		a := new(big.Int).Mul(big.NewInt(int64(p.unit)), num)
 		b := new(big.Int).Mul(new(big.Int).Mul(big.NewInt(1000), den), big.NewInt(int64(q.PerMs)))
@@ -173,7 +174,7 @@ type receipt struct {
 }
 
 // The engine seam: every read and write of a key's debt goes through
-// these, in units (see units.go), at t (as the full forms take it).
+// these, in units (see internal/units), at t (as the full forms take it).
 
 func (l *Limiter) queryAt(t time.Time, key string) float64 {
 	if l.b != nil {

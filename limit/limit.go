@@ -2,6 +2,7 @@ package limit
 
 import (
 	"fmt"
+	"github.com/lfgrudge/grudge/internal/units"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -258,7 +259,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if o.capSet && o.sizeSet {
 		return nil, bad("Capacity", o.capKeys, "WithCapacity and WithSize both size the engine; give one")
 	}
-	unit, drain, exact, fbits := units(l.rate, maxDebt)
+	unit, drain, exact, fbits := units.Units(l.rate, maxDebt)
 	plan := planBuckets(l.rate, maxDebt)
 	eng, err := chooseEngine(&o, l.rate, maxDebt, plan)
 	if err != nil {

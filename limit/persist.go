@@ -22,7 +22,7 @@ little-endian:
 	6  u8      engine: 0 none (Inf), 1 Buckets, 2 CountMin
 	7  u8      flags: bit 0 conservative update; others 0
 	8  f64     unit: engine units per token          } the engine's base
-	16 f64     drain: units drained per ms            } units (units.go)
+	16 f64     drain: units drained per ms            } units (internal/units)
 	24 f64     MaxDebt in tokens (the engine's clamp, MaxDebt x unit)
 	32 u64     Buckets: Lines; CountMin: Levels << 32 | CellsPerLevel
 	40 u32     CountMin: Generations (0 for Buckets and Inf)

@@ -3,6 +3,7 @@ package limit
 import (
 	"context"
 	"fmt"
+	"github.com/lfgrudge/grudge/internal/units"
 	"math"
 	"math/big"
 	"math/bits"
@@ -37,7 +38,7 @@ func (p *params) policies() []Policy {
 // count-min's step for a policy's cost when the limiter is exact.
 func gridShift(maxDebtU float64) int {
 	k := 0
-	for k < 30 && maxDebtU*math.Ldexp(1, k+1) <= maxExactUnits {
+	for k < 30 && maxDebtU*math.Ldexp(1, k+1) <= units.MaxExactUnits {
 		k++
 	}
 	return k
@@ -78,10 +79,10 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 			return x, false
 		}
 		ex := new(big.Rat).Quo(new(big.Rat).SetFloat64(1000*l.drain), new(big.Rat).SetFloat64(r))
-		return min(roundUpBits(x, m, ex), l.multiple(ex)), false
+		return min(units.RoundUpBits(x, m, ex), l.multiple(ex)), false
 	}
 	var rr *big.Rat
-	if p, q, ok := fraction(r); ok {
+	if p, q, ok := units.Fraction(r); ok {
 		rr = new(big.Rat).SetFrac(p, q)
 	} else {
 		rr = new(big.Rat).SetFloat64(r)
@@ -113,7 +114,7 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 // multiple returns, for an inexact limiter, the least whole multiple of
 // New's unit that is at least ex (a cost's exact value in units), or
 // +Inf where such multiples may not add exactly. New's units keep every
-// multiple of its token up to MaxDebt exact in a float32 (units.go), so
+// multiple of its token up to MaxDebt exact in a float32 (internal/units), so
 // a cost of k of New's tokens adds as exactly as New's own do: a tier
 // R/k costs k x unit, never more (WithMaxDebt(k x b) holds its burst b,
 // as the package documentation promises), where rounding k x unit to

@@ -1,6 +1,7 @@
 package limit
 
 import (
+	"github.com/lfgrudge/grudge/internal/units"
 	"math"
 	"math/big"
 	"testing"
@@ -55,7 +56,7 @@ func TestCostOfRoundsUp(t *testing.T) {
 			for _, tr := range []float64{float64(r) / 2, float64(r) / 7, float64(r) * 3, float64(r) * 2 / 3, 1, 0.1, 123.456} {
 				unit, exact := l.costOf(tr)
 				x := new(big.Rat).SetFloat64(tr)
-				if p, q, ok := fraction(tr); ok {
+				if p, q, ok := units.Fraction(tr); ok {
 					x.SetFrac(p, q)
 				}
 				share := new(big.Rat).Quo(new(big.Rat).SetFloat64(1000*l.drain), x)
