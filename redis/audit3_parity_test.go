@@ -174,7 +174,7 @@ func TestAudit3ParitySlowRate(t *testing.T) {
 				if err != nil || d.Allowed {
 					t.Fatalf("AllowN(3) at the bottom = %+v, %v", d, err)
 				}
-				debt, err := l.Sketch().Query(context.Background(), p.key)
+				debt, err := l.debtTokens(context.Background(), p.key)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -10,7 +10,7 @@ import (
 
 // denyCache is the local view of the server's debt for keys the server
 // has answered: a lock-free sketch (sketch.Sketch) with the limiter's own
-// law, Linear(Rate), bounds [0, Burst] and Min aggregation, fed with the
+// law and bounds, in its units (Linear, [0, Hi]), and Min aggregation, fed with the
 // debt the server reported. Because it decays at the server's rate from
 // the moment the answer arrived (no earlier than the server computed it),
 // its estimate is >= the server's debt at every later instant, counting
@@ -25,7 +25,7 @@ import (
 // concurrent use; no lock, no goroutine.
 type denyCache struct {
 	sk    *sketch.Sketch
-	rate  float64 // tokens per second
+	rate  float64 // units per second
 	burst float64
 }
 
@@ -56,7 +56,7 @@ func (d *denyCache) check(key string, n float64) (denied bool, debt float64, ret
 	if debt+n <= d.burst {
 		return false, debt, 0, 0
 	}
-	return true, debt, retryAfter(debt, n, d.burst, d.rate), msCeil(debt / d.rate * 1000)
+	return true, debt, retryAfter(debt, n, d.burst, d.rate), resetAfter(debt, d.rate)
 }
 
 // retryAfter is the exact wait for debt, draining at rate per second, to
@@ -70,16 +70,19 @@ func retryAfter(debt, n, burst, rate float64) time.Duration {
 	if need <= 0 {
 		return 0
 	}
+	// The closed form is a first guess (its quotient may round either
+	// way); then the smallest ms at which the debt, drained as the law
+	// drains it (rate x ms / 1000), leaves room for n.
 	ms := math.Ceil(need / rate * 1000)
+	for ms > 1 && debt-rate*(ms-1)/1000+n <= burst {
+		ms--
+	}
 	for debt-rate*ms/1000+n > burst {
 		ms++
 	}
 	return time.Duration(ms) * time.Millisecond
 }
 
-func msCeil(ms float64) time.Duration {
-	if ms <= 0 {
-		return 0
-	}
-	return time.Duration(math.Ceil(ms)) * time.Millisecond
-}
+// resetAfter is the exact time for debt, draining at rate per second, to
+// reach 0: rounded up to the ms, never early.
+func resetAfter(debt, rate float64) time.Duration { return retryAfter(debt, 0, 0, rate) }

@@ -197,7 +197,7 @@ func TestTimedOutCallStillExecuted(t *testing.T) {
 				if want := pol != FailClosed; d.Allowed != want {
 					t.Fatalf("%v decided Allowed=%v; want %v", pol, d.Allowed, want)
 				}
-				debt, err := l.Sketch().Query(ctx, "k")
+				debt, err := l.debtTokens(ctx, "k")
 				if err != nil {
 					t.Fatal(err)
 				}

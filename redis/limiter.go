@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/units"
 	"github.com/lfgrudge/grudge/sketch"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -131,12 +132,22 @@ func (c ServerCheck) String() string {
 }
 
 // Limiter is a global token-bucket limiter over a server Sketch, in debt
-// form: Decay Linear(Rate), Lo 0, Hi Burst, Min aggregation; AllowN is
-// TryUpdate(key, n, Burst). Safe for concurrent use; no lock, no
-// goroutine. The caller owns (and closes) the client.
+// form: Lo 0, Min aggregation, and a Linear law; AllowN is TryUpdate(key,
+// n, Burst). When the rate is a short fraction (10/s, 3/s, 1000/h,
+// Every(7ms)) whose units, chosen as package limit chooses them (a whole
+// number drains each millisecond), hold Burst in at most 2^24, the
+// sketch counts debt in those units, and every decision, RetryAfter and
+// ResetAfter for whole-token (or whole-unit) requests is exactly the
+// rational token bucket's at millisecond resolution. Otherwise it counts
+// tokens, each stored debt a float32 rounded up: decisions are never
+// early, and late by that rounding (about Burst x 2^-23 tokens per
+// write). Safe for concurrent use; no lock, no goroutine. The caller
+// owns (and closes) the client.
 type Limiter struct {
 	sk       *Sketch
 	limit    Limit
+	unit     float64 // units per token (1: tokens): the sketch's Hi is Burst x unit
+	burstU   float64 // Burst x unit
 	policy   Policy
 	cache    *denyCache     // nil: no deny cache
 	precheck bool           // feed cache on admissions too
@@ -200,17 +211,26 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	if cfg.CheckTimeout < 0 {
 		return bad("CheckTimeout must be >= 0; got %v", cfg.CheckTimeout)
 	}
+	// Exact units where they exist (every stored debt a whole number of
+	// units below 2^24); otherwise tokens, whose float32 cells keep
+	// fractions of a token (AllowN takes any n) better than a rounded
+	// unit would.
+	unit, rateU := 1.0, lim.Rate
+	if u, drain, exact, _ := units.Units(lim.Rate, lim.Burst); exact {
+		unit, rateU = u, 1000*drain
+	}
+	burstU := lim.Burst * unit
 	sk, err := newSketch(c, Config{
 		Name: cfg.Name, Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel,
-		Decay: decay.Linear(lim.Rate), Lo: 0, Hi: lim.Burst, Aggregator: sketch.Min,
+		Decay: decay.Linear(rateU), Lo: 0, Hi: burstU, Aggregator: sketch.Min,
 		Hasher: cfg.Hasher, Seed: cfg.Seed, Shards: cfg.Shards, Timeout: cfg.Timeout, Clock: cfg.Clock,
 	})
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{sk: sk, limit: lim, policy: cfg.Policy, precheck: cfg.PreCheck}
+	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck}
 	if cfg.DenyCacheCells > 0 {
-		if l.cache, err = newDenyCache(lim.Rate, lim.Burst, cfg.DenyCacheCells, cfg.Seed, cfg.Clock); err != nil {
+		if l.cache, err = newDenyCache(rateU, burstU, cfg.DenyCacheCells, cfg.Seed, cfg.Clock); err != nil {
 			return bad("deny cache: %v", err)
 		}
 	}
@@ -260,7 +280,9 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 // Limit returns the limiter's Limit.
 func (l *Limiter) Limit() Limit { return l.limit }
 
-// Sketch returns the server sketch the limiter runs on.
+// Sketch returns the server sketch the limiter runs on. Its scores are
+// debt in the limiter's units: a score s is s x Burst / Hi tokens (Hi of
+// its Config).
 func (l *Limiter) Sketch() *Sketch { return l.sk }
 
 // Degraded reports whether the last round trip failed: decisions are
@@ -289,19 +311,20 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 		panic("redis: AllowN n must be finite and >= 0; got " + fmtFloat(n))
 	}
 	l.c.decisions.Add(1)
+	nU := n * l.unit
 	if l.cache != nil {
-		if denied, debt, retry, reset := l.cache.check(key, n); denied {
+		if denied, debt, retry, reset := l.cache.check(key, nU); denied {
 			l.c.cacheDenials.Add(1)
-			return Decision{Limit: l.limit, Remaining: max(l.limit.Burst-debt, 0), RetryAfter: retry, ResetAfter: reset}, nil
+			return Decision{Limit: l.limit, Remaining: l.tokens(l.burstU - debt), RetryAfter: retry, ResetAfter: reset}, nil
 		}
 	}
 	l.c.serverCalls.Add(1)
-	r, err := l.sk.tryUpdate(ctx, l.sk.hasher.Sum64String(key), n, l.limit.Burst)
+	r, err := l.sk.tryUpdate(ctx, l.sk.hasher.Sum64String(key), nU, l.burstU)
 	if err != nil {
 		return l.fault(key, n, err)
 	}
 	l.degraded.Store(false)
-	d := Decision{Allowed: r.ok, Limit: l.limit, Remaining: max(l.limit.Burst-r.estimate, 0),
+	d := Decision{Allowed: r.ok, Limit: l.limit, Remaining: l.tokens(l.burstU - r.estimate),
 		RetryAfter: time.Duration(r.retryMs) * time.Millisecond, ResetAfter: time.Duration(r.resetMs) * time.Millisecond}
 	if r.ok {
 		d.RetryAfter = -1
@@ -315,6 +338,17 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 }
 
 // fault records a failed round trip and returns the policy's decision.
+// tokens converts u units of room to tokens, >= 0 and at most Burst.
+func (l *Limiter) tokens(u float64) float64 {
+	if u <= 0 {
+		return 0
+	}
+	if u >= l.burstU {
+		return l.limit.Burst
+	}
+	return u / l.unit
+}
+
 func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 	l.c.serverErrors.Add(1)
 	if errors.Is(cause, context.DeadlineExceeded) || errors.Is(cause, os.ErrDeadlineExceeded) {
@@ -341,11 +375,11 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
 			l.c.policyAdmits.Add(1)
 			debt := l.fallback.QueryString(key)
-			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), msCeil(debt/fb.Rate*1000)
+			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), resetAfter(debt, fb.Rate)
 		} else {
 			l.c.policyDenials.Add(1)
 			debt := l.fallback.QueryString(key)
-			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), msCeil(debt/fb.Rate*1000)
+			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), resetAfter(debt, fb.Rate)
 			d.RetryAfter = retryAfter(debt, n, fb.Burst, fb.Rate)
 		}
 	default: // FailClosed

@@ -266,8 +266,13 @@ end
 
 local function retryReset(e, n, rel)
   if kind ~= 'linear' then return -1, -1 end
+  -- The earliest whole ms at which e, drained as the law drains it,
+  -- reaches 0: the closed form, then a step either way (its quotient
+  -- can round a ms either way).
   local reset = math.ceil(e / param * 1000)
   if reset < 0 then reset = 0 end
+  while reset > 0 and not (decay(e, reset - 1) > 0) do reset = reset - 1 end
+  while decay(e, reset) > 0 do reset = reset + 1 end
   if n == nil then return -1, reset end
   if n > limit then return -1, reset end -- n can never fit
   -- The earliest whole ms at which the key's cells, decayed as a later
