@@ -337,7 +337,6 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 	return d, nil
 }
 
-// fault records a failed round trip and returns the policy's decision.
 // tokens converts u units of room to tokens, >= 0 and at most Burst.
 func (l *Limiter) tokens(u float64) float64 {
 	if u <= 0 {
@@ -349,6 +348,7 @@ func (l *Limiter) tokens(u float64) float64 {
 	return u / l.unit
 }
 
+// fault records a failed round trip and returns the policy's decision.
 func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 	l.c.serverErrors.Add(1)
 	if errors.Is(cause, context.DeadlineExceeded) || errors.Is(cause, os.ErrDeadlineExceeded) {
