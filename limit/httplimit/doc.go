@@ -54,7 +54,8 @@
 //	RateLimit: "default";r=13;t=1
 //
 // For a token bucket, q (quota) is the burst, w (window, seconds) the
-// time to refill it from empty, ceil(burst/rate); r (remaining) is the
+// time to refill it from empty, ceil(burst/rate) and at least 1 (a
+// policy of burst 0 announces w=1); r (remaining) is the
 // Decision's Remaining and t, the seconds until more quota is available,
 // its NextAfter (the next whole token) rounded up, left out when the
 // bucket is full. The draft's semantics hold: r is a hint, and on a
