@@ -25,19 +25,20 @@ import (
 // concurrent use; no lock, no goroutine.
 type denyCache struct {
 	sk    *sketch.Sketch
+	lt    *localTime
 	rate  float64 // units per second
 	burst float64
 }
 
-func newDenyCache(rate, burst float64, cells uint32, seed uint64, clock sketch.Clock) (*denyCache, error) {
+func newDenyCache(rate, burst float64, cells uint32, seed uint64, lt *localTime) (*denyCache, error) {
 	sk, err := sketch.New(sketch.Config{
 		Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(rate), Lo: 0, Hi: burst,
-		Aggregator: sketch.Min, Seed: seed ^ 0xD1E5CAC4E, Clock: clock,
+		Aggregator: sketch.Min, Seed: seed ^ 0xD1E5CAC4E, Clock: lt.tb,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &denyCache{sk: sk, rate: rate, burst: burst}, nil
+	return &denyCache{sk: sk, lt: lt, rate: rate, burst: burst}, nil
 }
 
 // observe records that the server's debt for key was debt (just now).
@@ -50,13 +51,15 @@ func (d *denyCache) observe(key string, debt float64) {
 }
 
 // check reports whether a request of n is certainly denied by the server,
-// and then the local debt's RetryAfter and ResetAfter.
+// and then the local debt's RetryAfter and ResetAfter, from the clock's
+// reading (see localTime).
 func (d *denyCache) check(key string, n float64) (denied bool, debt float64, retry, reset time.Duration) {
 	debt = d.sk.QueryString(key)
 	if debt+n <= d.burst {
 		return false, debt, 0, 0
 	}
-	return true, debt, retryAfter(debt, n, d.burst, d.rate), resetAfter(debt, d.rate)
+	lag := d.lt.lag()
+	return true, debt, later(retryAfter(debt, n, d.burst, d.rate), lag), later(resetAfter(debt, d.rate), lag)
 }
 
 // retryAfter is the exact wait for debt, draining at rate per second, to

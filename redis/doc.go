@@ -43,7 +43,9 @@
 // so any idle time, 1 ms to years, decays as the law says; ages are
 // computed in float64 from the 64-bit epoch in the header. A backwards step
 // of the server clock is no elapsed time per cell (a cell stamped later is
-// not decayed), so the sketch never decays more than real time.
+// not decayed), so the sketch never decays more than real time; a
+// limiter's RetryAfter and ResetAfter still count from the clock's own
+// reading (longer by how far it lies behind the time the call ran at).
 //
 // # Guarantees
 //

@@ -152,6 +152,7 @@ type Limiter struct {
 	cache    *denyCache     // nil: no deny cache
 	precheck bool           // feed cache on admissions too
 	fallback *sketch.Sketch // LocalFallback only
+	lt       *localTime     // the deny cache's and the fallback's time
 	fbLimit  Limit          // Rate/N, Burst/N
 	degraded atomic.Bool
 	c        counters
@@ -228,9 +229,9 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck}
+	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: newLocalTime(cfg.Clock)}
 	if cfg.DenyCacheCells > 0 {
-		if l.cache, err = newDenyCache(rateU, burstU, cfg.DenyCacheCells, cfg.Seed, cfg.Clock); err != nil {
+		if l.cache, err = newDenyCache(rateU, burstU, cfg.DenyCacheCells, cfg.Seed, l.lt); err != nil {
 			return bad("deny cache: %v", err)
 		}
 	}
@@ -246,7 +247,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		l.fbLimit = Limit{Rate: lim.Rate / float64(n), Burst: lim.Burst / float64(n)}
 		l.fallback, err = sketch.New(sketch.Config{
 			Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(l.fbLimit.Rate), Lo: 0, Hi: l.fbLimit.Burst,
-			Aggregator: sketch.Min, Seed: cfg.Seed ^ 0xFA11BAC, Clock: cfg.Clock,
+			Aggregator: sketch.Min, Seed: cfg.Seed ^ 0xFA11BAC, Clock: l.lt.tb,
 		})
 		if err != nil {
 			return bad("local fallback: %v", err)
@@ -375,12 +376,13 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
 			l.c.policyAdmits.Add(1)
 			debt := l.fallback.QueryString(key)
-			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), resetAfter(debt, fb.Rate)
+			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), later(resetAfter(debt, fb.Rate), l.lt.lag())
 		} else {
 			l.c.policyDenials.Add(1)
 			debt := l.fallback.QueryString(key)
-			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), resetAfter(debt, fb.Rate)
-			d.RetryAfter = retryAfter(debt, n, fb.Burst, fb.Rate)
+			lag := l.lt.lag()
+			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), later(resetAfter(debt, fb.Rate), lag)
+			d.RetryAfter = later(retryAfter(debt, n, fb.Burst, fb.Rate), lag)
 		}
 	default: // FailClosed
 		l.c.policyDenials.Add(1)

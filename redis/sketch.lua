@@ -52,6 +52,8 @@
 -- stamped after tm is not decayed, and keeps its stamp), which can only
 -- over-estimate. (hw is not raised by every write: that was one more
 -- SETRANGE per call, for no guarantee the stamps do not already give.)
+-- The waits a call answers (retry, reset) count from the clock, not
+-- from tm: tm - now ms longer when the clock is behind an hw.
 -- With rotation, the generation a ring slot holds is the one live at its
 -- hw: of the G generations live then, exactly one is congruent to the
 -- slot mod G. A slot holding a generation that is no longer live is reset
@@ -81,8 +83,8 @@ local delta, limit, rebaseAt, now, SIZE
 local pos, fin = {}, {}
 -- Scratch tables, reused by every call (only 1..L are read): the decayed
 -- values and stamps of the generation being read, the committed values
--- of the oldest one, and the live generations.
-local V, ST, AFTER, LIVE, SLOTS = {}, {}, {}, {}, {}
+-- and stamps of the oldest one, and the live generations.
+local V, ST, AFTER, AST, LIVE, SLOTS = {}, {}, {}, {}, {}, {}
 -- RAW: the stored scores of the last read (beside ST, its stamps); VR:
 -- scratch for estAt.
 local RAW, VR = {}, {}
@@ -256,35 +258,75 @@ local function rebase(g, tm)
   return nil
 end
 
--- estAt is the estimate a read r ms after the last read (at rel ms past
--- its generation's epoch) computes from the same stored cells (RAW, ST):
--- the expression a later call evaluates, rounding included.
-local function estAt(rel, r)
-  for i = 1, L do VR[i] = decay(RAW[i], rel + r - ST[i]) end
+-- estAt is the estimate a read r ms after a read at rel ms past its
+-- generation's epoch computes from the stored cells (raw, st): the
+-- expression a later call evaluates, rounding included.
+local function estAt(raw, st, rel, r)
+  for i = 1, L do VR[i] = decay(raw[i], rel + r - st[i]) end
   return aggregate(VR)
 end
 
-local function retryReset(e, n, rel)
+-- fits reports whether the cells (raw, st) read r ms after rel leave
+-- room for n within limit (nil n: whether the estimate is down to 0).
+local function fits(n, raw, st, rel, r)
+  local e = estAt(raw, st, rel, r)
+  if n == nil then return not (e > 0) end
+  return e + n <= limit
+end
+
+-- settle returns the least whole ms r >= 0 at which fits(n, ...) holds,
+-- which it does from some ms on (the scores drain toward 0, and the
+-- limiter's are >= 0), starting from the guess r: a step either way
+-- when the guess is the closed form on the decayed aggregate and every
+-- stamp is at or before rel (at most a ms off); bisection when a cell is
+-- stamped after rel (the clock stepped back behind a write: that cell
+-- does not drain until rel reaches its stamp, up to 2^32 ms away, too
+-- far to step).
+local function settle(r, n, raw, st, rel)
+  local ahead = 0
+  for i = 1, L do
+    if st[i] - rel > ahead then ahead = st[i] - rel end
+  end
+  if ahead == 0 then
+    if r < 0 then r = 0 end
+    while r > 0 and fits(n, raw, st, rel, r - 1) do r = r - 1 end
+    while not fits(n, raw, st, rel, r) do r = r + 1 end
+    return r
+  end
+  -- fits holds once every cell has drained to 0: ahead ms, then the
+  -- largest score's drain, plus a margin for the quotient's rounding.
+  local top = 0
+  for i = 1, L do
+    if raw[i] > top then top = raw[i] end
+  end
+  local a, b = -1, ahead + ceil(top / param * 1000) + 2
+  while not fits(n, raw, st, rel, b) do a, b = b, b * 2 end
+  while b - a > 1 do
+    local m = floor((a + b) / 2)
+    if fits(n, raw, st, rel, m) then b = m else a = m end
+  end
+  return b
+end
+
+-- retryReset returns the waits of the linear law (-1, -1 for the other
+-- laws) for the cells (raw, st) read at rel ms past their generation's
+-- epoch, whose aggregate is e: the least whole ms after which a request
+-- of n fits within limit (-1 if n can never fit; nil n: not asked), and
+-- the least after which the estimate is down to 0, each as a later call
+-- evaluates the cells (estAt).
+local function retryReset(e, n, rel, raw, st)
   if kind ~= 'linear' then return -1, -1 end
-  -- The earliest whole ms at which e, drained as the law drains it,
-  -- reaches 0: the closed form, then a step either way (its quotient
-  -- can round a ms either way).
-  local reset = math.ceil(e / param * 1000)
-  if reset < 0 then reset = 0 end
-  while reset > 0 and not (decay(e, reset - 1) > 0) do reset = reset - 1 end
-  while decay(e, reset) > 0 do reset = reset + 1 end
-  if n == nil then return -1, reset end
-  if n > limit then return -1, reset end -- n can never fit
-  -- The earliest whole ms at which the key's cells, decayed as a later
-  -- read decays them, leave room for n: start from the closed form,
-  -- then step down while the ms before fits and up while this one does
-  -- not (the closed form on the decayed e can round a ms either way).
+  local reset = settle(ceil(e / param * 1000), nil, raw, st, rel)
+  if n == nil or n > limit then return -1, reset end -- not asked, or n never fits
   local need = e + n - limit
   if need <= 0 then return 0, reset end
-  local r = math.ceil(need / param * 1000)
-  while r > 0 and estAt(rel, r - 1) + n <= limit do r = r - 1 end
-  while estAt(rel, r) + n > limit do r = r + 1 end
-  return r, reset
+  return settle(ceil(need / param * 1000), n, raw, st, rel), reset
+end
+
+-- later returns the wait w (ms, -1 for none) made lag ms longer.
+local function later(w, lag)
+  if w < 0 then return w end
+  return w + lag
 end
 
 -- check returns the commands the ACL denies this function on keys, as
@@ -395,20 +437,27 @@ local function run(KEYS, ARGV)
   local est = aggregate(v)
 
 
+  -- retry and reset are waits from now, the caller's clock: the call
+  -- ran at tm, which lies lag ms after now when the clock is behind a
+  -- generation's hw (it stepped back), and a later call runs at tm until
+  -- the clock passes it, so a wait from tm is a wait of lag more from now.
+  local lag = tm - now
+
+  local rel = tm - rg.epoch
   if op == 'Q' then
-    local _, reset = retryReset(est, nil)
-    return spack('<Bddd', 1, est, -1, reset)
+    local _, reset = retryReset(est, nil, rel, RAW, st)
+    return spack('<Bddd', 1, est, -1, later(reset, lag))
   end
 
   if op == 'T' and not (est + delta <= limit) then
-    local retry, reset = retryReset(est, delta, tm - rg.epoch)
-    return spack('<Bddd', 0, est, retry, reset)
+    local retry, reset = retryReset(est, delta, rel, RAW, st)
+    return spack('<Bddd', 0, est, later(retry, lag), later(reset, lag))
   end
 
   -- Commit delta to the key's cells in every live generation (a read of
   -- a later generation reuses V and ST: the oldest's are no longer
   -- needed by then).
-  local after = AFTER
+  local after, arel = AFTER, rel
   for gi, g in ipairs(live) do
     local rebased = false
     if tm - g.epoch >= rebaseAt then
@@ -417,6 +466,7 @@ local function run(KEYS, ARGV)
       rebased = true
     end
     local rel = tm - g.epoch
+    if gi == 1 then arel = rel end
     local gv, gst
     if gi == 1 and not rebased then
       gv, gst = v, st
@@ -431,14 +481,14 @@ local function run(KEYS, ARGV)
       local r = roundUp(nv)
       local c = spack('<I4f', stamp, r)
       redis.call('SETRANGE', g.k, pos[i], c)
-      if gi == 1 then after[i] = r end
+      if gi == 1 then after[i], AST[i] = r, stamp end
     end
   end
 
   local ea = aggregate(after)
   if op == 'T' then
-    local _, reset = retryReset(ea, nil)
-    return spack('<Bddd', 1, ea, 0, reset)
+    local _, reset = retryReset(ea, nil, arel, after, AST)
+    return spack('<Bddd', 1, ea, 0, later(reset, lag))
   end
   return spack('<Bddd', 1, ea, -1, -1)
 end

@@ -1,0 +1,44 @@
+package redis
+
+import (
+	"time"
+
+	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/sketch"
+)
+
+// localTime is the time of a Limiter's local sketches (the deny cache and
+// the local fallback): they read LimiterConfig.Clock through one
+// core.Timebase, whose time never steps back. A wait they compute counts
+// from that time; when the clock stepped back behind it, the same wait
+// counts lag() more from the clock's own reading, as package limit's
+// stale-time gap and the server function's lag do.
+type localTime struct {
+	clock sketch.Clock   // LimiterConfig.Clock; nil: the monotonic system clock
+	tb    *core.Timebase // the local sketches' Config.Clock
+}
+
+func newLocalTime(c sketch.Clock) *localTime {
+	return &localTime{clock: c, tb: core.NewTimebase(c)}
+}
+
+// lag returns how far the local sketches' time, as a call that just
+// returned used it, lies after the clock's reading now: 0 unless a Clock
+// stepped back (the system clock never does).
+func (lt *localTime) lag() time.Duration {
+	if lt.clock == nil {
+		return 0
+	}
+	if g := lt.tb.HighWater() - lt.clock.NowMillis(); g > 0 {
+		return time.Duration(g) * time.Millisecond
+	}
+	return 0
+}
+
+// later returns the wait w made lag longer; a negative w (never) stays.
+func later(w, lag time.Duration) time.Duration {
+	if w < 0 {
+		return w
+	}
+	return w + lag
+}
