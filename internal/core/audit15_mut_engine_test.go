@@ -79,7 +79,6 @@ func TestAudit15MutSaturationBoundaryAdmits(t *testing.T) {
 	}
 }
 
-
 // a15Linear is a custom law draining 1 per second, with a callback on
 // its first evaluation once armed.
 type a15Linear struct {

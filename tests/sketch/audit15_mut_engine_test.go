@@ -644,4 +644,3 @@ func TestAudit15MutRefundAfterMergedNegative(t *testing.T) {
 		t.Errorf("after Refund, Query(B) = %v < B's true score 79.5: the roll-back took B's mass", q)
 	}
 }
-
