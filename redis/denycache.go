@@ -2,6 +2,7 @@ package redis
 
 import (
 	"math"
+	"sync/atomic"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
@@ -21,45 +22,89 @@ import (
 // round trip times Rate plus collision over-estimates, which drain at
 // Rate (so never longer than Burst/Rate).
 //
+// A clock that steps back behind the cache's time (LimiterConfig.Clock)
+// ends that argument: the cache would date what the server reports at
+// its own later time and drain it late, and it misses what is admitted
+// meanwhile. So while the clock is behind, the cache is empty (a fresh
+// sketch the first call that sees the lag swaps in), answers nothing and
+// learns nothing: every call asks the server, until the clock passes the
+// cache's time again.
+//
 // Constant memory: L x M cells whatever the number of keys. Safe for
 // concurrent use; no lock, no goroutine.
 type denyCache struct {
-	sk    *sketch.Sketch
-	lt    *localTime
-	rate  float64 // units per second
-	burst float64
+	sk      atomic.Pointer[sketch.Sketch]
+	cleared atomic.Int64 // the cache's time when a step back last emptied it
+	lt      *localTime
+	cfg     sketch.Config
+	rate    float64 // units per second
+	burst   float64
 }
 
 func newDenyCache(rate, burst float64, cells uint32, seed uint64, lt *localTime) (*denyCache, error) {
-	sk, err := sketch.New(sketch.Config{
+	d := &denyCache{lt: lt, rate: rate, burst: burst, cfg: sketch.Config{
 		Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(rate), Lo: 0, Hi: burst,
 		Aggregator: sketch.Min, Seed: seed ^ 0xD1E5CAC4E, Clock: lt.tb,
-	})
+	}}
+	sk, err := sketch.New(d.cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &denyCache{sk: sk, lt: lt, rate: rate, burst: burst}, nil
+	d.sk.Store(sk)
+	d.cleared.Store(math.MinInt64)
+	return d, nil
+}
+
+// behind reports whether the clock is behind the cache's time, and then
+// empties the cache once per high-water time.
+func (d *denyCache) behind() bool {
+	if d.lt.lag() == 0 {
+		return false
+	}
+	hw := d.lt.tb.HighWater()
+	if c := d.cleared.Load(); c != hw && d.cleared.CompareAndSwap(c, hw) {
+		if sk, err := sketch.New(d.cfg); err == nil { // d.cfg was accepted once
+			d.sk.Store(sk)
+		}
+	}
+	return true
 }
 
 // observe records that the server's debt for key was debt (just now).
 // Raising the min to debt: adding debt-q to every cell makes the min at
 // least debt (cells above the min rise too, which only over-estimates).
 func (d *denyCache) observe(key string, debt float64) {
-	if q := d.sk.QueryString(key); q < debt {
-		d.sk.UpdateString(key, debt-q)
+	if d.behind() {
+		return
+	}
+	sk := d.sk.Load()
+	if q := sk.QueryString(key); q < debt {
+		sk.UpdateString(key, debt-q)
+	}
+}
+
+// refresh is observe for a key the cache holds (its estimate is above 0),
+// a no-op for the others: an admission (without PreCheck) updates what a
+// denial put there, and adds nothing else.
+func (d *denyCache) refresh(key string, debt float64) {
+	if d.behind() {
+		return
+	}
+	sk := d.sk.Load()
+	if q := sk.QueryString(key); q > 0 && q < debt {
+		sk.UpdateString(key, debt-q)
 	}
 }
 
 // check reports whether a request of n is certainly denied by the server,
-// and then the local debt's RetryAfter and ResetAfter, from the clock's
-// reading (see localTime).
+// and then the local debt's RetryAfter and ResetAfter (never while the
+// clock is behind the cache's time).
 func (d *denyCache) check(key string, n float64) (denied bool, debt float64, retry, reset time.Duration) {
-	debt = d.sk.QueryString(key)
-	if debt+n <= d.burst {
+	debt = d.sk.Load().QueryString(key)
+	if debt+n <= d.burst || d.behind() {
 		return false, debt, 0, 0
 	}
-	lag := d.lt.lag()
-	return true, debt, later(retryAfter(debt, n, d.burst, d.rate), lag), later(resetAfter(debt, d.rate), lag)
+	return true, debt, retryAfter(debt, n, d.burst, d.rate), resetAfter(debt, d.rate)
 }
 
 // retryAfter is the exact wait for debt, draining at rate per second, to

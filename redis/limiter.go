@@ -313,7 +313,9 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 	}
 	l.c.decisions.Add(1)
 	nU := n * l.unit
-	if l.cache != nil {
+	// A request above Burst never fits: the server answers it with the
+	// key's own debt (the cache would deny it on any debt).
+	if l.cache != nil && nU <= l.burstU {
 		if denied, debt, retry, reset := l.cache.check(key, nU); denied {
 			l.c.cacheDenials.Add(1)
 			return Decision{Limit: l.limit, Remaining: l.tokens(l.burstU - debt), RetryAfter: retry, ResetAfter: reset}, nil
@@ -326,14 +328,21 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 	}
 	l.degraded.Store(false)
 	d := Decision{Allowed: r.ok, Limit: l.limit, Remaining: l.tokens(l.burstU - r.estimate),
-		RetryAfter: time.Duration(r.retryMs) * time.Millisecond, ResetAfter: time.Duration(r.resetMs) * time.Millisecond}
+		RetryAfter: msDuration(r.retryMs), ResetAfter: msDuration(r.resetMs)}
 	if r.ok {
 		d.RetryAfter = -1
 	} else if r.retryMs < 0 {
 		d.RetryAfter = -1
 	}
-	if l.cache != nil && (!r.ok || l.precheck) {
-		l.cache.observe(key, r.estimate)
+	if l.cache != nil {
+		if !r.ok || l.precheck {
+			l.cache.observe(key, r.estimate)
+		} else {
+			// An admission raised the key's debt: a key the cache holds
+			// (from a denial) gets it, so a later local denial's waits
+			// count from this instance's own admissions too.
+			l.cache.refresh(key, r.estimate)
+		}
 	}
 	return d, nil
 }

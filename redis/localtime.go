@@ -1,6 +1,7 @@
 package redis
 
 import (
+	"math"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/core"
@@ -35,10 +36,24 @@ func (lt *localTime) lag() time.Duration {
 	return 0
 }
 
-// later returns the wait w made lag longer; a negative w (never) stays.
+// later returns the wait w made lag longer, saturating at the largest
+// Duration; a wait of 0 (nothing to wait for) or a negative one (never)
+// stays.
 func later(w, lag time.Duration) time.Duration {
-	if w < 0 {
+	if w <= 0 {
 		return w
 	}
+	if w > math.MaxInt64-lag {
+		return math.MaxInt64
+	}
 	return w + lag
+}
+
+// msDuration converts a server's wait in whole ms (-1: none) to a
+// Duration, saturating at the largest Duration.
+func msDuration(ms int64) time.Duration {
+	if ms > math.MaxInt64/int64(time.Millisecond) {
+		return math.MaxInt64
+	}
+	return time.Duration(ms) * time.Millisecond
 }

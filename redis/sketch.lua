@@ -276,31 +276,36 @@ end
 
 -- settle returns the least whole ms r >= 0 at which fits(n, ...) holds,
 -- which it does from some ms on (the scores drain toward 0, and the
--- limiter's are >= 0), starting from the guess r: a step either way
--- when the guess is the closed form on the decayed aggregate and every
--- stamp is at or before rel (at most a ms off); bisection when a cell is
--- stamped after rel (the clock stepped back behind a write: that cell
--- does not drain until rel reaches its stamp, up to 2^32 ms away, too
--- far to step).
+-- limiter's are >= 0), from the guess r (the closed form on the decayed
+-- aggregate): galloping from it either way (1, 2, 4, ... ms) to a bracket,
+-- then bisection. A guess a ms off (the quotient's rounding) costs two
+-- evaluations; a far one (a cell stamped after rel, the clock having
+-- stepped back behind a write, up to 2^32 ms away; a cell holding the
+-- float32 above a Hi no float32 holds, whose drain the capped aggregate
+-- understates) costs twice its distance's log2. A wait of BIG ms or more
+-- (a law that drains Hi in more than 142,000 years: the ms would no
+-- longer be exact in a float64) is none: -1.
+local BIG = 2 ^ 52
 local function settle(r, n, raw, st, rel)
-  local ahead = 0
-  for i = 1, L do
-    if st[i] - rel > ahead then ahead = st[i] - rel end
+  if not (r < BIG) then return -1 end -- NaN included
+  if r < 0 then r = 0 end
+  local a, b -- fits(n, .., a) fails (a = -1: none below 0), fits(.., b) holds
+  if fits(n, raw, st, rel, r) then
+    b, a = r, -1
+    local d = 1
+    while b - d >= 0 do
+      if not fits(n, raw, st, rel, b - d) then a = b - d; break end
+      b, d = b - d, d * 2
+    end
+  else
+    a = r
+    local d = 1
+    while true do
+      if a + d >= BIG then return -1 end
+      if fits(n, raw, st, rel, a + d) then b = a + d; break end
+      a, d = a + d, d * 2
+    end
   end
-  if ahead == 0 then
-    if r < 0 then r = 0 end
-    while r > 0 and fits(n, raw, st, rel, r - 1) do r = r - 1 end
-    while not fits(n, raw, st, rel, r) do r = r + 1 end
-    return r
-  end
-  -- fits holds once every cell has drained to 0: ahead ms, then the
-  -- largest score's drain, plus a margin for the quotient's rounding.
-  local top = 0
-  for i = 1, L do
-    if raw[i] > top then top = raw[i] end
-  end
-  local a, b = -1, ahead + ceil(top / param * 1000) + 2
-  while not fits(n, raw, st, rel, b) do a, b = b, b * 2 end
   while b - a > 1 do
     local m = floor((a + b) / 2)
     if fits(n, raw, st, rel, m) then b = m else a = m end
@@ -323,9 +328,10 @@ local function retryReset(e, n, rel, raw, st)
   return settle(ceil(need / param * 1000), n, raw, st, rel), reset
 end
 
--- later returns the wait w (ms, -1 for none) made lag ms longer.
+-- later returns the wait w (ms, -1 for none) made lag ms longer; a wait of
+-- 0 (the request fits now, the debt is 0) stays 0.
 local function later(w, lag)
-  if w < 0 then return w end
+  if w <= 0 then return w end
   return w + lag
 end
 
