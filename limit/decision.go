@@ -121,7 +121,7 @@ func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) 
 	if !d.Allowed {
 		// At least 1 ms: a denial can race a drain or a refund that made
 		// the request fit a moment later.
-		d.RetryAfter = gap + l.ms(max(l.msUntilFits(p, debt, nU), 1))
+		d.RetryAfter = plus(gap, l.ms(max(l.msUntilFits(p, debt, nU), 1)))
 	} else if !commit {
 		debt += nU // what the key would owe after the request
 	}
@@ -134,8 +134,8 @@ func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) 
 func (l *Limiter) fill(p *params, d *Decision, debt float64, gap time.Duration) {
 	d.Remaining = p.remaining(debt)
 	if debt > 0 {
-		d.ResetAfter = gap + l.ms(math.Ceil(debt/l.drain))
-		d.NextAfter = gap + l.ms(l.msUntilFits(p, debt, float64(d.Remaining+1)*p.unit))
+		d.ResetAfter = plus(gap, l.ms(math.Ceil(debt/l.drain)))
+		d.NextAfter = plus(gap, l.ms(l.msUntilFits(p, debt, float64(d.Remaining+1)*p.unit)))
 	}
 }
 
@@ -149,7 +149,18 @@ func (l *Limiter) gap(t time.Time) time.Duration {
 	if g <= 0 {
 		return 0
 	}
+	if g > InfDuration-time.Millisecond {
+		return InfDuration // Sub saturated: a t centuries stale
+	}
 	return (g + time.Millisecond - 1) / time.Millisecond * time.Millisecond
+}
+
+// plus returns gap + w, saturating at InfDuration.
+func plus(gap, w time.Duration) time.Duration {
+	if w > InfDuration-gap {
+		return InfDuration
+	}
+	return gap + w
 }
 
 // remaining returns floor(burst - debt) in tokens, at least 0: the most

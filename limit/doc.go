@@ -133,8 +133,10 @@
 // future t must not drain every other key early), and a t before a time
 // already used counts as that time. Durations are measured so that they
 // are never early: from t for a stale t (the lag included), from the
-// clock's reading for a future one. docs/readings.md has the x/time/rate
-// parity table.
+// clock's reading for a future one. The short forms decide at Now, the
+// clock's own reading: after a clock stepped back, a stale t like any
+// other (their waits are longer by the lag). docs/readings.md has the
+// x/time/rate parity table.
 //
 // # Rotation and amnesty
 //

@@ -393,12 +393,16 @@ func (l *Limiter) Sizes() sketch.Sizes {
 }
 
 // Now returns the limiter clock's current reading as a time.Time, for the
-// full forms (AllowN, DecideN, ...). It panics on the zero Limiter.
+// full forms (AllowN, DecideN, ...). It panics on the zero Limiter. After
+// a clock (WithClock) stepped back it is that earlier reading: the
+// limiter still decides at the latest time it has used (time never runs
+// back for a key), and the waits it answers for Now count from Now,
+// longer by the lag, as for any stale t.
 func (l *Limiter) Now() time.Time {
 	if l.tb == nil {
 		panic(errZero)
 	}
-	return l.tb.Now()
+	return l.tb.Time(l.tb.Reading())
 }
 
 // errZero is the panic of every decision method of the zero Limiter.

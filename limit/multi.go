@@ -233,7 +233,7 @@ func (l *Limiter) state(p *params, t time.Time, key string, n int) Decision {
 	case debt+nU <= p.burstU:
 		d.Allowed = true
 	default:
-		d.RetryAfter = gap + l.ms(max(l.msUntilFits(p, debt, nU), 1))
+		d.RetryAfter = plus(gap, l.ms(max(l.msUntilFits(p, debt, nU), 1)))
 	}
 	l.fill(p, &d, debt, gap)
 	return d

@@ -249,7 +249,7 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 			act = by
 		}
 	}
-	delay := act.Sub(l.tb.Now())
+	delay := act.Sub(l.Now()) // from the clock's reading: its timer runs on it
 	if delay <= 0 {
 		return nil
 	}

@@ -240,6 +240,20 @@ func (tb *Timebase) Time(ms int64) time.Time {
 // Now returns the time.Time of the current reading.
 func (tb *Timebase) Now() time.Time { return tb.Time(tb.NowMillis()) }
 
+// Reading returns the clock's own current reading, observed (the
+// high-water mark rises to it): unlike NowMillis it lies before the mark
+// when the clock stepped back, so a wait counted from the mark can be
+// made a wait from the clock's reading (longer by the lag). The default
+// system clock never steps back; there it is NowMillis.
+func (tb *Timebase) Reading() int64 {
+	if tb.gated {
+		return tb.NowMillis()
+	}
+	ms := tb.clock.NowMillis()
+	tb.observe(ms)
+	return ms
+}
+
 // HighWater returns the largest time used so far, or math.MinInt64.
 func (tb *Timebase) HighWater() int64 { return tb.hw.Load() }
 

@@ -255,9 +255,10 @@ func (s *a3Sim) eff(t int64) (eff, base int64) {
 	return max(base, s.hw), base
 }
 
-// lnow is Limiter.Now: the clock's reading, never before the high-water
-// mark.
-func (s *a3Sim) lnow() int64 { return max(s.now, s.hw) }
+// lnow is Limiter.Now: the clock's reading, before the high-water mark
+// when the clock stepped back (the short forms then decide at the mark,
+// and their waits count from the reading, longer by the lag).
+func (s *a3Sim) lnow() int64 { return s.now }
 
 // observe records that the limiter used eff.
 func (s *a3Sim) observe(eff int64) { s.hw = max(s.hw, eff) }
