@@ -151,3 +151,41 @@ func TestClockBackFallback(t *testing.T) {
 		t.Fatalf("AllowN(1) at RetryAfter = %+v, %v; want admitted", d, err)
 	}
 }
+
+// TestClockBackDenyCacheUnlearnable: a debt the server dates so far
+// ahead (a cell stamped 11 s after the clock's reading, by another
+// instance) that the linear debt draining to 0 at its ResetAfter is above
+// Burst cannot be held by the deny cache; a cache holding the key lower
+// (from an earlier denial) must then forget it, not answer from it: B
+// holds k at 1 token of debt when the server reports 10 undrained for 11 s
+// more, and B's next request of 9.5 must get the server's wait (about
+// 20.5 s), not the cache's 0.5 s.
+func TestClockBackDenyCacheUnlearnable(t *testing.T) {
+	e := newEnv(t, "rueidis", "standalone")
+	clk := sketchtest.NewFakeClock()
+	clk.Set(5_000)
+	cfg := LimiterConfig{Name: "cbunlearn", Limit: PerSecond(1, 10), Clock: clk, DenyCacheCells: 1024}
+	a := e.limiter(t, cfg)
+	b := e.limiter(t, cfg)
+	ctx := context.Background()
+	if d, err := b.AllowN(ctx, "k", 5); err != nil || !d.Allowed {
+		t.Fatalf("B.AllowN(5) at 5s = %+v, %v", d, err)
+	}
+	if d, err := b.AllowN(ctx, "k", 6); err != nil || d.Allowed {
+		t.Fatalf("B.AllowN(6) at 5s = %+v, %v; want denied (B's cache learns debt 5)", d, err)
+	}
+	clk.Set(20_000)
+	if d, err := a.AllowN(ctx, "k", 10); err != nil || !d.Allowed {
+		t.Fatalf("A.AllowN(10) at 20s = %+v, %v", d, err)
+	}
+	clk.Set(9_000) // back; B's own time is 5s, so B is not behind
+	d, err := b.AllowN(ctx, "k", 1)
+	if err != nil || d.Allowed || d.RetryAfter != 12*time.Second {
+		t.Fatalf("B.AllowN(1) at 9s = %+v, %v; want denied by the server, RetryAfter 12s", d, err)
+	}
+	d, err = b.AllowN(ctx, "k", 9.5)
+	if err != nil || d.Allowed || d.RetryAfter != 20500*time.Millisecond {
+		t.Fatalf("B.AllowN(9.5) at 9s = %+v, %v (cache denials %d); want the server's RetryAfter 20.5s",
+			d, err, b.Stats().CacheDenials)
+	}
+}

@@ -2,6 +2,7 @@ package redis
 
 import (
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -22,24 +23,48 @@ import (
 // round trip times Rate plus collision over-estimates, which drain at
 // Rate (so never longer than Burst/Rate).
 //
-// A clock that steps back behind the cache's time (LimiterConfig.Clock)
-// ends that argument: the cache would date what the server reports at
-// its own later time and drain it late, and it misses what is admitted
-// meanwhile. So while the clock is behind, the cache is empty (a fresh
-// sketch the first call that sees the lag swaps in), answers nothing and
-// learns nothing: every call asks the server, until the clock passes the
-// cache's time again.
+// The argument needs three more things, each kept below:
 //
-// Constant memory: L x M cells whatever the number of keys. Safe for
-// concurrent use; no lock, no goroutine.
+//   - The debt is dated at the server's time. A server whose time runs
+//     ahead of its clock (TIME stepped back behind a generation's header,
+//     or a cell stamped ahead) drains nothing until its clock catches
+//     up; its ResetAfter says so (it is later than the debt's own drain
+//     time). Such a debt is learned as the linear debt that drains to 0
+//     exactly at that ResetAfter, which is >= the server's at every later
+//     instant; one above Burst cannot be held, and a cache that may hold
+//     the key lower empties itself.
+//   - Replies learned out of order cannot lower anything (a feed only
+//     raises), but one that is not learned can be overtaken by an older
+//     one that is: an admission of a key the cache does not hold is
+//     learned anyway while another call on its stripe of keys is in
+//     flight (whose older reply may put the key there), and a call whose
+//     cache was emptied while it was in flight learns nothing.
+//   - A clock that steps back behind the cache's time
+//     (LimiterConfig.Clock) ends the argument: the cache would date what
+//     the server reports at its own later time and drain it late, and it
+//     misses what is admitted meanwhile. So every time the clock is
+//     behind, the cache is empty (a fresh sketch swapped in if anything
+//     was learned since the last one), answers nothing and learns
+//     nothing: every call asks the server, until the clock passes the
+//     cache's time again.
+//
+// Constant memory: L x M cells whatever the number of keys, and a fixed
+// array of in-flight counters. Safe for concurrent use; no goroutine.
+// Answering and learning take no lock; emptying takes one.
 type denyCache struct {
 	sk      atomic.Pointer[sketch.Sketch]
-	cleared atomic.Int64 // the cache's time when a step back last emptied it
+	fed     atomic.Bool // the current sketch has learned something
+	mu      sync.Mutex  // serializes emptying
+	pending [denyStripes]atomic.Int32
 	lt      *localTime
 	cfg     sketch.Config
 	rate    float64 // units per second
 	burst   float64
 }
+
+// denyStripes is the number of stripes of keys (by the server hash) whose
+// server calls in flight the cache counts.
+const denyStripes = 256
 
 func newDenyCache(rate, burst float64, cells uint32, seed uint64, lt *localTime) (*denyCache, error) {
 	d := &denyCache{lt: lt, rate: rate, burst: burst, cfg: sketch.Config{
@@ -51,57 +76,116 @@ func newDenyCache(rate, burst float64, cells uint32, seed uint64, lt *localTime)
 		return nil, err
 	}
 	d.sk.Store(sk)
-	d.cleared.Store(math.MinInt64)
 	return d, nil
 }
 
-// behind reports whether the clock is behind the cache's time, and then
-// empties the cache once per high-water time.
-func (d *denyCache) behind() bool {
-	if d.lt.lag() == 0 {
-		return false
-	}
-	hw := d.lt.tb.HighWater()
-	if c := d.cleared.Load(); c != hw && d.cleared.CompareAndSwap(c, hw) {
+// empty swaps in a fresh sketch if the current one has learned anything.
+// fed is cleared before the swap, so a feed of the fresh sketch always
+// leaves it set.
+func (d *denyCache) empty() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.fed.Load() {
+		d.fed.Store(false)
 		if sk, err := sketch.New(d.cfg); err == nil { // d.cfg was accepted once
 			d.sk.Store(sk)
 		}
 	}
+}
+
+// behind reports whether the clock is behind the cache's time, and then
+// empties the cache.
+func (d *denyCache) behind() bool {
+	if d.lt.lag() == 0 {
+		return false
+	}
+	d.empty()
 	return true
 }
 
-// observe records that the server's debt for key was debt (just now).
-// Raising the min to debt: adding debt-q to every cell makes the min at
-// least debt (cells above the min rise too, which only over-estimates).
-func (d *denyCache) observe(key string, debt float64) {
+// call is one server call in flight for the cache: begin it before the
+// request, observe its reply (or end it on a failure).
+type call struct {
+	n  *atomic.Int32  // the key's stripe's calls in flight
+	sk *sketch.Sketch // the cache as the call began
+}
+
+// begin counts a server call for a key of server hash h in flight.
+func (d *denyCache) begin(h uint64) call {
+	c := call{n: &d.pending[h%denyStripes]}
+	c.n.Add(1)
+	c.sk = d.sk.Load()
+	return c
+}
+
+// end ends a call that learned nothing (the server failed).
+func (c call) end() { c.n.Add(-1) }
+
+// observe ends c, learning that the server's debt for key is est units
+// with ResetAfter resetMs (ms, the server's), just now: the key's cells
+// are raised so their minimum is at least the learned debt (adding the
+// difference to every cell; cells above the minimum rise too, which only
+// over-estimates). hold is true for a denial (or any reply with
+// PreCheck); an admission otherwise updates only a key the cache holds,
+// or any key while another call on its stripe is in flight.
+func (d *denyCache) observe(c call, key string, est float64, resetMs int64, hold bool) {
+	defer c.end()
 	if d.behind() {
 		return
 	}
 	sk := d.sk.Load()
-	if q := sk.QueryString(key); q < debt {
-		sk.UpdateString(key, debt-q)
+	if sk != c.sk {
+		return // emptied while the call was in flight
+	}
+	busy := c.n.Load() > 1 // before the Query: a racing feed ends after it writes
+	q := sk.QueryString(key)
+	if !hold && q == 0 && !busy {
+		return
+	}
+	v, ok := d.dated(est, resetMs)
+	if !ok {
+		if q > 0 || busy {
+			d.empty()
+		}
+		return
+	}
+	if q < v {
+		sk.UpdateString(key, v-q)
+		d.fed.Store(true)
 	}
 }
 
-// refresh is observe for a key the cache holds (its estimate is above 0),
-// a no-op for the others: an admission (without PreCheck) updates what a
-// denial put there, and adds nothing else.
-func (d *denyCache) refresh(key string, debt float64) {
-	if d.behind() {
-		return
+// dated returns the debt to learn for a reply of est units whose server
+// ResetAfter is resetMs: est itself when that ResetAfter is est's own
+// linear drain time (the debt drains from now), else the linear debt
+// that drains to 0 exactly at resetMs (the server's time is ahead of its
+// clock); false when that is above Burst or there is no ResetAfter.
+func (d *denyCache) dated(est float64, resetMs int64) (float64, bool) {
+	if est <= 0 {
+		return 0, true
 	}
-	sk := d.sk.Load()
-	if q := sk.QueryString(key); q > 0 && q < debt {
-		sk.UpdateString(key, debt-q)
+	if resetMs < 0 {
+		return 0, false
 	}
+	if resetMs <= int64(resetAfter(est, d.rate)/time.Millisecond) {
+		return est, true
+	}
+	v := math.Nextafter(d.rate*float64(resetMs)/1000, math.Inf(1))
+	if v > d.burst {
+		return 0, false
+	}
+	return max(v, est), true
 }
 
 // check reports whether a request of n is certainly denied by the server,
 // and then the local debt's RetryAfter and ResetAfter (never while the
 // clock is behind the cache's time).
 func (d *denyCache) check(key string, n float64) (denied bool, debt float64, retry, reset time.Duration) {
+	if d.behind() {
+		return false, 0, 0, 0
+	}
 	debt = d.sk.Load().QueryString(key)
-	if debt+n <= d.burst || d.behind() {
+	if debt+n <= d.burst {
 		return false, debt, 0, 0
 	}
 	return true, debt, retryAfter(debt, n, d.burst, d.rate), resetAfter(debt, d.rate)

@@ -322,8 +322,16 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 		}
 	}
 	l.c.serverCalls.Add(1)
-	r, err := l.sk.tryUpdate(ctx, l.sk.hasher.Sum64String(key), nU, l.burstU)
+	h := l.sk.hasher.Sum64String(key)
+	var c call
+	if l.cache != nil {
+		c = l.cache.begin(h)
+	}
+	r, err := l.sk.tryUpdate(ctx, h, nU, l.burstU)
 	if err != nil {
+		if l.cache != nil {
+			c.end()
+		}
 		return l.fault(key, n, err)
 	}
 	l.degraded.Store(false)
@@ -335,14 +343,11 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 		d.RetryAfter = -1
 	}
 	if l.cache != nil {
-		if !r.ok || l.precheck {
-			l.cache.observe(key, r.estimate)
-		} else {
-			// An admission raised the key's debt: a key the cache holds
-			// (from a denial) gets it, so a later local denial's waits
-			// count from this instance's own admissions too.
-			l.cache.refresh(key, r.estimate)
-		}
+		// A denial (or, with PreCheck, any reply) puts the key's debt
+		// there; an admission raises a key the cache holds, so a later
+		// local denial's waits count from this instance's own
+		// admissions too.
+		l.cache.observe(c, key, r.estimate, r.resetMs, !r.ok || l.precheck)
 	}
 	return d, nil
 }

@@ -25,13 +25,14 @@ func newLocalTime(c sketch.Clock) *localTime {
 
 // lag returns how far the local sketches' time, as a call that just
 // returned used it, lies after the clock's reading now: 0 unless a Clock
-// stepped back (the system clock never does).
+// stepped back (the system clock never does), saturating at the largest
+// Duration.
 func (lt *localTime) lag() time.Duration {
 	if lt.clock == nil {
 		return 0
 	}
 	if g := lt.tb.HighWater() - lt.clock.NowMillis(); g > 0 {
-		return time.Duration(g) * time.Millisecond
+		return msDuration(g)
 	}
 	return 0
 }

@@ -328,11 +328,15 @@ local function retryReset(e, n, rel, raw, st)
   return settle(ceil(need / param * 1000), n, raw, st, rel), reset
 end
 
--- later returns the wait w (ms, -1 for none) made lag ms longer; a wait of
--- 0 (the request fits now, the debt is 0) stays 0.
+-- later returns the wait w (ms, -1 for none) made lag ms longer, at most
+-- 2^53 - 1 (the client saturates it at the largest Duration); a wait of 0
+-- (the request fits now, the debt is 0) stays 0.
+local MAXW = 2 ^ 53 - 1
 local function later(w, lag)
   if w <= 0 then return w end
-  return w + lag
+  w = w + lag
+  if w > MAXW then return MAXW end
+  return w
 end
 
 -- check returns the commands the ACL denies this function on keys, as
