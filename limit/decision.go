@@ -139,13 +139,21 @@ func (l *Limiter) fill(p *params, d *Decision, debt float64, gap time.Duration) 
 	}
 }
 
-// gap returns how far the time the limiter decided at lies after t,
-// rounded up to the millisecond: 0 for a t at (or ahead of) the clock's
-// reading, the lag of a stale t otherwise. Read after the decision, the
-// high-water mark is at or after the time the decision used, so
-// t + gap + (a duration from that time) is never early.
+// gap returns how far the time the limiter decided at lies after t, or
+// after the clock's reading when t is ahead of it, rounded up to the
+// millisecond: 0 for a t at the clock's reading when the clock has not
+// stepped back, the lag otherwise. Read after the decision, the
+// high-water mark is at or after the time the decision used, so a
+// duration with gap added, counted from t or from the clock's reading,
+// whichever is earlier, is never early.
 func (l *Limiter) gap(t time.Time) time.Duration {
-	g := l.tb.Time(l.tb.HighWater()).Sub(t)
+	hw := l.tb.Time(l.tb.HighWater())
+	if !l.tb.Steady() { // else the reading is never before the mark: no read
+		if now := l.tb.Time(l.tb.Peek()); t.After(now) {
+			t = now
+		}
+	}
+	g := hw.Sub(t)
 	if g <= 0 {
 		return 0
 	}

@@ -132,8 +132,10 @@
 // time scale, so a t after the clock's reading counts as that reading (a
 // future t must not drain every other key early), and a t before a time
 // already used counts as that time. Durations are measured so that they
-// are never early: from t for a stale t (the lag included), from the
-// clock's reading for a future one. The short forms decide at Now, the
+// are never early: from t, or from the clock's reading when t is ahead of
+// it, with the lag to the time the limiter decided at included (after a
+// clock stepped back, a t between its reading and that time is both).
+// The short forms decide at Now, the
 // clock's own reading: after a clock stepped back, a stale t like any
 // other (their waits are longer by the lag). docs/readings.md has the
 // x/time/rate parity table.

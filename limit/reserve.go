@@ -111,7 +111,7 @@ func (l *Limiter) book(p *params, t time.Time, key string, n int, capU float64) 
 	if l.none() {
 		r.ok = l.unset()
 		r.timeToAct = t
-		if now := l.tb.Now(); t.After(now) {
+		if now := l.Now(); t.After(now) {
 			r.timeToAct = now
 		}
 		return r
@@ -215,10 +215,14 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 	if l.newTimer == nil {
 		return &WaitError{Err: ErrNoTimer, N: n, Burst: p.burst}
 	}
-	now := l.tb.Now()
+	// The deadline and the timer run on the clock's reading; the limiter
+	// decides at its latest time used, hw, which lies after the reading
+	// when the clock stepped back, and a debt drains only from hw on.
+	now := l.Now()
+	hw := l.tb.Time(l.tb.HighWater())
 	capU, why, left := l.maxDebtU, ErrMaxDebt, time.Duration(0)
 	dl, hasDeadline := ctx.Deadline()
-	var leftMs float64 // the whole ms to the deadline
+	var leftMs float64 // the whole ms from hw to the deadline
 	if hasDeadline {
 		// The request may act at whole ms up to the deadline: admit it
 		// only if its debt drains within the burst by then.
@@ -226,7 +230,11 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 		if left < 0 {
 			return &WaitError{Err: ErrPastDeadline, N: n, Burst: p.burst, Wait: left}
 		}
-		leftMs = float64(left / time.Millisecond)
+		if dl.Before(hw) {
+			// Even a request that fits acts at hw, after the deadline.
+			return &WaitError{Err: ErrPastDeadline, N: n, Burst: p.burst, Wait: left}
+		}
+		leftMs = float64(dl.Sub(hw) / time.Millisecond)
 		if c := p.burstU + l.drop(leftMs); c < capU {
 			capU, why = c, ErrPastDeadline
 		}

@@ -55,6 +55,7 @@ type Timebase struct {
 	anchor   time.Time // the time.Time of clock reading anchorMs
 	anchorMs int64
 	gated    bool // the default clock behind a tick gate (see tickGate)
+	steady   bool // the default clock: its reading never steps back
 	_        cpu.CacheLinePad
 	// hw and the gate share a line: both are written by the same read of
 	// the clock, at most about once per millisecond, and read by every
@@ -70,11 +71,11 @@ func NewTimebase(c Clock) *Timebase {
 	if tb, ok := c.(*Timebase); ok {
 		return tb
 	}
-	gated := false
+	gated, steady := false, c == nil
 	if c == nil {
 		c, gated = systemClock{}, hw.FastTicks()
 	}
-	tb := &Timebase{clock: c, gated: gated}
+	tb := &Timebase{clock: c, gated: gated, steady: steady}
 	tb.hw.Store(math.MinInt64)
 	tb.anchorMs = c.NowMillis()
 	if tc, ok := c.(timeClock); ok {
@@ -253,6 +254,20 @@ func (tb *Timebase) Reading() int64 {
 	tb.observe(ms)
 	return ms
 }
+
+// Peek returns the clock's own current reading without observing it:
+// the high-water mark does not move (a read that only measures a wait).
+func (tb *Timebase) Peek() int64 {
+	if tb.gated {
+		return tb.NowMillis()
+	}
+	return tb.clock.NowMillis()
+}
+
+// Steady reports whether the clock is the default monotonic system
+// clock, whose reading never steps back: the high-water mark is never
+// after it.
+func (tb *Timebase) Steady() bool { return tb.steady }
 
 // HighWater returns the largest time used so far, or math.MinInt64.
 func (tb *Timebase) HighWater() int64 { return tb.hw.Load() }

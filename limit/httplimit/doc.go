@@ -58,7 +58,12 @@
 // policy of burst 0 announces w=1); r (remaining) is the
 // Decision's Remaining and t, the seconds until more quota is available,
 // its NextAfter (the next whole token) rounded up, left out when the
-// bucket is full. The draft's semantics hold: r is a hint, and on a
+// bucket is full. A Multi's denial names the window that denies longest;
+// its Decision's Remaining and NextAfter are the least of all windows,
+// another window's next token, so there r is that least (at most the
+// named window's own) and t the RetryAfter (by which the named window
+// has more quota): never a promise earlier than the named window keeps.
+// The draft's semantics hold: r is a hint, and on a
 // denial Retry-After takes precedence and is never earlier than t. A
 // denial is 429 with Retry-After in whole seconds, RetryAfter rounded up
 // (never early for the key's own debt), text/plain or, with

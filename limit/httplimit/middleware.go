@@ -362,7 +362,9 @@ func (m *Middleware) find(d limit.Decision) policy {
 // SetHeaders sets the RateLimit-Policy field (every policy of the
 // limiter that is not Inf, as the limiter has them now: SetLimit and
 // SetBurst show in the next answer) and the RateLimit field (the policy d names:
-// its remaining quota r and t, the seconds until more is available), the
+// its remaining quota r and t, the seconds until more is available; on a
+// denial by a limiter of several policies, a Multi, r is the least of
+// its windows' and t its RetryAfter, see the package doc), the
 // legacy ones if enabled, and Retry-After on a denial that can be
 // retried: RetryAfter in whole seconds rounded up, at least 1, so never
 // earlier than the RateLimit field's t (d.NextAfter <= d.RetryAfter). A
@@ -375,7 +377,17 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	}
 	h.Set("RateLimit-Policy", v)
 	if p := m.find(d); !isInf(d.Limit) {
-		h.Set("RateLimit", rateLimitField(p.quoted, d))
+		f := d
+		if len(m.policies) > 1 && !d.Allowed && !d.Never && f.NextAfter < f.RetryAfter {
+			// A Multi's denial names the window that denies longest,
+			// while Remaining and NextAfter are the least of all
+			// windows: another window's next token. The named one has
+			// more quota by RetryAfter at the latest (its own next
+			// token is no later), and the least Remaining is at most
+			// its own.
+			f.NextAfter = f.RetryAfter
+		}
+		h.Set("RateLimit", rateLimitField(p.quoted, f))
 	}
 	if m.legacy {
 		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
