@@ -53,8 +53,9 @@ import (
 // Answering and learning take no lock; emptying takes one.
 type denyCache struct {
 	sk      atomic.Pointer[sketch.Sketch]
-	fed     atomic.Bool // the current sketch has learned something
-	mu      sync.Mutex  // serializes emptying
+	fed     atomic.Bool   // the current sketch has learned something
+	epoch   atomic.Uint64 // bumped by every empty, whether it swaps or not
+	mu      sync.Mutex    // serializes emptying
 	pending [denyStripes]atomic.Int32
 	lt      *localTime
 	cfg     sketch.Config
@@ -79,10 +80,14 @@ func newDenyCache(rate, burst float64, cells uint32, seed uint64, lt *localTime)
 	return d, nil
 }
 
-// empty swaps in a fresh sketch if the current one has learned anything.
-// fed is cleared before the swap, so a feed of the fresh sketch always
-// leaves it set.
+// empty swaps in a fresh sketch if the current one has learned anything,
+// and either way ends the epoch, so that no call in flight learns: its
+// reply may predate an admission that was not learned (fed may be false
+// because the cache learned nothing since it last emptied, not because
+// nothing was admitted). fed is cleared before the swap, so a feed of the
+// fresh sketch always leaves it set.
 func (d *denyCache) empty() {
+	d.epoch.Add(1)
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	if d.fed.Load() {
@@ -106,15 +111,15 @@ func (d *denyCache) behind() bool {
 // call is one server call in flight for the cache: begin it before the
 // request, observe its reply (or end it on a failure).
 type call struct {
-	n  *atomic.Int32  // the key's stripe's calls in flight
-	sk *sketch.Sketch // the cache as the call began
+	n     *atomic.Int32 // the key's stripe's calls in flight
+	epoch uint64        // the cache's epoch as the call began
 }
 
 // begin counts a server call for a key of server hash h in flight.
 func (d *denyCache) begin(h uint64) call {
 	c := call{n: &d.pending[h%denyStripes]}
 	c.n.Add(1)
-	c.sk = d.sk.Load()
+	c.epoch = d.epoch.Load()
 	return c
 }
 
@@ -133,8 +138,10 @@ func (d *denyCache) observe(c call, key string, est float64, resetMs int64, hold
 	if d.behind() {
 		return
 	}
+	// The sketch before the epoch: empty bumps the epoch before it swaps,
+	// so a sketch swapped in after c began is never the one written.
 	sk := d.sk.Load()
-	if sk != c.sk {
+	if d.epoch.Load() != c.epoch {
 		return // emptied while the call was in flight
 	}
 	busy := c.n.Load() > 1 // before the Query: a racing feed ends after it writes

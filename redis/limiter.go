@@ -221,15 +221,16 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		unit, rateU = u, 1000*drain
 	}
 	burstU := lim.Burst * unit
+	lt := newLocalTime(cfg.Clock)
 	sk, err := newSketch(c, Config{
 		Name: cfg.Name, Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel,
 		Decay: decay.Linear(rateU), Lo: 0, Hi: burstU, Aggregator: sketch.Min,
-		Hasher: cfg.Hasher, Seed: cfg.Seed, Shards: cfg.Shards, Timeout: cfg.Timeout, Clock: cfg.Clock,
+		Hasher: cfg.Hasher, Seed: cfg.Seed, Shards: cfg.Shards, Timeout: cfg.Timeout, Clock: lt.serverClock(),
 	})
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: newLocalTime(cfg.Clock)}
+	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt}
 	if cfg.DenyCacheCells > 0 {
 		if l.cache, err = newDenyCache(rateU, burstU, cfg.DenyCacheCells, cfg.Seed, l.lt); err != nil {
 			return bad("deny cache: %v", err)
@@ -312,7 +313,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 		panic("redis: AllowN n must be finite and >= 0; got " + fmtFloat(n))
 	}
 	l.c.decisions.Add(1)
-	nU := n * l.unit
+	nU := min(n*l.unit, math.MaxFloat64) // a finite n of a small unit may overflow: it never fits either way
 	// A request above Burst never fits: the server answers it with the
 	// key's own debt (the cache would deny it on any debt).
 	if l.cache != nil && nU <= l.burstU {

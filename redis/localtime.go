@@ -58,3 +58,22 @@ func msDuration(ms int64) time.Duration {
 	}
 	return time.Duration(ms) * time.Millisecond
 }
+
+// serverClock returns the clock the server sketch sends its calls' time
+// from: nil (the server's TIME) without a Clock, else the Clock's own
+// reading, observed by the local sketches' time, so that a call the
+// server ran at a reading the local sketches never saw (the clock then
+// stepped back before the reply) still makes them behind: the deny cache
+// does not date the server's debt at an earlier time than it was
+// computed at.
+func (lt *localTime) serverClock() sketch.Clock {
+	if lt.clock == nil {
+		return nil
+	}
+	return readingClock{lt.tb}
+}
+
+// readingClock is a Timebase's raw reading, observed (Timebase.Reading).
+type readingClock struct{ tb *core.Timebase }
+
+func (c readingClock) NowMillis() int64 { return c.tb.Reading() }
