@@ -32,9 +32,9 @@ type Decision struct {
 	// bucket is full again).
 	ResetAfter time.Duration
 	// NextAfter is the time until Remaining grows by one (the next whole
-	// token); 0 when the bucket is full (Remaining == Burst). It is at
-	// most RetryAfter, and is what httplimit sends as the RateLimit
-	// field's t.
+	// token); 0 when the bucket is full (Remaining == Burst). On a denial
+	// it is at most RetryAfter (an admission's RetryAfter is 0). It is
+	// what httplimit sends as the RateLimit field's t.
 	NextAfter time.Duration
 	// Never is set when n > burst: the request can never be admitted and
 	// must not be retried.

@@ -257,17 +257,23 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 			act = by
 		}
 	}
-	delay := act.Sub(l.Now()) // from the clock's reading: its timer runs on it
-	if delay <= 0 {
-		return nil
-	}
-	ch, stop := l.newTimer(delay)
-	defer stop()
-	select {
-	case <-ch:
-		return nil
-	case <-ctx.Done():
-		r.Cancel()
-		return ctx.Err()
+	// From the clock's reading: its timer runs on it. A timer counts from
+	// the reading when it is made, so a clock that steps back meanwhile
+	// (or while it runs) would release the wait early: the reading is
+	// checked again when the timer fires, and the rest waited for.
+	for {
+		delay := act.Sub(l.Now())
+		if delay <= 0 {
+			return nil
+		}
+		ch, stop := l.newTimer(delay)
+		select {
+		case <-ch:
+			stop()
+		case <-ctx.Done():
+			stop()
+			r.Cancel()
+			return ctx.Err()
+		}
 	}
 }

@@ -214,26 +214,31 @@ func (r *Rotator) UpdateString(key string, delta float64) {
 // generation's check panics on a non-finite delta before any cell is
 // written.
 func (r *Rotator) update(gs *genSet, t time.Time, key string, delta float64) {
+	CheckFinite("Update", "delta", delta)
 	var buf [maxInlineGens]Hashed
 	ks := r.hashed(gs, key, &buf)
+	ms := r.tb.Millis(t) // once: every generation at the same time
 	for i := range gs.gens {
-		updateGen(gs, i, ks, t, key, delta)
+		updateGen(gs, i, ks, ms, key, delta)
 	}
 }
 
 // updateAndQuery is update returning the primary's aggregate after its
 // update.
 func (r *Rotator) updateAndQuery(gs *genSet, t time.Time, key string, delta float64) float64 {
+	CheckFinite("UpdateAndQuery", "delta", delta)
 	var buf [maxInlineGens]Hashed
 	ks := r.hashed(gs, key, &buf)
+	ms := r.tb.Millis(t) // once: every generation at the same time
+	p := gs.gens[0]
 	var v float64
 	if ks != nil {
-		v = gs.gens[0].UpdateAndQueryHashedAt(t, ks[0], delta)
+		v = p.updateAndQuery(p.mine("UpdateAndQuery", ks[0]), delta, ms)
 	} else {
-		v = gs.gens[0].UpdateAndQueryStringAt(t, key, delta)
+		v = p.updateAndQuery(p.sum64String(key), delta, ms)
 	}
 	for i := 1; i < len(gs.gens); i++ {
-		updateGen(gs, i, ks, t, key, delta)
+		updateGen(gs, i, ks, ms, key, delta)
 	}
 	return v
 }
@@ -318,13 +323,18 @@ func prefetchAll(gs *genSet, key string, buf *[maxInlineGens]Hashed) []Hashed {
 	return ks
 }
 
-// updateGen is Update at t on generation i of gs, through its hash in ks
-// when hashed made one.
-func updateGen(gs *genSet, i int, ks []Hashed, t time.Time, key string, delta float64) {
+// updateGen is Update at ms on generation i of gs, through its hash in ks
+// when hashed made one. ms is the operation's one time, converted once:
+// converting t again per generation could land later (the high-water
+// mark moved meanwhile), and a younger generation written later than the
+// primary decided over-counts once it is promoted (audit22). The caller
+// has checked delta.
+func updateGen(gs *genSet, i int, ks []Hashed, ms int64, key string, delta float64) {
+	s := gs.gens[i]
 	if i < len(ks) {
-		gs.gens[i].UpdateHashedAt(t, ks[i], delta)
+		s.update(s.mine("Update", ks[i]), delta, ms)
 	} else {
-		gs.gens[i].UpdateStringAt(t, key, delta)
+		s.update(s.sum64String(key), delta, ms)
 	}
 }
 
@@ -383,33 +393,34 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 		if after != nil {
 			_, *after = p.Reserved(&rc)
 		}
-		r.addYounger(gs, st, t, key, ks, delta, rc, res)
+		r.addYounger(gs, st, ms, key, ks, delta, rc, res)
 		return true
 	}
 }
 
 // addYounger is the rest of an admitted TryUpdate: it adds delta to every
-// younger generation of gs, then releases st, the primary's stripe the
+// younger generation of gs at ms, the time the primary decided at, then
+// releases st, the primary's stripe the
 // admission holds (nil: none held), even if a custom decay law panics.
 // With res, it records every generation's receipt there, rc the
 // primary's.
-func (r *Rotator) addYounger(gs *genSet, st *stripe, t time.Time, key string, ks []Hashed, delta float64, rc Receipt, res *Reservation) {
+func (r *Rotator) addYounger(gs *genSet, st *stripe, ms int64, key string, ks []Hashed, delta float64, rc Receipt, res *Reservation) {
 	if st != nil {
 		defer st.seq.Add(1)
 	}
 	if res == nil {
 		for i := 1; i < len(gs.gens); i++ {
-			updateGen(gs, i, ks, t, key, delta)
+			updateGen(gs, i, ks, ms, key, delta)
 		}
 		return
 	}
 	rcs := make([]Receipt, len(gs.gens))
 	rcs[0] = rc
 	for i := 1; i < len(gs.gens); i++ {
-		if i < len(ks) {
-			rcs[i] = gs.gens[i].AddHashedAt(t, ks[i], delta)
+		if s := gs.gens[i]; i < len(ks) {
+			rcs[i] = s.add(s.mine("Add", ks[i]), delta, ms)
 		} else {
-			rcs[i] = gs.gens[i].AddStringAt(t, key, delta)
+			rcs[i] = s.add(s.sum64String(key), delta, ms)
 		}
 	}
 	*res = Reservation{gs: gs, rcs: rcs}
