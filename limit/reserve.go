@@ -260,9 +260,11 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 	// From the clock's reading: its timer runs on it. A timer counts from
 	// the reading when it is made, so a clock that steps back meanwhile
 	// (or while it runs) would release the wait early: the reading is
-	// checked again when the timer fires, and the rest waited for.
+	// checked again when the timer fires (unobserved: waking moves no
+	// key's time), and the rest waited for.
+	now = l.Now()
 	for {
-		delay := act.Sub(l.Now())
+		delay := act.Sub(now)
 		if delay <= 0 {
 			return nil
 		}
@@ -270,6 +272,7 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 		select {
 		case <-ch:
 			stop()
+			now = l.tb.Time(l.tb.Peek())
 		case <-ctx.Done():
 			stop()
 			r.Cancel()
