@@ -26,14 +26,18 @@ import (
 // rotation (Period = 16 T by default, at least T) a generation becomes
 // the primary (Generations-1) x Period >= T after its creation, so the
 // marks it missed are older than T anyway: rotation adds no false
-// negative.
+// negative, but for one race the rotator documents (package rotator): a
+// mark made while the operation that creates the generation is building
+// it is missing from it, so that mark reads as unseen up to the build's
+// duration early (with PeriodWindows 1, any build time; with the default
+// 16, a build lasting 15 T).
 //
 // Seen is exact under contention: of N goroutines racing Seen on a key
 // not seen within T, exactly one is told it is new. It decides with the
-// sketch's TryUpdate (admit, meaning new, iff Min <= theta, adding
-// 1-theta) and then saturates the cells to 1 (new or not: every sighting
-// refreshes the mark); between the two a racer reads at least
-// 1-theta > theta, so it is told seen.
+// sketch's TryUpdate, which marks in the same step (admit, meaning new,
+// iff Min <= theta, adding 1 under the limit 1+theta, clamped to 1); a
+// key seen is refreshed by saturating its cells to 1 (every sighting
+// refreshes the mark). One decision: a racer reads the winner's mark.
 type Novelty struct {
 	r     *core.Rotator
 	theta float64
@@ -77,18 +81,24 @@ func (n *Novelty) Seen(key string) bool { return n.seenAt(nil, key) }
 func (n *Novelty) SeenAt(t time.Time, key string) bool { return n.seenAt(&t, key) }
 
 func (n *Novelty) seenAt(t *time.Time, key string) bool {
+	// New when the mark is at most theta: admitted with the limit
+	// 1 + theta, and then marked in the same step, saturated to 1
+	// (clamped at Hi), from which the mark stays above theta for exactly
+	// T. One decision, so exactly one of racing callers is told new (a
+	// mark of 1 - theta, refreshed by a second call, could decay back to
+	// theta between the two when time passed: audit23).
 	var fresh bool
 	if t == nil {
-		fresh = n.rot().TryUpdateString(key, 1-n.theta, 1)
+		fresh = n.rot().TryUpdateString(key, 1, 1+n.theta)
 	} else {
-		fresh = n.rot().TryUpdateStringAt(*t, key, 1-n.theta, 1)
+		fresh = n.rot().TryUpdateStringAt(*t, key, 1, 1+n.theta)
 	}
-	// Mark (or refresh) the key: saturate its cells to 1 (clamped at Hi),
-	// from which the mark stays above theta for exactly T.
-	if t == nil {
-		n.rot().UpdateString(key, 1)
-	} else {
-		n.rot().UpdateStringAt(*t, key, 1)
+	if !fresh { // seen: refresh the mark
+		if t == nil {
+			n.rot().UpdateString(key, 1)
+		} else {
+			n.rot().UpdateStringAt(*t, key, 1)
+		}
 	}
 	return !fresh
 }

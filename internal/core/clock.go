@@ -228,14 +228,24 @@ func (tb *Timebase) Millis(t time.Time) int64 {
 
 // convert maps t to the clock's scale without filtering.
 func (tb *Timebase) convert(t time.Time) int64 {
-	return tb.anchorMs + t.Sub(tb.anchor).Milliseconds()
+	d := t.Sub(tb.anchor)
+	if d == math.MaxInt64 || d == math.MinInt64 {
+		// Sub saturates past 292 years: count in ms on the wall clock.
+		return tb.anchorMs + (t.UnixMilli() - tb.anchor.UnixMilli())
+	}
+	return tb.anchorMs + d.Milliseconds()
 }
 
 // Time returns the time.Time of reading ms (the inverse of Millis for
 // times that were not capped). Its monotonic reading is present when the
 // anchor has one.
 func (tb *Timebase) Time(ms int64) time.Time {
-	return tb.anchor.Add(time.Duration(ms-tb.anchorMs) * time.Millisecond)
+	d := ms - tb.anchorMs
+	if d > math.MaxInt64/int64(time.Millisecond) || d < math.MinInt64/int64(time.Millisecond) {
+		// Past 292 years a Duration would wrap: the wall clock only.
+		return time.UnixMilli(tb.anchor.UnixMilli() + d)
+	}
+	return tb.anchor.Add(time.Duration(d) * time.Millisecond)
 }
 
 // Now returns the time.Time of the current reading.

@@ -83,7 +83,9 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 	// difference of the two times.Time (monotonic within one process,
 	// wall across clocks that only have a wall time): if other is behind,
 	// its values are decayed the extra gap; if ahead, they are read at an
-	// earlier point of its scale (cells written after it count as age 0).
+	// earlier point of its scale. A cell of other written after that
+	// instant (during the merge) keeps its lead: the merged cell is
+	// stamped as far after msS.
 	msS := s.nowMillis()
 	s.maintain(msS)
 	msO, extra := msS, int64(0)
@@ -108,6 +110,12 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		for i := range int(s.m) {
 			wo := other.cells[base+i].Load()
 			b := other.rules.Decay(float64(wo.Score()), atom.Elapsed(wo.Stamp(), nowO)+extra)
+			// A cell of other written after nowO (during the merge)
+			// holds its value at that later stamp: the merged cell is
+			// stamped as far after nowS, so b does not decay before it
+			// was written (s's own value then decays late: the safe
+			// side).
+			ahead := uint32(min(atom.Elapsed(nowO, wo.Stamp()), maxAhead))
 			// Adding 0 changes nothing, except under a draining law to a
 			// credit (a negative score), which merges with 0 as
 			// max(a, 0): skip only a cell that cannot hold one.
@@ -127,7 +135,7 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 					v = math.Max(v, math.Max(a, b))
 				}
 				v += slack
-				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), nowS))) {
+				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), nowS+ahead))) {
 					break
 				}
 			}

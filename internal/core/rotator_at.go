@@ -120,9 +120,11 @@ func (r *Rotator) TryReserveStringAt(t time.Time, key string, delta, limit float
 
 // Reserved is Sketch.Reserved for the primary generation res was
 // admitted by (the one that decided): the key's estimate there right
-// after the call, and its time. A promotion since only lowers what a
-// Query reads (the next primary holds less history), so the answer is
-// never below it. The zero Reservation's answer means nothing.
+// after the call, and its time. With non-negative histories (Lo >= 0, as
+// package limit's), a promotion since only lowers what a Query reads (the
+// next primary holds less history), so the answer is never below it; a
+// forgotten negative history raises it instead (audit24). The zero
+// Reservation's answer means nothing.
 func (r *Rotator) Reserved(res *Reservation) (ms int64, v float64) {
 	if res.gs == nil {
 		return 0, 0

@@ -22,6 +22,11 @@ import (
 // by its age at the snapshot plus the downtime, never by a difference of
 // two unrelated epochs.
 
+// maxAhead bounds how far after the snapshot instant a restored cell may
+// be stamped (a cell written during the encode, a few ms at most; a forged
+// record cannot stop a cell's decay for longer).
+const maxAhead = int64(1) << 24
+
 // Snapshot format constants.
 const (
 	// SnapshotMagic opens every snapshot (sketch and rotator).
@@ -253,7 +258,8 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // it then captures: the snapshot instant T is one clock reading taken at
 // the start; each cell is read with one atomic load, so each record is a
 // value the cell really held, at some moment during the encode, stated as
-// its age at T (a cell written at a time after T counts as age 0). The
+// its age at T (a cell written at a time after T has a negative age, and
+// is restored stamped that far after T). The
 // set of cells is not an atomic snapshot: cells are read one after the
 // other, so each lies between its value at the start of the encode and
 // its value at the end. With non-negative deltas, every update that
@@ -293,9 +299,13 @@ func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 			// The cell's absolute time: at or after floor (horizon
 			// invariant), so the offset from floor's stamp is exact.
 			age := ms - (floor + int64(c.Stamp()-fs))
-			age = min(max(age, 0), math.MaxUint32)
+			// A cell written after T (during the encode) has a negative
+			// age: it is restored stamped that far after T, so it does
+			// not decay before it was written (stated at age 0 it lost
+			// its earlier mass's decay over the gap twice).
+			age = min(max(age, math.MinInt32+1), math.MaxInt32)
 			le.PutUint32(buf[pos:], uint32(c>>32))
-			le.PutUint32(buf[pos+4:], uint32(age))
+			le.PutUint32(buf[pos+4:], uint32(int32(age)))
 			pos += snapCellSize
 			if pos == len(buf) {
 				if err := flush(); err != nil {
@@ -438,13 +448,14 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 		crc = crc32.Update(crc, crcTable, b)
 		for j := 0; j < len(b); j += snapCellSize {
 			score := math.Float32frombits(le.Uint32(b[j:]))
-			age := int64(le.Uint32(b[j+4:]))
+			age := int64(int32(le.Uint32(b[j+4:]))) // < 0: written after T
+			age = max(age, -maxAhead)
 			v := float64(score)
 			if !(v >= lo && v <= hi) { // NaN fails both
 				return fail(corrupt("Cell", v, nil, nil, "cell %d of level %d holds %v, outside [%v, %v]", i, l, v, lo, hi))
 			}
 			total := age + downtime
-			if downtime > math.MaxInt64-age {
+			if age > 0 && downtime > math.MaxInt64-age {
 				total = math.MaxInt64 // a forged instant decades back
 			}
 			s.markNegative(v)

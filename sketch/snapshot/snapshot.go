@@ -17,6 +17,7 @@ package snapshot
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -231,7 +232,9 @@ func (e *LoadError) Is(target error) bool {
 // of the snapshot) from the file at path. On any error it returns a
 // *LoadError and dst is left empty, as built: a file whose size is not
 // the length of dst's snapshot is refused before dst is touched (every
-// provided Destination knows its length), as is a refused header; a
+// provided Destination knows its length; a file that is not a regular
+// one, a named pipe, is read whole into memory first to check it), as is
+// a refused header; a
 // rotator or meter is never changed by a failed restore, and a sketch or
 // limiter whose cells were bad is emptied by its ReadFrom. The caller
 // carries on with the empty dst and reports the error.
@@ -253,7 +256,28 @@ func Load(path string, dst Destination) error {
 				"file is %d bytes, want %d for the destination's configuration (truncated, or not its snapshot)", fi.Size(), want)}
 		}
 	}
-	r := bufio.NewReaderSize(f, 1<<20)
+	var src io.Reader = f
+	if want, ok := snapshotSize(dst); ok {
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			// A pipe or device has no size to check first: read it
+			// whole (want bytes and one more) before dst is touched,
+			// so a short or overlong stream leaves dst unchanged.
+			b, err := io.ReadAll(io.LimitReader(f, want+1))
+			if err != nil {
+				return &LoadError{Path: path, Err: err}
+			}
+			if int64(len(b)) != want {
+				var cause error
+				if int64(len(b)) < want {
+					cause = io.ErrUnexpectedEOF
+				}
+				return &LoadError{Path: path, Err: core.NewSnapshotError(core.ErrCorruptSnapshot, "snapshot", "Length", len(b), want, cause,
+					"stream holds %d bytes or more, want %d for the destination's configuration (truncated, or not its snapshot)", len(b), want)}
+			}
+			src = bytes.NewReader(b)
+		}
+	}
+	r := bufio.NewReaderSize(src, 1<<20)
 	if _, err := dst.ReadFrom(r); err != nil {
 		return &LoadError{Path: path, Err: err}
 	}
