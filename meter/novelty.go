@@ -22,7 +22,9 @@ import (
 // Errors are one-sided, as a Bloom filter's: no false negatives within
 // T (float32 rounding is upward: a mark may last a hair longer); a false
 // positive needs all L cells refreshed within T by other keys
-// ((1 - (1 - 1/M)^n)^L for n keys seen per T in L levels of M cells). With
+// ((1 - (1 - 1/M)^n)^L for n keys seen per T in L levels of M cells,
+// plus about n/M^2 for a key that shares every level with one other:
+// the double hashing of the cell indices). With
 // rotation (Period = 16 T by default, at least T) a generation becomes
 // the primary (Generations-1) x Period >= T after its creation, so the
 // marks it missed are older than T anyway: rotation adds no false

@@ -110,8 +110,11 @@ func SplitMix64(state *uint64) uint64 {
 // g = h1 + level*h2 mod 2^32, reduced to [0, m) with Lemire's
 // multiply-shift instead of a division (grudge uses mod m; the
 // multiply-shift is as uniform for m << 2^32 and costs no divide). Caveat
-// shared with grudge: two keys whose full 64-bit hashes collide collide at
-// every level. The reduction uses the high bits of g, so a custom Hasher
+// shared with grudge (and every double-hashing scheme): the L indices are
+// fixed by two values, so two keys share every level with probability
+// about 1/m^2, not 1/m^L (a pair whose h1 and h2 agree in their top bits:
+// 1e-6 at m = 1024, whatever L); estimates stay one-sided, such a pair
+// just counts as one key. The reduction uses the high bits of g, so a custom Hasher
 // must mix all 64 bits (XXH3 and SipHash do; an identity hash of small
 // integers would put every key in cell 0).
 func Index(h uint64, level, m uint32) uint32 {
