@@ -1,6 +1,12 @@
 package limit
 
-import "context"
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/lfgrudge/grudge/internal/common"
+)
 
 // Policy describes one token bucket a limiter enforces: its name
 // (WithName), rate and burst. httplimit announces it in the
@@ -49,4 +55,44 @@ func (m *Multi) DecideContext(_ context.Context, key string, n int) (Decision, e
 		panic("limit: zero Multi; use NewMulti")
 	}
 	return m.DecideKeys(m.ls[0].Now(), n, key), nil
+}
+
+func init() { common.PolicyRefills = policyRefills }
+
+// policyRefills is common.PolicyRefills for this package's limiters.
+func policyRefills(x any) []time.Duration {
+	switch v := x.(type) {
+	case *Limiter:
+		if v != nil && v.tb != nil {
+			return []time.Duration{v.refill(v.p.Load())}
+		}
+	case *Tier:
+		if v != nil && v.l != nil {
+			return []time.Duration{v.l.refill(&v.p)}
+		}
+	case *Multi:
+		if v != nil {
+			var r []time.Duration
+			for _, l := range v.ls {
+				r = append(r, policyRefills(l)...)
+			}
+			return r
+		}
+	}
+	return nil
+}
+
+// refill is how long an empty key takes to get p's whole burst back, as
+// ResetAfter counts a full burst's debt: whole ms, rounded up (a quotient
+// within 1e-9 of a whole ms is that ms: the float division of an exact
+// policy's units). 0 without an engine (Inf) or a burst.
+func (l *Limiter) refill(p *params) time.Duration {
+	if l.none() || p.burst <= 0 {
+		return 0
+	}
+	ms := p.burstU / l.drain
+	if r := math.Round(ms); math.Abs(ms-r) <= 1e-9*r {
+		ms = r
+	}
+	return l.ms(math.Ceil(ms))
 }

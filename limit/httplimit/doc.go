@@ -34,7 +34,8 @@
 // its /64 (WithIPv6Prefix to change), IPv4 kept whole (WithIPv4Prefix).
 // X-Forwarded-For is used only with WithTrustedProxies(n), n the exact
 // number of proxies in front of the server, and then only the entry the
-// nearest trusted proxy vouches for: it is never trusted by default.
+// outermost trusted proxy wrote (the n-th from the right: the address
+// that proxy saw connect): it is never trusted by default.
 // Header and Func key by a header or any function.
 //
 // A connection without an IP address (RemoteAddr "" or "@": a Unix-socket
@@ -54,9 +55,11 @@
 //	RateLimit: "default";r=13;t=1
 //
 // For a token bucket, q (quota) is the burst, w (window, seconds) the
-// time to refill it from empty, ceil(burst/rate) and at least 1 (a
-// policy of burst 0 announces w=1); r (remaining) is the
-// Decision's Remaining and t, the seconds until more quota is available,
+// time to refill it from empty as the limiter holds it (ceil(burst/rate)
+// for an exact policy, a little more for an inexact one of package
+// limit; ceil(burst/rate) for other limiters), at least 1 (a policy of burst 0 announces w=1); r
+// (remaining) is the Decision's Remaining (q and r above the 15 digits
+// a Structured Field Integer holds are announced as 999999999999999) and t, the seconds until more quota is available,
 // its NextAfter (the next whole token) rounded up, left out when the
 // bucket is full. A Multi's denial names the window that denies longest;
 // its Decision's Remaining and NextAfter are the least of all windows,

@@ -67,21 +67,26 @@ func ceilSeconds(d time.Duration) int64 {
 // bucket: the quota q is the burst (what a full bucket admits at once)
 // and the window w the time to refill it from empty, burst/rate seconds
 // rounded up (at least 1, at most the largest integer the field takes).
-func policyField(quotedName string, p limit.Policy) string {
-	return quotedName + ";q=" + strconv.Itoa(p.Burst) + ";w=" + strconv.FormatInt(windowSeconds(p), 10)
+func policyField(quotedName string, p limit.Policy, refill time.Duration) string {
+	return quotedName + ";q=" + strconv.FormatInt(sfInt(p.Burst), 10) + ";w=" + strconv.FormatInt(windowSeconds(p, refill), 10)
 }
 
-// windowSeconds is ceil(burst/rate) in whole seconds, in [1,
+// windowSeconds is ceil(burst/rate), or of refill (the limiter's own,
+// 0 when it does not say) when that is longer, in whole seconds, in [1,
 // maxSFInteger], computed in float64 seconds (a Duration overflows past
 // 292 years). A quotient within a relative 1e-9 of a whole number is that
 // number: a rate the limiter holds exactly (Every(140ms), burst 50: 7 s)
 // comes out of the division a few ulps above it, and would otherwise
 // announce a second too many.
-func windowSeconds(p limit.Policy) int64 {
+func windowSeconds(p limit.Policy, refill time.Duration) int64 {
 	w := float64(p.Burst) / float64(p.Limit)
 	if r := math.Round(w); math.Abs(w-r) <= 1e-9*r {
 		w = r
 	}
+	// The refill as the limiter holds the policy, when it says: an
+	// inexact policy refills a little slower than Burst/Limit (audit26:
+	// Every(999ms) x 10000 announced 9990 s for a 10000 s refill).
+	w = max(w, refill.Seconds())
 	w = math.Ceil(w)
 	if !(w < maxSFInteger) {
 		return maxSFInteger
@@ -95,9 +100,14 @@ func windowSeconds(p limit.Policy) int64 {
 // up), left out when the bucket is full (no more quota can become
 // available).
 func rateLimitField(quotedName string, d limit.Decision) string {
-	f := quotedName + ";r=" + strconv.Itoa(d.Remaining)
+	f := quotedName + ";r=" + strconv.FormatInt(sfInt(d.Remaining), 10)
 	if d.NextAfter > 0 {
 		f += ";t=" + strconv.FormatInt(ceilSeconds(d.NextAfter), 10)
 	}
 	return f
 }
+
+// sfInt returns n capped at the largest Integer a Structured Field holds
+// (15 digits): a burst or Remaining above it (the Redis module's bursts
+// reach 2^53) is announced as that, less than the truth, never more.
+func sfInt(n int) int64 { return min(int64(n), maxSFInteger) }

@@ -10,7 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"sync/atomic"
+	"time"
 
+	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/limit"
 )
@@ -92,18 +94,31 @@ type announced struct {
 
 // announcedFor builds the RateLimit-Policy value of pols, the limiter's
 // policies in order.
-func announcedFor(pols []limit.Policy) *announced {
+func announcedFor(pols []limit.Policy, refills []time.Duration) *announced {
 	a := &announced{pols: pols}
-	for _, p := range pols {
+	for i, p := range pols {
 		if isInf(p.Limit) {
 			continue
 		}
 		if a.value != "" {
 			a.value += ", "
 		}
-		a.value += policyField(sfString(p.Name), p)
+		var refill time.Duration
+		if len(refills) == len(pols) {
+			refill = refills[i]
+		}
+		a.value += policyField(sfString(p.Name), p, refill)
 	}
 	return a
+}
+
+// refillsOf returns how long l refills each of its policies, when l is
+// one of package limit's limiters (nil otherwise).
+func refillsOf(l Limiter) []time.Duration {
+	if common.PolicyRefills == nil {
+		return nil
+	}
+	return common.PolicyRefills(l)
 }
 
 // policyValue returns the RateLimit-Policy value for the limiter's
@@ -116,7 +131,7 @@ func (m *Middleware) policyValue() string {
 	a := m.announce.Load()
 	pols := m.l.Policies()
 	if !slices.Equal(pols, a.pols) {
-		a = announcedFor(pols)
+		a = announcedFor(pols, refillsOf(m.l))
 		m.announce.Store(a)
 	}
 	return a.value
@@ -247,7 +262,7 @@ func build(m *Middleware, l Limiter, opts []Option) (*Middleware, error) {
 		m.policies = append(m.policies, q)
 	}
 	m.announce = new(atomic.Pointer[announced])
-	m.announce.Store(announcedFor(pols))
+	m.announce.Store(announcedFor(pols, refillsOf(m.l)))
 	return m, nil
 }
 

@@ -1,0 +1,13 @@
+package common
+
+import "time"
+
+// PolicyRefills returns, for a limiter of package limit (a *limit.Limiter,
+// *limit.Tier or *limit.Multi), how long an empty key takes to get each of
+// its policies' bursts back as the limiter holds them, in Policies'
+// order; nil for anything else (0 for an Inf policy). Package limit sets
+// it when it is initialized; httplimit reads it for RateLimit-Policy's w,
+// which for an inexact policy is a little longer than Burst/Limit. It is
+// not in limit.Policy so that Policy stays the comparable triple users
+// build by hand.
+var PolicyRefills func(l any) []time.Duration
