@@ -81,14 +81,26 @@ func (cfg Config) Normalize() (Config, error) {
 	if cfg.Decay == nil {
 		cfg.Decay = decay.None()
 	}
-	if err := law.Validate(cfg.Decay); err != nil {
-		return cfg, ConfigErrCause(err, "sketch", "Decay", cfg.Decay, "Decay is invalid: %v", err)
+	var verr error
+	if p := recovered(func() { verr = law.Validate(cfg.Decay) }); p != nil {
+		return bad("Decay", cfg.Decay, "Decay's Validate panicked: %v", p)
+	}
+	if verr != nil {
+		return cfg, ConfigErrCause(verr, "sketch", "Decay", cfg.Decay, "Decay is invalid: %v", verr)
 	}
 	if math.IsNaN(cfg.Lo) {
 		return bad("Lo", cfg.Lo, "Lo must not be NaN; got %v", cfg.Lo)
 	}
 	if math.IsNaN(cfg.Hi) {
 		return bad("Hi", cfg.Hi, "Hi must not be NaN; got %v", cfg.Hi)
+	}
+	// -0 is 0: one configuration, one snapshot header (the header
+	// compares the bounds bit for bit).
+	if cfg.Lo == 0 {
+		cfg.Lo = 0
+	}
+	if cfg.Hi == 0 {
+		cfg.Hi = 0
 	}
 	if cfg.Lo == 0 && cfg.Hi == 0 {
 		return bad("Hi", cfg.Hi, "Hi must be set: scores are clamped to [Lo, Hi] and Lo = Hi = 0 leaves no room (for example Hi: 1e9); got Lo=0, Hi=0")
@@ -108,7 +120,15 @@ func (cfg Config) Normalize() (Config, error) {
 	if !math.IsInf(cfg.Hi, 0) && cfg.Hi > math.MaxFloat32 {
 		return bad("Hi", cfg.Hi, "Hi must be within the float32 range (<= %v) or +Inf; got %v", math.MaxFloat32, cfg.Hi)
 	}
-	drains := law.Drains(cfg.Decay)
+	// Whether the law drains matters only for an infinite bound: only
+	// then is a custom law's Apply called here (a law that panics on long
+	// gaps is refused with an error, not a panic of New).
+	drains := true
+	if math.IsInf(cfg.Hi, 1) || math.IsInf(cfg.Lo, -1) {
+		if p := recovered(func() { drains = law.Drains(cfg.Decay) }); p != nil {
+			return bad("Decay", cfg.Decay, "Decay panicked when asked whether it drains: %v", p)
+		}
+	}
 	if math.IsInf(cfg.Hi, 1) && !drains {
 		return bad("Hi", cfg.Hi, "Hi = +Inf needs a Decay that drains; got Hi=%v with %v decay", cfg.Hi, kindName(cfg.Decay))
 	}
@@ -164,4 +184,11 @@ func SuggestLevels(m uint32, hotKeys uint64, target float64) uint32 {
 		}
 	}
 	return MaxLevels
+}
+
+// recovered runs f and returns what it panicked with (nil if it returned).
+func recovered(f func()) (p any) {
+	defer func() { p = recover() }()
+	f()
+	return nil
 }

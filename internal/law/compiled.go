@@ -101,9 +101,12 @@ func (c *Compiled) expApply(score float64, dt int64) float64 {
 // rounding. Kind must be KindExponential and dt > 0. It inlines
 // (TestInlining), so a batch loop makes no call on the common path.
 func (c *Compiled) ExpFast(score float64, dt int64) (v float64, ok bool) {
-	v = score * (c.exp[0][dt&expMask] * c.exp[1][(dt>>expTableBits)&expMask] * c.exp[2][(dt>>(2*expTableBits))&expMask])
+	f := c.exp[0][dt&expMask] * c.exp[1][(dt>>expTableBits)&expMask] * c.exp[2][(dt>>(2*expTableBits))&expMask]
+	v = score * f
 	a := math.Abs(v)
-	return v + a*expNudge, dt < expSpan && a >= tinyDecayed
+	// A subnormal factor has lost bits the nudge does not cover (a huge
+	// score can keep the product normal): the slow path then.
+	return v + a*expNudge, dt < expSpan && a >= tinyDecayed && f >= 0x1p-1022
 }
 
 // expSlow is exponential decay by math.Exp of the whole gap, as
@@ -113,7 +116,7 @@ func (c *Compiled) ExpFast(score float64, dt int64) (v float64, ok bool) {
 //
 //go:noinline
 func (c *Compiled) expSlow(score float64, dt int64) float64 {
-	v := score * math.Exp(-c.param*float64(dt)/1000)
+	v := expScaled(score, c.param*float64(dt)/1000)
 	if math.Abs(v) < tinyDecayed {
 		// Near the subnormal range the relative bias alone no longer
 		// covers a caller that composed its decay over other gaps

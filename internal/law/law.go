@@ -135,7 +135,22 @@ func (e exponential) Apply(score float64, dtMillis int64) float64 {
 	if dtMillis <= 0 {
 		return score
 	}
-	return score * math.Exp(-e.lambda*float64(dtMillis)/1000)
+	return expScaled(score, e.lambda*float64(dtMillis)/1000)
+}
+
+// expScaled returns score x e^-x. Past x = 700 the factor alone nears the
+// subnormal range (below 2^-1022 it loses bits, past 745 it underflows to
+// 0 while the product may still be a normal number: MaxFloat32 x e^-745 is
+// 1e-285), so it is exp(log|score| - x) there, with score's sign.
+func expScaled(score, x float64) float64 {
+	if x < 700 || score == 0 {
+		return score * math.Exp(-x)
+	}
+	v := math.Exp(math.Log(math.Abs(score)) - x)
+	if score < 0 {
+		return -v
+	}
+	return v
 }
 func (e exponential) Validate() error { return checkParam("Exponential lambda", e.lambda) }
 func (e exponential) Drains() bool    { return e.lambda > 0 }
