@@ -3,7 +3,6 @@ package limit
 import (
 	"context"
 	"math"
-	"time"
 
 	"github.com/lfgrudge/grudge/internal/common"
 )
@@ -60,19 +59,19 @@ func (m *Multi) DecideContext(_ context.Context, key string, n int) (Decision, e
 func init() { common.PolicyRefills = policyRefills }
 
 // policyRefills is common.PolicyRefills for this package's limiters.
-func policyRefills(x any) []time.Duration {
+func policyRefills(x any) []common.Refill {
 	switch v := x.(type) {
 	case *Limiter:
 		if v != nil && v.tb != nil {
-			return []time.Duration{v.refill(v.p.Load())}
+			return []common.Refill{v.refill(v.p.Load())}
 		}
 	case *Tier:
 		if v != nil && v.l != nil {
-			return []time.Duration{v.l.refill(&v.p)}
+			return []common.Refill{v.l.refill(&v.p)}
 		}
 	case *Multi:
 		if v != nil {
-			var r []time.Duration
+			var r []common.Refill
 			for _, l := range v.ls {
 				r = append(r, policyRefills(l)...)
 			}
@@ -85,14 +84,17 @@ func policyRefills(x any) []time.Duration {
 // refill is how long an empty key takes to get p's whole burst back, as
 // ResetAfter counts a full burst's debt: whole ms, rounded up (a quotient
 // within 1e-9 of a whole ms is that ms: the float division of an exact
-// policy's units). 0 without an engine (Inf) or a burst.
-func (l *Limiter) refill(p *params) time.Duration {
+// policy's units). 0 without an engine (Inf) or a burst. It comes with
+// p's rate and burst.
+func (l *Limiter) refill(p *params) common.Refill {
+	r := common.Refill{Limit: float64(p.limit), Burst: p.burst}
 	if l.none() || p.burst <= 0 {
-		return 0
+		return r
 	}
 	ms := p.burstU / l.drain
-	if r := math.Round(ms); math.Abs(ms-r) <= 1e-9*r {
-		ms = r
+	if m := math.Round(ms); math.Abs(ms-m) <= 1e-9*m {
+		ms = m
 	}
-	return l.ms(math.Ceil(ms))
+	r.Refill = l.ms(math.Ceil(ms))
+	return r
 }

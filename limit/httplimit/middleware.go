@@ -94,7 +94,7 @@ type announced struct {
 
 // announcedFor builds the RateLimit-Policy value of pols, the limiter's
 // policies in order.
-func announcedFor(pols []limit.Policy, refills []time.Duration) *announced {
+func announcedFor(pols []limit.Policy, refills []common.Refill) *announced {
 	a := &announced{pols: pols}
 	for i, p := range pols {
 		if isInf(p.Limit) {
@@ -104,8 +104,10 @@ func announcedFor(pols []limit.Policy, refills []time.Duration) *announced {
 			a.value += ", "
 		}
 		var refill time.Duration
-		if len(refills) == len(pols) {
-			refill = refills[i]
+		// Only a refill read for this very policy (SetLimit or SetBurst
+		// may have changed it between the two reads).
+		if len(refills) == len(pols) && refills[i].Burst == p.Burst && refills[i].Limit == float64(p.Limit) {
+			refill = refills[i].Refill
 		}
 		a.value += policyField(sfString(p.Name), p, refill)
 	}
@@ -114,7 +116,7 @@ func announcedFor(pols []limit.Policy, refills []time.Duration) *announced {
 
 // refillsOf returns how long l refills each of its policies, when l is
 // one of package limit's limiters (nil otherwise).
-func refillsOf(l Limiter) []time.Duration {
+func refillsOf(l Limiter) []common.Refill {
 	if common.PolicyRefills == nil {
 		return nil
 	}
