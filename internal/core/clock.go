@@ -267,6 +267,8 @@ func (tb *Timebase) Reading() int64 {
 
 // Peek returns the clock's own current reading without observing it:
 // the high-water mark does not move (a read that only measures a wait).
+// The gated default clock reads through its mark, as NowMillis does: its
+// reading never steps back, so that mark is never after it.
 func (tb *Timebase) Peek() int64 {
 	if tb.gated {
 		return tb.NowMillis()

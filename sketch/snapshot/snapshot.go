@@ -244,35 +244,23 @@ func Load(path string, dst Destination) error {
 		return &LoadError{Path: path, Err: err}
 	}
 	defer f.Close()
-	if want, ok := snapshotSize(dst); ok {
-		// Both provided destinations know their exact size: a truncated
-		// or overlong file is refused before dst is touched.
-		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() && fi.Size() != want {
-			var cause error
-			if fi.Size() < want {
-				cause = io.ErrUnexpectedEOF
-			}
-			return &LoadError{Path: path, Err: core.NewSnapshotError(core.ErrCorruptSnapshot, "snapshot", "Length", fi.Size(), want, cause,
-				"file is %d bytes, want %d for the destination's configuration (truncated, or not its snapshot)", fi.Size(), want)}
-		}
-	}
 	var src io.Reader = f
 	if want, ok := snapshotSize(dst); ok {
-		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-			// A pipe or device has no size to check first: read it
-			// whole (want bytes and one more) before dst is touched,
-			// so a short or overlong stream leaves dst unchanged.
+		// Every provided destination knows its exact size: a truncated
+		// or overlong file is refused before dst is touched. A regular
+		// file's size says so at once; a pipe or device is read whole
+		// (want bytes and one more) first.
+		if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+			if fi.Size() != want {
+				return lengthError(path, fi.Size(), want, "file is %d bytes")
+			}
+		} else {
 			b, err := io.ReadAll(io.LimitReader(f, want+1))
 			if err != nil {
 				return &LoadError{Path: path, Err: err}
 			}
 			if int64(len(b)) != want {
-				var cause error
-				if int64(len(b)) < want {
-					cause = io.ErrUnexpectedEOF
-				}
-				return &LoadError{Path: path, Err: core.NewSnapshotError(core.ErrCorruptSnapshot, "snapshot", "Length", len(b), want, cause,
-					"stream holds %d bytes or more, want %d for the destination's configuration (truncated, or not its snapshot)", len(b), want)}
+				return lengthError(path, int64(len(b)), want, "stream holds %d bytes or more")
 			}
 			src = bytes.NewReader(b)
 		}
@@ -291,6 +279,17 @@ func Load(path string, dst Destination) error {
 		return &LoadError{Path: path, Err: core.NewSnapshotError(core.ErrCorruptSnapshot, "snapshot", "Length", nil, nil, nil, "file has trailing bytes after the snapshot")}
 	}
 	return nil
+}
+
+// lengthError is Load's refusal of a source of got bytes (what says so,
+// with got's verb) where dst's snapshot is want bytes.
+func lengthError(path string, got, want int64, what string) error {
+	var cause error
+	if got < want {
+		cause = io.ErrUnexpectedEOF
+	}
+	return &LoadError{Path: path, Err: core.NewSnapshotError(core.ErrCorruptSnapshot, "snapshot", "Length", got, want, cause,
+		what+", want %d for the destination's configuration (truncated, or not its snapshot)", got, want)}
 }
 
 // snapshotSize returns the exact snapshot length of dst when it knows it:
