@@ -202,7 +202,8 @@ bench-arm64:
 
 ## bench-matrix: build the matrix (also without the contention backoff)
 ## and the sketch benchmarks as static binaries (bin/matrix,
-## bin/matrix-nobackoff, bin/sketch.test) for bench/run16.sh on another
+## bin/matrix-nobackoff, bin/sketch.test, bin/asm.test) for bench/run16.sh
+## and bench/backoff16.sh on another
 ## machine.
 COMMIT = $$(git describe --always --dirty 2>/dev/null || echo unknown)
 bench-matrix:
@@ -211,6 +212,7 @@ bench-matrix:
 	cd bench && CGO_ENABLED=0 $(GO) build -ldflags "-X main.commit=$(COMMIT)" -o $(CURDIR)/bin/matrix ./cmd/matrix
 	cd bench && CGO_ENABLED=0 $(GO) build -tags grudge_nobackoff -ldflags "-X main.commit=$(COMMIT)-nobackoff" -o $(CURDIR)/bin/matrix-nobackoff ./cmd/matrix
 	cd bench && CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/bin/sketch.test ./sketch/
+	CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/bin/asm.test ./asm/
 
 clean:
 	rm -rf bin

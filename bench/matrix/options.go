@@ -104,6 +104,12 @@ type Options struct {
 	Cells       uint32 // sketch M
 	Seed        uint64 // seed of the key universe and the streams
 
+	// Backoff is the lock-free writers' contention backoff for this run
+	// (atom.SetContentionBackoff): "" keeps the build's (32/1024, or off
+	// under -tags grudge_nobackoff), "off" retries lost CASes at once,
+	// "F/L" spins F Pause calls in the first round, doubling up to L.
+	Backoff string
+
 	From   string // a results.json to report on instead of running; "" runs
 	Commit string // commit to report; "" means look it up (see Meta)
 	Quiet  bool   // no progress lines
@@ -170,6 +176,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.Uint64Var(&o.Seed, "seed", o.Seed, "seed of the key universe and the key streams")
 	fs.StringVar(&o.Commit, "commit", o.Commit, "commit to report (default: git rev-parse --short HEAD, then the build's vcs.revision)")
 	fs.BoolVar(&o.Quiet, "q", o.Quiet, "no progress lines on stderr")
+	fs.StringVar(&o.Backoff, "backoff", o.Backoff, "lock-free contention backoff for this run: F/L (first round F Pause calls, doubling up to L), off, or empty for the build's")
 	fs.StringVar(&o.From, "from", o.From, "re-render the Markdown, files and plots of a saved results.json instead of running (other flags but -out and -plots are ignored)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -228,6 +235,9 @@ func (o Options) Validate() error {
 	case o.Cells < 1:
 		return fmt.Errorf("matrix: cells must be >= 1; got %d", o.Cells)
 	}
+	if _, _, err := ParseBackoff(o.Backoff); err != nil {
+		return err
+	}
 	for _, p := range o.Procs {
 		if p < 1 {
 			return fmt.Errorf("matrix: procs must be >= 1; got %d", p)
@@ -285,4 +295,20 @@ func parseProcs(s string) ([]int, error) {
 	}
 	slices.Sort(ps)
 	return slices.Compact(ps), nil
+}
+
+// ParseBackoff parses Options.Backoff: "" (keep the build's) and "off"
+// both give 0, 0 (Run tells them apart by the string),
+// "F/L" gives F, L with 1 <= F <= L <= 2^20.
+func ParseBackoff(s string) (first, limit uint32, err error) {
+	if s == "" || s == "off" {
+		return 0, 0, nil
+	}
+	f, l, ok := strings.Cut(s, "/")
+	a, err1 := strconv.ParseUint(f, 10, 32)
+	b, err2 := strconv.ParseUint(l, 10, 32)
+	if !ok || err1 != nil || err2 != nil || a < 1 || a > b || b > 1<<20 {
+		return 0, 0, fmt.Errorf("matrix: backoff must be off or F/L with 1 <= F <= L <= 2^20; got %q", s)
+	}
+	return uint32(a), uint32(b), nil
 }

@@ -174,3 +174,26 @@ func TestDefaultMatrixSize(t *testing.T) {
 		t.Fatalf("default matrix at P=1,2: %v timed; keep it near 3 minutes so make bench takes about 5", timed)
 	}
 }
+
+func TestParseBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		in          string
+		first, last uint32
+		ok          bool
+	}{
+		{"", 0, 0, true}, {"off", 0, 0, true}, {"32/1024", 32, 1024, true}, {"1/1", 1, 1, true},
+		{"1048576/1048576", 1 << 20, 1 << 20, true},
+		{"0/8", 0, 0, false}, {"8/4", 0, 0, false}, {"8", 0, 0, false}, {"8/x", 0, 0, false},
+		{"1/2097152", 0, 0, false}, {"-1/4", 0, 0, false}, {"on", 0, 0, false},
+	} {
+		f, l, err := ParseBackoff(tc.in)
+		if (err == nil) != tc.ok || f != tc.first || l != tc.last {
+			t.Errorf("ParseBackoff(%q) = %d, %d, %v; want %d, %d, ok %v", tc.in, f, l, err, tc.first, tc.last, tc.ok)
+		}
+		o := DefaultOptions()
+		o.Backoff = tc.in
+		if err := o.Validate(); (err == nil) != tc.ok {
+			t.Errorf("Validate with -backoff %q: %v; want ok %v", tc.in, err, tc.ok)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/atom"
 	"github.com/lfgrudge/grudge/internal/hw"
 )
 
@@ -147,6 +148,10 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	}
 	if o.Quiet {
 		progress = nil
+	}
+	if o.Backoff != "" {
+		first, limit, _ := ParseBackoff(o.Backoff) // checked by Validate
+		atom.SetContentionBackoff(first, limit)
 	}
 	t0 := time.Now()
 	cs, err := cells(&o)
@@ -297,11 +302,15 @@ func allowedCPUsFallback() []int {
 
 // configString describes the fixed parameters for the report.
 func configString(o *Options) string {
+	bo := ""
+	if o.Backoff != "" {
+		bo = "; lock-free contention backoff " + o.Backoff
+	}
 	return fmt.Sprintf("L=%d M=%d decay=Exponential(%g/s) Lo=0 Hi=%g hash=XXH3 seed 0; rotators: %d generations, Period %v; "+
 		"tryupdate-admitted limit %g; tryupdate-denied: fill %g, limit %g; ratemap: %g token/s, burst 2^30 (denied: %g token/s, burst 1, drained); "+
-		"keys: %d x %dB, zipf s=%g v=%g; stream %d indexes/worker",
+		"keys: %d x %dB, zipf s=%g v=%g; stream %d indexes/worker%s",
 		o.Levels, o.Cells, float64(lambda), sketchHi, rotatorGens, rotatorPeriod,
-		admitLimit, denyFill, float64(denyLimit), float64(rateLimit), rateDenyLimit, o.Keys, KeyLen, ZipfS, float64(ZipfV), o.Stream)
+		admitLimit, denyFill, float64(denyLimit), float64(rateLimit), rateDenyLimit, o.Keys, KeyLen, ZipfS, float64(ZipfV), o.Stream, bo)
 }
 
 // runCell measures one repeat of one cell (a Result with Count 1).

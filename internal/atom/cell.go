@@ -39,16 +39,42 @@ const (
 	contendedMax   = 1024
 )
 
-// ContentionBackoff returns the backoff a writer uses after losing a race
-// on a hot cell: asm.NewBackoff(32, 1024). Under -tags grudge_nobackoff
-// it is the zero asm.Backoff (1 to 64 Pause calls), which waiters on a
-// held stripe still need to make progress; Cell's own CAS loops do not
-// spin at all under that tag.
-func ContentionBackoff() asm.Backoff {
+// contention is the schedule ContentionBackoff hands out and spinOnLoss
+// whether Cell's own CAS loops spin after a lost race: 32/1024 and on by
+// default, the zero asm.Backoff and off under -tags grudge_nobackoff.
+// Only SetContentionBackoff changes them, before any sketch is used.
+var (
+	contention = defaultContention()
+	spinOnLoss = useBackoff
+)
+
+func defaultContention() asm.Backoff {
 	if !useBackoff {
 		return asm.Backoff{}
 	}
 	return asm.NewBackoff(contendedFirst, contendedMax)
+}
+
+// ContentionBackoff returns the backoff a writer uses after losing a race
+// on a hot cell: asm.NewBackoff(32, 1024). Under -tags grudge_nobackoff
+// (or after SetContentionBackoff(0, 0)) it is the zero asm.Backoff (1 to
+// 64 Pause calls), which waiters on a held stripe still need to make
+// progress; Cell's own CAS loops do not spin at all then.
+func ContentionBackoff() asm.Backoff { return contention }
+
+// SetContentionBackoff replaces the contention backoff's schedule: the
+// first round spins first Pause calls and rounds double up to limit
+// (asm.NewBackoff's clamps apply). first == 0 turns it off, as -tags
+// grudge_nobackoff does: lost cell CASes retry at once and stripe waiters
+// get the zero asm.Backoff. It exists for the benchmark harness's
+// schedule sweep (bench/cmd/matrix -backoff) and must be called before
+// any sketch is used: it is not safe concurrently with operations.
+func SetContentionBackoff(first, limit uint32) {
+	if first == 0 {
+		contention, spinOnLoss = asm.Backoff{}, false
+		return
+	}
+	contention, spinOnLoss = asm.NewBackoff(first, limit), true
 }
 
 // Add applies delta at time now under r with a CAS loop and returns the
@@ -68,7 +94,7 @@ func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 // one round of bo (see ContentionBackoff), or none under -tags
 // grudge_nobackoff, as in Add.
 func Backoff(bo *asm.Backoff) {
-	if useBackoff {
+	if spinOnLoss {
 		bo.Spin()
 	}
 }
@@ -88,7 +114,7 @@ func (c *Cell) add(r *Rules, now uint32, delta float64, w Word, bo *asm.Backoff)
 		} else if c.w.CompareAndSwap(uint64(w), uint64(nw)) {
 			return nw
 		}
-		if useBackoff {
+		if spinOnLoss {
 			// Lost the race: let the winner keep the line for a
 			// while before pulling it back (see contendedFirst).
 			bo.Spin()
