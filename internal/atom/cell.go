@@ -86,8 +86,7 @@ func SetContentionBackoff(first, limit uint32) {
 // nothing: it loads the cell once more, and if the cell still holds w the
 // add took effect at that load.
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
-	bo := ContentionBackoff()
-	return c.add(r, now, delta, w, &bo)
+	return c.add(r, now, delta, w)
 }
 
 // Backoff is the wait after a lost CAS race in an owner's own CAS loop:
@@ -99,7 +98,10 @@ func Backoff(bo *asm.Backoff) {
 	}
 }
 
-func (c *Cell) add(r *Rules, now uint32, delta float64, w Word, bo *asm.Backoff) Word {
+// add is Add's loop, out of line: the schedule is fetched here so that
+// Add (and atomiccell's Add over it) stays within the inlining budget.
+func (c *Cell) add(r *Rules, now uint32, delta float64, w Word) Word {
+	bo := ContentionBackoff()
 	for {
 		nw := r.Next(w, now, delta)
 		if nw == w {
