@@ -22,7 +22,20 @@ import (
 // folder name.
 func run16Steps(t *testing.T) (script string, steps [][]string) {
 	t.Helper()
-	b, err := os.ReadFile("../run16.sh")
+	script, steps = scriptSteps(t, "../run16.sh", map[string][]string{`"$D"`: {"200ms"}, `"$OUT"`: {"out"}})
+	if len(steps) < 2 {
+		t.Fatalf("found %d matrix commands in run16.sh; want the matrix and the clock split at least", len(steps))
+	}
+	return script, steps
+}
+
+// scriptSteps reads a bench script and returns it with the argument lists
+// of its matrix commands (bin/matrix*, the binary dropped, up to the first
+// redirection), each shell word found in subst replaced by its words
+// (`""` always reads as one empty argument).
+func scriptSteps(t *testing.T, path string, subst map[string][]string) (script string, steps [][]string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,23 +54,17 @@ func run16Steps(t *testing.T) (script string, steps [][]string) {
 		if j := strings.IndexAny(rest, ">"); j >= 0 {
 			rest = rest[:j]
 		}
-		f := strings.Fields(rest)[1:] // drop the binary
-		var args []string
-		for _, a := range f {
-			switch a {
-			case `"$D"`:
-				a = "200ms"
-			case `"$OUT"`:
-				a = "out"
-			case `""`:
-				a = ""
+		args := []string{}
+		for _, a := range strings.Fields(rest)[1:] { // drop the binary
+			if a == `""` {
+				args = append(args, "")
+			} else if w, ok := subst[a]; ok {
+				args = append(args, w...)
+			} else {
+				args = append(args, a)
 			}
-			args = append(args, a)
 		}
 		steps = append(steps, args)
-	}
-	if len(steps) < 2 {
-		t.Fatalf("found %d matrix commands in run16.sh; want the matrix and the clock split at least", len(steps))
 	}
 	return script, steps
 }

@@ -2,7 +2,6 @@ package matrix
 
 import (
 	"io"
-	"os"
 	"regexp"
 	"strings"
 	"testing"
@@ -14,11 +13,7 @@ import (
 // valid -backoff, and the files it leaves in $OUT fit what the device
 // tool brings back (at most 8, none in a folder).
 func TestBackoff16Script(t *testing.T) {
-	b, err := os.ReadFile("../backoff16.sh")
-	if err != nil {
-		t.Fatal(err)
-	}
-	script := string(b)
+	script, _ := scriptSteps(t, "../backoff16.sh", nil)
 	m := regexp.MustCompile(`SCHEDS=\$\{BACKOFF16_SCHEDULES:-([^}]*)\}`).FindStringSubmatch(script)
 	if m == nil {
 		t.Fatal("no default SCHEDS in backoff16.sh")
@@ -39,39 +34,15 @@ func TestBackoff16Script(t *testing.T) {
 	if !build {
 		t.Errorf("default schedules %q leave out the build's 32/1024", scheds)
 	}
-	joined := strings.ReplaceAll(script, "\\\n", " ")
 	n := 0
-	for _, line := range strings.Split(joined, "\n") {
-		line = strings.TrimSpace(line)
-		i := strings.Index(line, "bin/matrix ")
-		if strings.HasPrefix(line, "#") || i < 0 || strings.HasPrefix(line, "for b in") {
-			continue
-		}
-		rest := line[i:]
-		if j := strings.IndexAny(rest, ">"); j >= 0 {
-			rest = rest[:j]
-		}
-		for _, extra := range [][]string{{"-impls", "reference"}, {"-impls", "lockfree", "-backoff", scheds[0]}, {"-impls", "lockfree", "-backoff", "32/1024"}} {
-			var args []string
-			for _, a := range strings.Fields(rest)[1:] {
-				switch a {
-				case `"$@"`:
-					args = append(args, extra...)
-					continue
-				case `"$D"`:
-					a = "200ms"
-				case `"$sw/tmp"`:
-					a = "tmp"
-				case `""`:
-					a = ""
-				}
-				args = append(args, a)
-			}
+	for _, extra := range [][]string{{"-impls", "reference"}, {"-impls", "lockfree", "-backoff", scheds[0]}, {"-impls", "lockfree", "-backoff", "32/1024"}} {
+		_, steps := scriptSteps(t, "../backoff16.sh", map[string][]string{`"$@"`: extra, `"$D"`: {"200ms"}, `"$sw/tmp"`: {"tmp"}})
+		for _, args := range steps {
 			if _, err := ParseFlags(args, io.Discard); err != nil {
 				t.Errorf("backoff16.sh: %q does not parse: %v", args, err)
 			}
 		}
-		n++
+		n = len(steps)
 	}
 	if n != 3 {
 		t.Errorf("found %d matrix commands in backoff16.sh; want 3 (the sweep, the P=16 targets, the shared clock)", n)
