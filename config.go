@@ -52,6 +52,11 @@ func Linear(ratePerSec float64) Decay { return decay.Linear(ratePerSec) }
 // caller may spell it: as a Decay value, as grudge declares it
 // (Decay: grudge.None), and as a call returning one (Decay:
 // grudge.None()); either is decay.None() inside the sketch.
+//
+// The price of the two spellings: None itself is a function value, so
+// comparing it as a Decay (d == grudge.None, or a Decay used as a map
+// key while it holds None) panics, as comparing any func does. Compare
+// with grudge.None() (or decay.None()), which is comparable.
 var None noneLaw = decay.None
 
 // noneLaw is None's type: a function returning the identity law, which

@@ -17,7 +17,9 @@ type Hasher interface {
 }
 
 // HasherFactory builds a Hasher from a seed. Each Sketch (each rotator
-// generation) draws its own seed.
+// generation) draws its own seed. It must return a non-nil Hasher: New reports
+// a nil one as a *ConfigError naming Hasher. The sketch hashes with
+// Hash64, whatever other methods the Hasher's type has.
 type HasherFactory func(seed uint64) Hasher
 
 // Murmur3 returns the default factory: MurmurHash3 x64 (the first 64 bits
@@ -64,11 +66,16 @@ func coreHasher(f HasherFactory) sketch.HasherFactory {
 		f = Murmur3()
 	}
 	return func(seed uint64) sketch.Hasher {
+		// Only the module's own hashers take the core's methods directly:
+		// a user's Hasher is hashed with Hash64, as grudge does, even
+		// when its type also has methods named Sum64 and Sum64String.
 		switch h := f(seed).(type) {
 		case nativeHasher:
 			return h.Hasher
-		case sketch.Hasher:
+		case murmurHasher:
 			return h
+		case nil:
+			return nil // New reports it: the Hasher field's factory returned nil
 		default:
 			return foreignHasher{h}
 		}

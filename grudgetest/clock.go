@@ -8,9 +8,10 @@ import (
 
 // FakeClock is a clock that moves only when told to. It is a grudge.Clock
 // (Now) and also a sketch.Clock (NowMillis), so the sketch reads it without
-// converting. It counts whole milliseconds of Unix time and starts at the
-// Unix epoch. Safe for concurrent use: readers may race with Advance and
-// Set.
+// converting. It reads Unix time, starts at the Unix epoch, and keeps
+// sub-millisecond parts as a clock holding a time.Time does: ten
+// Advance(100 * time.Microsecond) move it one millisecond. Safe for
+// concurrent use: readers may race with Advance and Set.
 type FakeClock struct {
 	c sketchtest.FakeClock
 }
@@ -24,9 +25,10 @@ func (c *FakeClock) Now() time.Time { return c.c.Now() }
 // NowMillis returns the current reading in Unix milliseconds.
 func (c *FakeClock) NowMillis() int64 { return c.c.NowMillis() }
 
-// Advance moves the clock by d, truncated to whole milliseconds. A
-// negative d moves it back, which sketches read as no time passing.
+// Advance moves the clock by d, sub-millisecond parts included (they
+// accumulate). A negative d moves it back, which sketches read as no time
+// passing.
 func (c *FakeClock) Advance(d time.Duration) { c.c.Advance(d) }
 
-// Set puts the clock at t (truncated to the millisecond).
+// Set puts the clock at t.
 func (c *FakeClock) Set(t time.Time) { c.c.SetTime(t) }

@@ -11,6 +11,8 @@ type Hasher interface {
 
 // HasherFactory builds a Hasher from Config.Seed. Sketches with different
 // seeds (the rotator's generations) use independent hash functions.
+// It must return a non-nil Hasher: New reports a nil one as a
+// *ConfigError naming Hasher.
 type HasherFactory func(seed uint64) Hasher
 
 // XXH3 returns the default hasher factory: XXH3-64 (github.com/zeebo/xxh3)

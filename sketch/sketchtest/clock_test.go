@@ -22,9 +22,13 @@ func TestFakeClockAdvanceAndSet(t *testing.T) {
 		{func() {}, 0, "new clock"},
 		{func() { c.Advance(1500 * time.Millisecond) }, 1500, "Advance(1.5s)"},
 		{func() { c.Advance(time.Minute) }, 61_500, "Advance(1m)"},
-		{func() { c.Advance(999 * time.Microsecond) }, 61_500, "Advance(999µs) truncates to 0 ms"},
-		{func() { c.Advance(1999 * time.Microsecond) }, 61_501, "Advance(1.999ms) truncates to 1 ms"},
-		{func() { c.Advance(-501 * time.Millisecond) }, 61_000, "Advance(-501ms) moves back"},
+		{func() { c.Advance(999 * time.Microsecond) }, 61_500, "Advance(999µs): 0.999 ms kept"},
+		{func() { c.Advance(1999 * time.Microsecond) }, 61_502, "Advance(1.999ms): 1 ms and the parts' carry"},
+		{func() { c.Advance(2 * time.Microsecond) }, 61_503, "Advance(2µs): the parts make 3 ms (0.999 + 1.999 + 0.002)"},
+		{func() { c.Advance(-1 * time.Microsecond) }, 61_502, "Advance(-1µs) borrows back across the ms (61502.999)"},
+		{func() { c.Advance(-500 * time.Millisecond) }, 61_002, "Advance(-500ms) moves back (61002.999)"},
+		{func() { c.Advance(-999 * time.Microsecond) }, 61_002, "Advance(-999µs) (61002.000)"},
+		{func() { c.Advance(-2 * time.Millisecond) }, 61_000, "Advance(-2ms)"},
 		{func() { c.Set(42) }, 42, "Set(42)"},
 		{func() { c.Set(-7) }, -7, "Set(-7)"},
 		{func() { c.Advance(7 * time.Millisecond) }, 0, "Advance(7ms)"},
@@ -35,6 +39,29 @@ func TestFakeClockAdvanceAndSet(t *testing.T) {
 		if got := c.NowMillis(); got != s.want {
 			t.Fatalf("%s: NowMillis() = %d, want %d", s.what, got, s.want)
 		}
+	}
+
+	// The fraction: Now carries it, and NowMillis == Now().UnixMilli().
+	c.Set(0)
+	for range 10 {
+		c.Advance(100 * time.Microsecond)
+	}
+	if got, now := c.NowMillis(), c.Now(); got != 1 || !now.Equal(time.UnixMilli(1)) || now.UnixMilli() != got {
+		t.Fatalf("ten Advance(100µs): NowMillis %d, Now %v; want 1 ms, %v", got, now, time.UnixMilli(1))
+	}
+	c.Advance(250 * time.Microsecond)
+	if got, now := c.NowMillis(), c.Now(); got != 1 || !now.Equal(time.UnixMilli(1).Add(250*time.Microsecond)) {
+		t.Fatalf("then Advance(250µs): NowMillis %d, Now %v; want 1 ms and 1.25 ms", got, now)
+	}
+	c.SetTime(time.Unix(5, 400_700)) // 5000 ms and 400.7 µs
+	c.Advance(600 * time.Microsecond)
+	if got := c.NowMillis(); got != 5001 {
+		t.Fatalf("SetTime(5 s + 400.7 µs), Advance(600 µs): NowMillis %d, want 5001", got)
+	}
+	c.Set(-1)
+	c.Advance(-time.Microsecond)
+	if got, now := c.NowMillis(), c.Now(); got != -2 || now.UnixMilli() != got {
+		t.Fatalf("Set(-1), Advance(-1µs): NowMillis %d (Now %v), want -2", got, now)
 	}
 
 	var zero sketchtest.FakeClock
