@@ -72,11 +72,30 @@ func bad(field string, value any, format string, args ...any) error {
 	return core.ConfigErr("meter", field, value, format, args...)
 }
 
-// periodOf returns k windows, rounded up to the ms, at least 1 ms.
+// maxPeriod is the longest rotation Period a Rate or Novelty takes:
+// 2^62 ns, about 146 years. A longer window x PeriodWindows would have to
+// be cut, and a Period shorter than the window breaks what each type
+// promises ("Period ... at least the window"), so it is refused.
+const maxPeriod = 1 << 62
+
+// checkPeriod reports a window x PeriodWindows above maxPeriod, naming
+// Window when the window alone is too long and PeriodWindows otherwise.
+func checkPeriod(window time.Duration, k float64) error {
+	if float64(window) > maxPeriod {
+		return bad("Window", window, "window must be at most 2^62 ns (about 146 years); got %v", window)
+	}
+	if float64(window)*k > maxPeriod {
+		return bad("PeriodWindows", k, "window x PeriodWindows must be at most 2^62 ns (about 146 years); got %v x %v", window, k)
+	}
+	return nil
+}
+
+// periodOf returns k windows, rounded up to the ms, at least 1 ms
+// (checkPeriod has refused a product above maxPeriod).
 func periodOf(window time.Duration, k float64) time.Duration {
 	p := time.Duration(float64(window) * k)
-	if p < 0 || float64(window)*k > float64(1<<62) {
-		p = 1 << 62
+	if p < 0 || float64(window)*k > maxPeriod {
+		p = maxPeriod
 	}
 	p = (p + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 	return max(p, time.Millisecond)

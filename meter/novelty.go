@@ -13,7 +13,8 @@ import (
 // memory: a Bloom filter that forgets, for streaming dedup. Create one
 // with NewNovelty; the zero Novelty is not usable (its methods panic with
 // "meter: zero Novelty; use NewNovelty"). Safe for concurrent
-// use; it does not allocate.
+// use; it does not allocate, but for the call that builds a new
+// generation, once per Period.
 //
 // Model: each of the key's L cells is a saturating latch, Hi = 1, that
 // decays as exp(-t/T). Marking a key sets its cells to 1; the key counts
@@ -28,11 +29,9 @@ import (
 // rotation (Period = 16 T by default, at least T) a generation becomes
 // the primary (Generations-1) x Period >= T after its creation, so the
 // marks it missed are older than T anyway: rotation adds no false
-// negative, but for one race the rotator documents (package rotator): a
-// mark made while the operation that creates the generation is building
-// it is missing from it, so that mark reads as unseen up to the build's
-// duration early (with PeriodWindows 1, any build time; with the default
-// 16, a build lasting 15 T).
+// negative. A Seen whose time is past a rotation deadline while another
+// call builds the new generation waits for it and marks it too (package
+// rotator, "Operations during a promotion").
 //
 // Seen is exact under contention: of N goroutines racing Seen on a key
 // not seen within T, exactly one is told it is new. It decides with the
@@ -46,9 +45,10 @@ type Novelty struct {
 	t     time.Duration
 }
 
-// NewNovelty returns a Novelty remembering keys for within (>= 1 ms). A
-// shorter duration, a nil or invalid option, or a size above MaxBytes is
-// a *sketch.ConfigError prefixed "meter: " (errors.Is(err,
+// NewNovelty returns a Novelty remembering keys for within (>= 1 ms, and
+// within x PeriodWindows at most 2^62 ns, about 146 years). A
+// shorter or longer duration, a nil or invalid option, or a size above
+// MaxBytes is a *sketch.ConfigError prefixed "meter: " (errors.Is(err,
 // sketch.ErrInvalidConfig)).
 func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 	if within < time.Millisecond {
@@ -60,6 +60,9 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 	}
 	if !(o.periods >= 1) {
 		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
+	}
+	if err := checkPeriod(within, o.periods); err != nil {
+		return nil, err
 	}
 	r, err := core.NewRotator(core.RotatorConfig{
 		Sketch:   o.Sketch(decay.Exponential(1/within.Seconds()), 0, 1, core.Min, o.Clock),

@@ -34,9 +34,10 @@ type Rate struct {
 	perSec float64 // 1/window in seconds: the estimate is C*perSec
 }
 
-// NewRate returns a Rate with the given averaging window (>= 1 ms). A
-// shorter window, a nil or invalid option, or a size above MaxBytes is a
-// *sketch.ConfigError prefixed "meter: " (errors.Is(err,
+// NewRate returns a Rate with the given averaging window (>= 1 ms, and
+// window x PeriodWindows at most 2^62 ns, about 146 years). A
+// shorter or longer window, a nil or invalid option, or a size above
+// MaxBytes is a *sketch.ConfigError prefixed "meter: " (errors.Is(err,
 // sketch.ErrInvalidConfig)).
 func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	if window < time.Millisecond {
@@ -48,6 +49,9 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	}
 	if !(o.periods >= 1) {
 		return nil, bad("PeriodWindows", o.periods, "PeriodWindows must be >= 1; got %v", o.periods)
+	}
+	if err := checkPeriod(window, o.periods); err != nil {
+		return nil, err
 	}
 	lambda := 1 / window.Seconds()
 	r, err := core.NewRotator(core.RotatorConfig{

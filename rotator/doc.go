@@ -25,11 +25,12 @@
 // # Rotation on access (pseudo-code)
 //
 // There is no goroutine and no ticker. The operation that first sees the
-// deadline passed performs the promotion; the others do not wait:
+// deadline passed performs the promotion; the others past the deadline
+// wait for it (its build, once per Period):
 //
 //	set := cur.Load()
 //	now := clock()
-//	if now >= set.deadline {
+//	for now >= set.deadline {
 //		if set.claimed.CompareAndSwap(false, true) {  // exactly one winner
 //			k := (now-set.deadline)/Period + 1        // periods elapsed
 //			gens := set.gens[min(k, N):]              // k oldest retire
@@ -39,7 +40,7 @@
 //			cur.CompareAndSwap(set, {gens, deadline})  // cannot fail: we hold the claim
 //			set = that new set
 //		} else {
-//			set = cur.Load()                           // old or new; carry on
+//			spin until cur.Load() != set, then set = cur.Load()  // the published set
 //		}
 //	}
 //	operate on set.gens at time now
@@ -65,9 +66,14 @@
 //   - The hot methods do not allocate, except in the one operation per
 //     Period that builds the new generation.
 //
-// An operation that loaded the set just before a promotion (other than
-// TryUpdate) finishes on that set, so the newborn generation may miss the
-// writes made during the promotion, N-1 periods before it is read.
+// Operations during a promotion. An operation whose time is past the
+// deadline while another operation builds the next set waits for that
+// set (the build, once per Period: allocating the newborn generations)
+// and works on it, so its writes are in every generation that follows.
+// Only an operation whose time is before the deadline, in flight when the
+// promotion starts, finishes on the old set: the newborn generation may
+// miss its writes, which are then at least N-1 periods old when the
+// newborn becomes the primary, so the window above holds.
 //
 // # Differences from grudge
 //

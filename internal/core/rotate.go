@@ -2,24 +2,38 @@ package core
 
 import (
 	"math"
+
+	"github.com/lfgrudge/grudge/asm"
 )
 
 // promote is called by an operation at time now that found gs past its
-// deadline. The first such operation claims gs (one CAS) and publishes its
-// successor; every other one returns at once with whatever set is current
-// (gs itself while the promotion is still being built) and carries on: no
-// lock, and no wait but the claimer's, for the admitted TryUpdates in
-// flight on the primary (publish). It returns the set the caller should
-// use.
+// deadline. The first such operation claims gs (one CAS), builds the
+// successor and publishes it. Every other one waits for that publish
+// (spinning, then yielding) and returns the set published: its time is
+// past gs's deadline, so its writes belong in the successor. Writing gs
+// instead would lose them when the successor keeps none of gs's
+// generations (an idle of N periods or more) and leave them out of the
+// newborn ones otherwise (docs/design.md, "Operations during a
+// promotion"). The wait is the claimer's build, once per Period. A
+// claim given back (a build that panicked) is taken by a waiter. It
+// returns the set the caller should use, which may itself be past now's
+// deadline if another operation promoted at an earlier time (settle
+// loops).
 func (r *Rotator) promote(gs *genSet, now int64) *genSet {
-	if !gs.claimed.CompareAndSwap(false, true) {
-		return r.cur.Load()
+	var bo asm.Backoff
+	for {
+		if gs.claimed.CompareAndSwap(false, true) {
+			next, k := r.successor(gs, now)
+			r.publish(gs, next)
+			r.promotions.Add(1)
+			r.periods.Add(k)
+			return next
+		}
+		if cur := r.cur.Load(); cur != gs {
+			return cur
+		}
+		bo.Spin()
 	}
-	next, k := r.successor(gs, now)
-	r.publish(gs, next)
-	r.promotions.Add(1)
-	r.periods.Add(k)
-	return next
 }
 
 // publish replaces gs, whose claim the caller holds, by next. It first

@@ -154,7 +154,7 @@ func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(),
 // deadline has passed) and now as the Timebase's time.Time, which every
 // generation converts back without reading the clock again.
 func (r *Rotator) settle(gs *genSet, now int64) (*genSet, time.Time) {
-	if now >= gs.deadline && !r.cfg.Manual {
+	for now >= gs.deadline && !r.cfg.Manual {
 		gs = r.promote(gs, now)
 	}
 	return gs, r.tb.Time(now)
