@@ -14,11 +14,11 @@ import (
 // while another operation, whose time is also past the deadline, writes a
 // key. That operation must wait for the publish and write the successor.
 // Before the fix it wrote the retiring set and returned at once:
-// - after an idle of N periods or more (k >= N), the successor keeps none
-//   of the retiring generations, so the write was gone at once (audit 29:
-//   two Novelty callers told "new", eight racing Observes counted as one);
-// - after one period, the newborn generation missed it, so it was gone
-//   once the newborn became the primary, within the window.
+//   - after an idle of N periods or more (k >= N), the successor keeps none
+//     of the retiring generations, so the write was gone at once (audit 29:
+//     two Novelty callers told "new", eight racing Observes counted as one);
+//   - after one period, the newborn generation missed it, so it was gone
+//     once the newborn became the primary, within the window.
 func TestReplayWriteDuringPromotion(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
