@@ -61,14 +61,15 @@ type denyCache struct {
 	cfg     sketch.Config
 	rate    float64 // units per second
 	burst   float64
+	slack   time.Duration // sweepSlack: added to the waits check answers
 }
 
 // denyStripes is the number of stripes of keys (by the server hash) whose
 // server calls in flight the cache counts.
 const denyStripes = 256
 
-func newDenyCache(rate, burst float64, cells uint32, seed uint64, lt *localTime) (*denyCache, error) {
-	d := &denyCache{lt: lt, rate: rate, burst: burst, cfg: sketch.Config{
+func newDenyCache(rate, burst float64, exact bool, cells uint32, seed uint64, lt *localTime) (*denyCache, error) {
+	d := &denyCache{lt: lt, rate: rate, burst: burst, slack: sweepSlack(rate, burst, exact), cfg: sketch.Config{
 		Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(rate), Lo: 0, Hi: burst,
 		Aggregator: sketch.Min, Seed: seed ^ 0xD1E5CAC4E, Clock: lt.tb,
 	}}
@@ -192,10 +193,43 @@ func (d *denyCache) check(key string, n float64) (denied bool, debt float64, ret
 		return false, 0, 0, 0
 	}
 	debt = d.sk.Load().QueryString(key)
-	if debt+n <= d.burst {
+	// Certainly denied only beyond what a horizon sweep may have added
+	// (d.slack of drain, see sweepSlack): the server, with the same
+	// debt, may admit.
+	if debt-d.rate*d.slack.Seconds()+n <= d.burst {
 		return false, debt, 0, 0
 	}
-	return true, debt, retryAfter(debt, n, d.burst, d.rate), resetAfter(debt, d.rate)
+	return true, debt, withSlack(retryAfter(debt, n, d.burst, d.rate), d.slack), withSlack(resetAfter(debt, d.rate), d.slack)
+}
+
+// sweepKeep is the age below which the local sketches' horizon sweep
+// leaves a cell alone (internal/core's sweepKeep, 2^29 ms, 6.2 days): a
+// cell it re-stamps is at least that old.
+const sweepKeep = 1 << 29
+
+// sweepSlack is what a local sketch's waits add so that they are never
+// early across its horizon sweep (and what the deny cache takes off a
+// debt before it is certain of a denial): 1 ms for a sketch counting in tokens
+// (not exact: a decayed debt may be a fraction a float32 does not hold)
+// whose full debt, burst at rate per second, takes sweepKeep ms or more
+// to drain; else 0. The sweep re-stamps a cell older than sweepKeep with
+// its value rounded up and stamped back by whole ms (never below the
+// count), so such a cell can read up to 1 ms of drain above the linear
+// drain a wait was computed from; a debt that drains sooner is never
+// swept while it lasts.
+func sweepSlack(rate, burst float64, exact bool) time.Duration {
+	if exact || !(burst/rate*1000 >= sweepKeep) {
+		return 0
+	}
+	return time.Millisecond
+}
+
+// withSlack adds slack to a positive wait (0: none; -1: never).
+func withSlack(d, slack time.Duration) time.Duration {
+	if d > 0 {
+		return d + slack
+	}
+	return d
 }
 
 // retryAfter is the exact wait for debt, draining at rate per second, to

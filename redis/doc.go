@@ -39,7 +39,10 @@
 //	    cell := pack(roundUp(clamp(v[l] + delta, Lo, Hi)), max(stamp, tm - epoch(g)))
 //
 // A generation's epoch is rebased on the first write 2^31 ms after it
-// (every cell decayed to now and restamped 0, exact by the composition law),
+// (every cell decayed to now and restamped, exact by the composition law;
+// under the linear law a cell the float32 round-up raised is stamped back
+// by the whole ms that rounding takes to drain, so it never reads below
+// the decayed value and never above it by 1 ms of drain or more),
 // so any idle time, 1 ms to years, decays as the law says; ages are
 // computed in float64 from the 64-bit epoch in the header. A backwards step
 // of the server clock is no elapsed time per cell (a cell stamped later is

@@ -43,7 +43,11 @@ type Decision struct {
 	// and LocalFallback's for an n above the fallback's Burst/N but
 	// within Burst (the fallback can never take it, the server can once
 	// back); their error (ErrDegraded) says the server could not decide.
-	// Limit is then the limiter's, not the fallback's.
+	// Limit is then the limiter's, not the fallback's. A wait the deny
+	// cache or the LocalFallback answers for a limit counting tokens
+	// whose Burst takes 2^29 ms (6.2 days) or more to drain may be 1 ms
+	// late, so that it is never early across the local sketch's horizon
+	// sweep (docs/distributed.md, "Sweep slack").
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to 0.
 	ResetAfter time.Duration
@@ -154,6 +158,7 @@ type Limiter struct {
 	fallback *sketch.Sketch // LocalFallback only
 	lt       *localTime     // the deny cache's and the fallback's time
 	fbLimit  Limit          // Rate/N, Burst/N
+	fbSlack  time.Duration  // sweepSlack of the fallback: added to its waits
 	degraded atomic.Bool
 	c        counters
 }
@@ -216,9 +221,9 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	// units below 2^24); otherwise tokens, whose float32 cells keep
 	// fractions of a token (AllowN takes any n) better than a rounded
 	// unit would.
-	unit, rateU := 1.0, lim.Rate
+	unit, rateU, exactU := 1.0, lim.Rate, false
 	if u, drain, exact, _ := units.Units(lim.Rate, lim.Burst); exact {
-		unit, rateU = u, 1000*drain
+		unit, rateU, exactU = u, 1000*drain, true
 	}
 	burstU := lim.Burst * unit
 	lt := newLocalTime(cfg.Clock)
@@ -232,7 +237,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	}
 	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt}
 	if cfg.DenyCacheCells > 0 {
-		if l.cache, err = newDenyCache(rateU, burstU, cfg.DenyCacheCells, cfg.Seed, l.lt); err != nil {
+		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Seed, l.lt); err != nil {
 			return bad("deny cache: %v", err)
 		}
 	}
@@ -246,6 +251,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 			cells = 1 << 16
 		}
 		l.fbLimit = Limit{Rate: lim.Rate / float64(n), Burst: lim.Burst / float64(n)}
+		l.fbSlack = sweepSlack(l.fbLimit.Rate, l.fbLimit.Burst, false) // the fallback counts in tokens
 		l.fallback, err = sketch.New(sketch.Config{
 			Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(l.fbLimit.Rate), Lo: 0, Hi: l.fbLimit.Burst,
 			Aggregator: sketch.Min, Seed: cfg.Seed ^ 0xFA11BAC, Clock: l.lt.tb,
@@ -391,13 +397,13 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
 			l.c.policyAdmits.Add(1)
 			debt := l.fallback.QueryString(key)
-			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), later(resetAfter(debt, fb.Rate), l.lt.lag())
+			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), later(withSlack(resetAfter(debt, fb.Rate), l.fbSlack), l.lt.lag())
 		} else {
 			l.c.policyDenials.Add(1)
 			debt := l.fallback.QueryString(key)
 			lag := l.lt.lag()
-			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), later(resetAfter(debt, fb.Rate), lag)
-			d.RetryAfter = later(retryAfter(debt, n, fb.Burst, fb.Rate), lag)
+			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), later(withSlack(resetAfter(debt, fb.Rate), l.fbSlack), lag)
+			d.RetryAfter = later(withSlack(retryAfter(debt, n, fb.Burst, fb.Rate), l.fbSlack), lag)
 		}
 	default: // FailClosed
 		l.c.policyDenials.Add(1)

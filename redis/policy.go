@@ -45,8 +45,8 @@ func (p Policy) String() string {
 // Limiter.Stats; each field is read atomically, not the set together.
 type Stats struct {
 	Decisions      int64 // AllowN calls that returned a decision
-	ServerCalls    int64 // round trips made
-	ServerErrors   int64 // round trips that failed (Timeouts included)
+	ServerCalls    int64 // decisions sent to the server: one each, however many round trips it took (a library reload after "Function not found", TRYAGAIN retries)
+	ServerErrors   int64 // of those, the ones the server did not answer: the fault policy decided (Timeouts included)
 	Timeouts       int64 // failures by deadline (context.DeadlineExceeded, or a connection's i/o deadline: os.ErrDeadlineExceeded)
 	CacheDenials   int64 // denials answered by the deny cache: round trips saved
 	PolicyAdmits   int64 // admissions made by the fault policy (FailOpen, LocalFallback)

@@ -231,30 +231,70 @@ local function aggregate(v)
   return r
 end
 
--- rebase moves g's epoch to tm, so that stamps (uint32 ms) never wrap: every
--- cell is decayed to tm and stamped 0 (one stamped after tm keeps its
--- value and its time). Exact by the composition law; it
--- costs one pass over the L*M cells, once per rebaseAt ms of a generation's
--- life (never, when G*P < rebaseAt).
+-- rebase moves g's epoch to (about) tm, so that stamps (uint32 ms) never
+-- wrap: every cell is decayed to tm (one stamped after tm keeps its value
+-- and its time). It costs one pass over the L*M cells, once per rebaseAt
+-- ms of a generation's life (never, when G*P < rebaseAt).
+-- The decayed value v is stored rounded up to float32, f >= v. Under the
+-- linear law such a cell would then read f - drain at every later time,
+-- up to one float32 step of the debt above v - drain: a wait answered
+-- before the rebase (a RetryAfter) would come out early by that step over
+-- the rate (122 ms for a debt near 1000 at 5e-4/s). So, as the local
+-- sketch's horizon sweep does (atomiccell's Rules.Rebase), such a cell is
+-- stamped back by the whole ms the law takes to drain f - v: it reads v
+-- at tm and after, never less, and above v - drain by less than 1 ms of
+-- drain. The epoch moves to tm - B, B the largest back-dating (capped at
+-- rebaseAt / 2, so the next rebase stays rebaseAt / 2 away), and a cell
+-- is stamped B - back.
+-- cellRebase returns a cell's decayed value at rel ms past its
+-- generation's epoch, its stamp relative to tm (0 unless it is stamped
+-- after tm), and how many ms to stamp it back (see rebase), or an error.
+local function cellRebase(k, body, i, rel, maxBack)
+  local stamp, s = struct.unpack('<I4f', body, i * 8 + 1)
+  if s ~= s or s == math.huge or s == -math.huge then
+    return nil, 'key ' .. k .. ' has a corrupt cell at offset ' .. i
+  end
+  -- A cell stamped after tm (the clock stepped back) keeps its value
+  -- and its stamp, relative to the new epoch: ns > 0, back 0.
+  local ns = stamp - rel
+  local v = clamp(decay(s, rel - stamp))
+  local back = 0
+  if ns < 0 then
+    ns = 0
+    if kind == 'linear' and v > 0 then
+      local f = roundUp(v)
+      if f > v then
+        back = floor((f - v) * 1000 / param)
+        if back > maxBack then back = maxBack end
+        while back > 0 and not (decay(f, back) >= v) do back = back - 1 end
+      end
+    end
+  end
+  return v, ns, back
+end
+
 local function rebase(g, tm)
   local rel = tm - g.epoch
-  local out = {}
   local body = redis.call('GETRANGE', g.k, HDR, SIZE - 1)
-  for i = 0, L * M - 1 do
-    local stamp, s = struct.unpack('<I4f', body, i * 8 + 1)
-    if s ~= s or s == math.huge or s == -math.huge then
-      return 'key ' .. g.k .. ' has a corrupt cell at offset ' .. i
-    end
-    -- A cell stamped after tm (the clock stepped back) keeps its value
-    -- and its stamp, relative to the new epoch.
-    local ns = stamp - rel
-    if ns < 0 then ns = 0 end
-    out[i + 1] = pack(clamp(decay(s, rel - stamp)), ns)
+  local maxBack = floor(rebaseAt / 2)
+  local n = L * M
+  -- Two passes (the largest back-dating first), rather than a table of
+  -- 3*L*M numbers: a rebase runs once per rebaseAt ms.
+  local B = 0
+  for i = 0, n - 1 do
+    local v, ns, back = cellRebase(g.k, body, i, rel, maxBack)
+    if v == nil then return ns end
+    if back > B then B = back end
+  end
+  local out = {}
+  for i = 0, n - 1 do
+    local v, ns, back = cellRebase(g.k, body, i, rel, maxBack)
+    out[i + 1] = pack(v, ns + B - back)
   end
   redis.call('SETRANGE', g.k, HDR, table.concat(out))
-  redis.call('SETRANGE', g.k, '24', struct.pack('<dd', tm, tm))
+  redis.call('SETRANGE', g.k, '24', struct.pack('<dd', tm - B, tm))
   g.hw = tm
-  g.epoch = tm
+  g.epoch = tm - B
   return nil
 end
 
