@@ -73,7 +73,9 @@
 // Only an operation whose time is before the deadline, in flight when the
 // promotion starts, finishes on the old set: the newborn generation may
 // miss its writes, which are then at least N-1 periods old when the
-// newborn becomes the primary, so the window above holds.
+// newborn becomes the primary, so the window above holds. The build
+// calls Config.Sketch.Hasher's factory: a factory must not operate on its
+// own rotator, or that operation would wait for the build it is in.
 //
 // # Differences from grudge
 //
