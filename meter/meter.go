@@ -90,13 +90,11 @@ func checkPeriod(window time.Duration, k float64) error {
 	return nil
 }
 
-// periodOf returns k windows, rounded up to the ms, at least 1 ms
-// (checkPeriod has refused a product above maxPeriod).
+// periodOf returns k windows, rounded up to the ms, at least 1 ms. The
+// caller has checked the product with checkPeriod: at most maxPeriod, so
+// neither the conversion nor the rounding overflows.
 func periodOf(window time.Duration, k float64) time.Duration {
 	p := time.Duration(float64(window) * k)
-	if p < 0 || float64(window)*k > maxPeriod {
-		p = maxPeriod
-	}
 	p = (p + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 	return max(p, time.Millisecond)
 }

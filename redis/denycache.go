@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -202,23 +203,19 @@ func (d *denyCache) check(key string, n float64) (denied bool, debt float64, ret
 	return true, debt, withSlack(retryAfter(debt, n, d.burst, d.rate), d.slack), withSlack(resetAfter(debt, d.rate), d.slack)
 }
 
-// sweepKeep is the age below which the local sketches' horizon sweep
-// leaves a cell alone (internal/core's sweepKeep, 2^29 ms, 6.2 days): a
-// cell it re-stamps is at least that old.
-const sweepKeep = 1 << 29
-
 // sweepSlack is what a local sketch's waits add so that they are never
 // early across its horizon sweep (and what the deny cache takes off a
 // debt before it is certain of a denial): 1 ms for a sketch counting in tokens
 // (not exact: a decayed debt may be a fraction a float32 does not hold)
-// whose full debt, burst at rate per second, takes sweepKeep ms or more
-// to drain; else 0. The sweep re-stamps a cell older than sweepKeep with
+// whose full debt, burst at rate per second, takes core.SweepKeep ms
+// (2^29, 6.2 days) or more to drain; else 0. The sweep re-stamps a cell
+// older than that with
 // its value rounded up and stamped back by whole ms (never below the
 // count), so such a cell can read up to 1 ms of drain above the linear
 // drain a wait was computed from; a debt that drains sooner is never
 // swept while it lasts.
 func sweepSlack(rate, burst float64, exact bool) time.Duration {
-	if exact || !(burst/rate*1000 >= sweepKeep) {
+	if exact || !(burst/rate*1000 >= float64(core.SweepKeep)) {
 		return 0
 	}
 	return time.Millisecond

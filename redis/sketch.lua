@@ -231,21 +231,6 @@ local function aggregate(v)
   return r
 end
 
--- rebase moves g's epoch to (about) tm, so that stamps (uint32 ms) never
--- wrap: every cell is decayed to tm (one stamped after tm keeps its value
--- and its time). It costs one pass over the L*M cells, once per rebaseAt
--- ms of a generation's life (never, when G*P < rebaseAt).
--- The decayed value v is stored rounded up to float32, f >= v. Under the
--- linear law such a cell would then read f - drain at every later time,
--- up to one float32 step of the debt above v - drain: a wait answered
--- before the rebase (a RetryAfter) would come out early by that step over
--- the rate (122 ms for a debt near 1000 at 5e-4/s). So, as the local
--- sketch's horizon sweep does (atomiccell's Rules.Rebase), such a cell is
--- stamped back by the whole ms the law takes to drain f - v: it reads v
--- at tm and after, never less, and above v - drain by less than 1 ms of
--- drain. The epoch moves to tm - B, B the largest back-dating (capped at
--- rebaseAt / 2, so the next rebase stays rebaseAt / 2 away), and a cell
--- is stamped B - back.
 -- cellRebase returns a cell's decayed value at rel ms past its
 -- generation's epoch, its stamp relative to tm (0 unless it is stamped
 -- after tm), and how many ms to stamp it back (see rebase), or an error.
@@ -273,6 +258,21 @@ local function cellRebase(k, body, i, rel, maxBack)
   return v, ns, back
 end
 
+-- rebase moves g's epoch to (about) tm, so that stamps (uint32 ms) never
+-- wrap: every cell is decayed to tm (one stamped after tm keeps its value
+-- and its time). It costs one pass over the L*M cells, once per rebaseAt
+-- ms of a generation's life (never, when G*P < rebaseAt).
+-- The decayed value v is stored rounded up to float32, f >= v. Under the
+-- linear law such a cell would then read f - drain at every later time,
+-- up to one float32 step of the debt above v - drain: a wait answered
+-- before the rebase (a RetryAfter) would come out early by that step over
+-- the rate (122 ms for a debt near 1000 at 5e-4/s). So, as the local
+-- sketch's horizon sweep does (atomiccell's Rules.Rebase), such a cell is
+-- stamped back by the whole ms the law takes to drain f - v: it reads v
+-- at tm and after, never less, and above v - drain by less than 1 ms of
+-- drain. The epoch moves to tm - B, B the largest back-dating (capped at
+-- rebaseAt / 2, so the next rebase stays rebaseAt / 2 away), and a cell
+-- is stamped B - back.
 local function rebase(g, tm)
   local rel = tm - g.epoch
   local body = redis.call('GETRANGE', g.k, HDR, SIZE - 1)

@@ -49,6 +49,12 @@ const (
 	sweepChunk    = 16384          // cells per helping step
 )
 
+// SweepKeep is sweepKeep for the packages that answer waits from a
+// sketch (redis's deny cache and fallback): a cell the horizon sweep
+// re-stamps is at least this old, so a debt that drains within it is
+// never swept while it lasts.
+const SweepKeep = sweepKeep
+
 // sweeper is a sketch's horizon state (see above).
 type sweeper struct {
 	floor atomic.Int64 // no cell's stamp is older than this; Sketch.due is floor + sweepDue
