@@ -15,9 +15,10 @@
 // and 14 entries:
 //
 //	header:  lw (47 bits: the latest ms at which the line was written)
-//	         moving (1 bit: a move of lw by more than the slack is on)
+//	         moving (1 bit: a move of lw into a later epoch is on)
 //	         fo (16 bits: the eviction floor, in ticks above lw's tick)
 //	entry:   fingerprint (16 bits, never 0) | stamp residue (16 bits)
+//	empty:   fingerprint 0 | a version (16 bits)
 //
 // A key is hashed once with a keyed hash (SipHash-2-4 under a seed from
 // crypto/rand by default): two lines (two choices, Azar et al. 1994) and a
@@ -32,10 +33,14 @@
 // its line's lw, the residue locates it in the window
 // (lw + Span + 1 - 2^16, lw + Span + 1]. A writer that moves lw clears
 // the entries that would fall below the new window before it publishes
-// the move, in steps that no entry still live falls out of, and readers
-// read a line's header before and after its entries, so no entry is
-// ever read against a window it is not in (docs/design.md, "Moving a
-// line's time").
+// the move, in steps that no entry still live falls out of; a move into
+// a later epoch of the line's time (a fraction of the window's slack)
+// also seals the line, changing every word that holds a free slot, so
+// that a write prepared before the move either fails its CAS or stores a
+// stamp that reads correctly in every window to come; readers read a
+// line's header before and after its entries; so no entry is ever read
+// against a window it is not in (docs/design.md, "Moving a line's
+// time").
 //
 // A key's estimate is the largest of: the stamps of the entries of its two
 // lines that carry its fingerprint (its candidates), and the two lines'
@@ -82,20 +87,25 @@
 //	    target := fp's first entry; else a free slot (empty or expired)
 //	              of the line with fewer live entries; else the entry
 //	              whose eviction raises its line's floor least
-//	    if the target line's lw < t, or evicting:
-//	        CAS header: lw = t, floor = max(floor, victim)   // failed: loop
-//	        clear entries long expired (sweep)
+//	    if the target line's lw < t:
+//	        move lw to t (clear entries long expired; into a later
+//	        epoch, under the moving bit, sealing)   // changed words: loop
+//	    if evicting:
+//	        CAS header: floor = max(floor, victim)            // failed: loop
+//	        CAS the victim's word to an empty slot            // failed: loop
 //	    CAS target word with (fp, ns)                         // failed: loop
-//	    reload both lines: if another entry of fp changed, or either
-//	        line's lw moved, a concurrent write may be missing from est
-//	        (or t be stale): undo ours exactly and loop (TryUpdate denies
-//	        after 4 rounds, or when ours cannot be undone; Update then
-//	        writes the sum of fp's entries instead)
-//	    return true
+//	    reload both lines: if another entry of fp changed, a concurrent
+//	        write may be missing from est: undo ours exactly and loop
+//	        (TryUpdate denies after 4 rounds, or when ours cannot be
+//	        undone; Update then writes the sum of fp's entries instead)
+//	    return true                      // at t, even if a line moved on
 //
 // Refund (of a TryReserve) is an exact undo: it restores the entry the
 // write replaced if the entry still holds exactly what the write stored,
-// and otherwise keeps the debt.
+// and otherwise keeps the debt. An undo or a refund lowers a stamp by at
+// most the window's slack less two epochs per CAS; a write larger than
+// that is given back in steps, and a refund whose later step finds the
+// key written since adds the part given back to the key again.
 //
 // # Saturation and sizing
 //

@@ -113,6 +113,13 @@ type quant struct {
 	// slack is 2^16 - 1 - span: a stamp reads correctly at a line time
 	// of tick lt when it is above lt - slack.
 	slack uint64
+	// seal is the length in ticks of an epoch of a line's time, the
+	// largest power of two at most slack/8 (1 << sealShift): a move of
+	// lw into a later epoch seals the line (docs/design.md, "Moving a
+	// line's time"), and a restore lowers an entry by at most slack - 2 seal ticks
+	// per CAS.
+	seal      uint64
+	sealShift uint
 
 	// Linear and None: u is the number of ticks (units) per load unit, an
 	// integer, so whole loads are exact; rate is the effective rate
@@ -130,6 +137,8 @@ func newQuant(law Law) (quant, error) {
 	q, err := pickQuant(law)
 	q.setDivisor()
 	q.slack = window - 1 - q.span
+	q.sealShift = uint(bits.Len64(q.slack/8)) - 1
+	q.seal = 1 << q.sealShift
 	return q, err
 }
 
@@ -293,6 +302,9 @@ func (q *quant) ticks(ms uint64) (lo, hi uint64) {
 	}
 	return lo, hi
 }
+
+// epoch returns the epoch of tick t (see seal).
+func (q *quant) epoch(t uint64) uint64 { return t >> q.sealShift }
 
 // lo is ticks' lower value alone.
 func (q *quant) lo(ms uint64) uint64 {

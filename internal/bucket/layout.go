@@ -26,17 +26,19 @@ const cacheLine = int(unsafe.Sizeof(cpu.CacheLinePad{}))
 //
 //	bits  0..46  lw: the latest time (ms after the engine's epoch) at
 //	             which a write to this line was made; only grows
-//	bit  47      moving: a writer is moving lw by more than the
-//	             window's slack; no entry write commits under it, and
-//	             every operation that reads it takes a time of at least
-//	             lw + 1 ms
+//	bit  47      moving: a writer is moving lw into a later epoch of
+//	             the line's time (see quant.seal); it seals the line's
+//	             words before it moves, and every operation that reads
+//	             the bit takes a time of at least lw + 1 ms
 //	bits 48..63  fo: the eviction floor as an offset in ticks above
 //	             lw's tick (0: no floor)
 //
 // w[1..7] hold the entries, slot s in word 1+s/2, bits 32*(s%2) up:
 //
 //	bits 16..31  fingerprint (never 0; 0 marks an empty slot)
-//	bits  0..15  the stamp's low 16 bits (its residue mod 2^16)
+//	bits  0..15  the stamp's low 16 bits (its residue mod 2^16); in an
+//	             empty slot, a version that a seal changes, so that a
+//	             CAS prepared before the seal fails
 //
 // Every access is an atomic load or CAS of a whole word.
 type line struct {
@@ -67,6 +69,12 @@ func mkHdr(lw, fo uint64) uint64 { return lw | fo<<lwBits }
 func entFP(e uint32) uint16            { return uint16(e >> 16) }
 func entRes(e uint32) uint16           { return uint16(e) }
 func mkEnt(fp uint16, s uint64) uint32 { return uint32(fp)<<16 | uint32(uint16(s)) }
+
+// isEmpty reports whether entry e is an empty slot (of any version).
+func isEmpty(e uint32) bool { return e>>16 == 0 }
+
+// mkEmpty returns the empty slot of version v.
+func mkEmpty(v uint16) uint32 { return uint32(v) }
 
 // slotWord returns the word index and bit shift of slot s.
 func slotWord(s int) (j int, sh uint) { return 1 + s>>1, uint(s&1) * 32 }

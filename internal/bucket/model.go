@@ -140,37 +140,74 @@ func (m *Model) Do(key string, ms uint64, kind Op, n, limit float64) (ok bool, v
 		}
 		ln := L[tl]
 		if tms > ln.LW {
-			// The engine's move: lw to the operation's time, the floor
-			// re-based, the entries that would not read correctly in the
-			// new window cleared. If a clear touches the target's word or
-			// a candidate, the engine's CAS or validation fails and it
-			// decides again (it also does after a move of several steps,
-			// where deciding again gives the same answer): so does the
-			// model.
-			nlt := q.lo(tms)
-			ln.LW = tms
-			if ln.Floor <= nlt {
-				ln.Floor = 0
-			}
-			redo := false
-			for s := 0; s < SlotsPerLine; s++ {
-				if ln.FP[s] != 0 && ln.Stamp[s]+q.slack <= nlt {
-					if s>>1 == slot>>1 || ln.FP[s] == fp {
-						redo = true
-					}
-					ln.FP[s], ln.Stamp[s] = 0, 0
-				}
-			}
-			if redo {
+			// The engine's move (advance), run alone: lw to the
+			// operation's time; a move into a later epoch in steps, each
+			// ending where every entry live at the step's base still
+			// reads correctly with a margin, a step that enters a later
+			// epoch clearing the entries expired at its base (the seal);
+			// every step clearing the entries that would not read
+			// correctly in the new window, and dropping a floor at or
+			// below it. When the move changed an entry word (a clear, or
+			// a seal of a word with an empty slot), the engine decides
+			// again on the words as they are now: so does the model.
+			if m.move(ln, tms) {
 				continue
 			}
 		}
 		if evict {
+			// The engine raises the floor, then empties the victim's
+			// slot, then writes into it: the write replaces an empty.
 			ln.Floor = max(ln.Floor, vstamp)
+			ln.FP[slot], ln.Stamp[slot] = 0, 0
 		}
 		rc = ModelReceipt{ok: q.kind != KindExponential && ns < thi+q.span, line: idx[tl], slot: slot, fp: fp, stamp: ns, prevFP: ln.FP[slot], prevStamp: ln.Stamp[slot]}
 		ln.FP[slot], ln.Stamp[slot] = fp, ns
 		return true, q.value(ns, tlo), rc
+	}
+}
+
+// move mirrors Engine.advance run alone on line ln to tms (> ln.LW) and
+// reports whether it changed an entry word.
+func (m *Model) move(ln *LineState, tms uint64) (changed bool) {
+	q := &m.e.q
+	lw := ln.LW
+	moving := q.epoch(q.lo(tms)) != q.epoch(q.lo(lw))
+	for {
+		lt := q.lo(lw)
+		base, nlw := lt, tms
+		if moving {
+			base = q.lo(lw + 1)
+			minLive := uint64(0)
+			for s := 0; s < SlotsPerLine; s++ {
+				if st := ln.Stamp[s]; ln.FP[s] != 0 && st > base && (minLive == 0 || st < minLive) {
+					minLive = st
+				}
+			}
+			if minLive != 0 {
+				nlw = min(nlw, q.msAtMost(minLive+q.seal-1))
+			}
+		}
+		nlt := q.lo(nlw)
+		seal := q.epoch(nlt) != q.epoch(lt)
+		for w := 0; w < SlotsPerLine/2; w++ {
+			for s := 2 * w; s < 2*w+2; s++ {
+				switch {
+				case ln.FP[s] == 0:
+					changed = changed || seal // the seal changes the empty's version
+				case ln.Stamp[s]+q.slack <= nlt || seal && ln.Stamp[s] <= base:
+					ln.FP[s], ln.Stamp[s] = 0, 0
+					changed = true
+				}
+			}
+		}
+		if ln.Floor <= nlt {
+			ln.Floor = 0
+		}
+		lw = nlw
+		if nlw == tms {
+			ln.LW = tms
+			return changed
+		}
 	}
 }
 

@@ -36,13 +36,13 @@ type result struct {
 // refunds nothing. A Receipt is a value; Refund through one pointer is
 // not safe for concurrent use.
 type Receipt struct {
+	h         uint64 // the key's hash
 	line      uint32
 	slot      uint8
 	ok        bool
 	written   uint32 // the entry the write stored
-	prev      uint32 // the entry it replaced
 	stamp     uint64 // written's stamp
-	prevStamp uint64 // prev's stamp (0 if prev was empty)
+	prevStamp uint64 // the stamp of the key's entry it replaced (0: none, or expired)
 	ms        uint64 // the write's millisecond on the engine's scale, for Reserved
 }
 
@@ -133,7 +133,7 @@ func occupancy(w *[wordsPerLine]uint64, top, t uint64) (live, free int) {
 	for s := 0; s < SlotsPerLine; s++ {
 		j, sh := slotWord(s)
 		ent := uint32(w[j] >> sh)
-		if ent != 0 && interp(entRes(ent), top) > t {
+		if !isEmpty(ent) && interp(entRes(ent), top) > t {
 			live++
 		} else if free < 0 {
 			free = s
@@ -161,11 +161,20 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 	} else {
 		ms = e.at(t)
 	}
-	q := &e.q
 	var c, lim uint64
-	if q.kind != KindExponential {
-		c, lim = q.units(n), q.limitUnits(limit)
+	if e.q.kind != KindExponential {
+		c, lim = e.q.units(n), e.q.limitUnits(limit)
 	}
+	r = e.exec(h, i0, i1, fp, ms, kind, n, limit, c, lim)
+	return r
+}
+
+// exec is do after the clock read: the key's lines i0, i1 and fingerprint
+// fp, its time ms, and for the linear and none laws its load c and limit
+// lim in ticks.
+func (e *Engine) exec(h, i0, i1 uint64, fp uint16, ms uint64, kind opKind, n, limit float64, c, lim uint64) (r result) {
+	l0, l1 := &e.lines[i0], &e.lines[i1]
+	q := &e.q
 	conflicts := 0
 	merge := false // sum the candidates instead of taking their max
 	extra := true  // merge: this operation's own n is not in the table yet
@@ -274,23 +283,31 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 
 		// The header: lw up to the operation's time (every stamp in the
 		// line stays <= lw's tick + span + 1). A move that advance
-		// completes from this view keeps the decision: the entries it
-		// cleared had expired at the operation's time, and one that was
-		// the target's word or a candidate fails the entry's CAS or
-		// shows in the validation. Otherwise (a lost CAS, an entry
-		// changed) the line is moved and the operation decides again.
+		// completes from this view without changing an entry word keeps
+		// the decision; one that sealed or cleared words (their entries
+		// expired at the operation's time) makes it decide again on the
+		// words as they are now, and so does a move that did not
+		// complete.
 		hw := v.w[tl][0]
-		lw := hdrLW(hw) // the view's: its residues are read against it
-		if tms > lw || hdrMoving(hw) {
-			nh, done := e.advance(ln, &v.w[tl], tms)
+		if tms > hdrLW(hw) || hdrMoving(hw) {
+			nh, done, changed := e.advance(ln, &v.w[tl], tms)
 			if !done {
 				e.moveLine(ln, tms)
 				continue
 			}
+			if changed {
+				continue
+			}
 			hw = nh
 		}
-		// The floor up to the victim.
+		j, sh := slotWord(slot)
+		ow := v.w[tl][j]
+		oe := uint32(ow >> sh)
 		if evict {
+			// The floor up to the victim, then the victim out: the key
+			// is written into an empty slot, like any insert, so that a
+			// seal that lands before its CAS makes the CAS fail
+			// (docs/design.md, "Moving a line's time": inserts).
 			hlw := hdrLW(hw)
 			hlt := q.lo(hlw)
 			old := floorOf(hw, hlt)
@@ -302,17 +319,24 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 				e.floors.move(old, fl)
 				hw = nh
 			}
+			empty := mkEmpty(uint16(q.epoch(hlt)))
+			nw := withEntry(ow, sh, empty)
+			if !ln.w[j].CompareAndSwap(ow, nw) {
+				continue
+			}
+			ow, oe = nw, empty
 		}
 
 		// The entry.
-		j, sh := slotWord(slot)
-		ow := v.w[tl][j]
-		oe, ne := uint32(ow>>sh), mkEnt(fp, ns)
+		ne := mkEnt(fp, ns)
 		if e.hooks != nil && e.hooks.beforeCAS != nil {
 			e.hooks.beforeCAS()
 		}
 		// A move of lw since the read would make the stamp's residue
 		// name another stamp: write only under the header decided on.
+		// A move that starts after this check seals or bounds itself so
+		// that the CAS either fails or stores a stamp that reads
+		// correctly in every window to come.
 		if !sameTime(ln.w[0].Load(), hw) {
 			continue
 		}
@@ -333,29 +357,18 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		// an exponential one, whose small loads can round into a stamp
 		// unchanged.
 		refundable := q.kind != KindExponential && ns < thi+q.span
-		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, prev: oe, stamp: ns, ms: tms}
-		if oe != 0 {
-			r.rc.prevStamp = interp(entRes(oe), q.lo(lw)+q.span+1)
-			if r.rc.prevStamp <= tlo {
-				// Expired: an empty slot carries the same load, 0, and no
-				// residue that a later lw could misread.
-				r.rc.prev, r.rc.prevStamp = 0, 0
+		r.rc = Receipt{h: h, line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, stamp: ns, ms: tms}
+		if !isEmpty(oe) {
+			// A candidate of the key (or of a fingerprint twin), or an
+			// expired entry of a free slot.
+			if ps := interp(entRes(oe), q.lo(hdrLW(hw))+q.span+1); ps > tlo {
+				r.rc.prevStamp = ps
 			}
 		}
-		ck := conflict(&v, l0, l1, fp, tl, slot, tms)
-		if ck == noConflict {
-			return r
-		}
-		if ck == timeConflict && !merge && stands(q, ln.w[0].Load(), ns) {
-			// Only a line's time moved, and our entry is live at the
-			// target line's time now, not moving: it reads correctly
-			// there and through any move to come (a short one keeps
-			// live stamps, a long one reads the line again under its
-			// bit, after our CAS). Undoing it would only make it
-			// tentative, visible to readers of the key in between (a
-			// spurious denial of a key alone); it stands, at the
-			// operation's own time (docs/design.md, section 8,
-			// "Stale time").
+		if !conflict(&v, l0, l1, fp, tl, slot) {
+			// A line's time may have moved meanwhile: the write stands at
+			// the operation's own time (docs/design.md, section 8,
+			// "Stale time"); it reads correctly in every window to come.
 			return r
 		}
 
@@ -368,45 +381,25 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		// key's load however the racing writes were split.
 		conflicts++
 		if merge {
-			// A merge is never undone: it only raises. Merge again on
-			// top of it (it now holds this operation's n), once it is
-			// sure to read correctly.
-			e.settle(ln, j, sh, ne, ns)
+			// A merge is never undone: it only raises. Merge again on top
+			// of it (it now holds this operation's n).
 			extra = false
 			continue
 		}
-		undone := e.undo(ln, j, sh, ne, r.rc.prev, r.rc.prevStamp)
-		if !undone && ck == timeConflict && kind == opTry {
-			// Another CAS replaced our entry from our very word (a later
-			// write of the key, which read it and built on it, or an
-			// eviction or a move that carried it on): ours stands in
-			// the key's chain, and with no candidate of the key changed
-			// the decision held at our CAS. Admit, at the operation's
-			// own time (docs/design.md, "Built on before it
-			// validated"); the entry is no longer ours to refund.
-			r.rc.ok = false
-			return r
-		}
+		full, given := e.lower(ln, j, sh, fp, ns, r.rc.prevStamp)
 		r.ok, r.rc = false, Receipt{}
-		if undone && (conflicts < maxConflicts || ck == timeConflict && kind == opTry) {
+		if full && conflicts < maxConflicts {
 			continue
 		}
 		if kind == opTry {
 			r.stamp = est
 			return r
 		}
-		merge, extra = true, undone
+		// Merge; the operation's n is added again in full unless none of
+		// it was withdrawn (a part given back is counted twice: an
+		// over-count).
+		merge, extra = true, full || given > 0
 	}
-}
-
-// stands reports whether an entry of stamp ns, written before the target
-// line's header became h, reads correctly under h and through any move
-// from h: h is not moving and ns is live at h's time (above its tick).
-// A short move from h keeps every stamp above h's tick less the slack;
-// a long one sets the bit and reads the line again, so it sees the
-// entry.
-func stands(q *quant, h, ns uint64) bool {
-	return !hdrMoving(h) && ns > q.lo(hdrLW(h))
 }
 
 // candSum returns the sum of the loads of the key's candidates in view v
@@ -417,7 +410,7 @@ func candSum(q *quant, v *view, lt0, lt1, t uint64, fp uint16) (ticks uint64, va
 		for s := 0; s < SlotsPerLine; s++ {
 			j, sh := slotWord(s)
 			ent := uint32(v.w[l][j] >> sh)
-			if ent == 0 || entFP(ent) != fp {
+			if entFP(ent) != fp {
 				continue
 			}
 			if st := interp(entRes(ent), top); st > t {
@@ -452,28 +445,14 @@ func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64)
 	return tl, slot, bestStamp
 }
 
-// conflictKind is what the validation after a write found (conflict).
-type conflictKind uint8
-
-const (
-	noConflict   conflictKind = iota
-	timeConflict              // a line's time moved, no candidate of the key changed
-	slotConflict              // a candidate of the key changed: the decision may have missed a write
-)
-
-// conflict reloads both lines after a write and reports a slotConflict
-// if any slot other than the target holds or held the key's fingerprint
-// with a different entry than view v read; otherwise a timeConflict if
-// either line's lw is past the operation's time tms (a write made at a
-// later time landed meanwhile, so the operation's time may be stale) or
-// the target line's header is not the one the write was made under (lw
-// = tms, not moving: a mover's read of the line may have missed the
-// write, see advance). A move of the other line that stays at or before
-// tms is no conflict: its entries read the same in either window (the
-// invariant of loadLine), and one of the key's that it cleared shows as
-// a changed slot.
-func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, tms uint64) conflictKind {
-	moved := false
+// conflict reloads both lines after a write and reports whether any slot
+// other than the target holds or held the key's fingerprint with a
+// different entry than view v read: a concurrent write of a candidate
+// the decision may have missed. A move of either line's time is none:
+// the write reads correctly in every window to come (see advance), its
+// decision held at the operation's time, and a candidate of the key that
+// a move cleared shows as a changed slot.
+func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int) bool {
 	for l := 0; l < 2; l++ {
 		ln := l0
 		if l == 1 {
@@ -490,65 +469,58 @@ func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int, tms uint64) confli
 				}
 				oe, ne := uint32(ow>>(32*h)), uint32(nw>>(32*h))
 				if oe != ne && (entFP(oe) == fp || entFP(ne) == fp) {
-					return slotConflict
+					return true
 				}
 			}
 		}
-		if h := ln.w[0].Load(); l == tl && (hdrLW(h) != tms || hdrMoving(h)) || hdrLW(h) > tms {
-			moved = true
-		}
 	}
-	if moved {
-		return timeConflict
-	}
-	return noConflict
+	return false
 }
 
-// undo puts entry prev (stamp ps) back at word j, shift sh of ln if it
-// still holds exactly written, and reports whether it did. prev is live
-// at the operation's time or empty (do empties an expired one).
-func (e *Engine) undo(ln *line, j int, sh uint, written, prev uint32, ps uint64) bool {
-	if !swapEntry(ln, j, sh, written, prev) {
-		return false
-	}
-	if prev != 0 {
-		e.settle(ln, j, sh, prev, ps)
-	}
-	return true
-}
-
-// settle makes entry ent (stamp s), just stored at word j, shift sh of ln
-// without the validation of an operation's write (an undo, a refund, a
-// merge about to be merged again), safe against a move of ln's lw: it
-// finishes a move in progress (whose reading of the line may predate the
-// store) from a read of its own, and clears ent if it has expired at the
-// line's time (a move that stranded it below its window can only be one
-// that completed between the store and now; any later one reads it).
-func (e *Engine) settle(ln *line, j int, sh uint, ent uint32, s uint64) {
-	if h := ln.w[0].Load(); hdrMoving(h) {
-		e.moveLine(ln, hdrTime(h))
-	}
-	if s <= e.q.lo(hdrLW(ln.w[0].Load())) {
-		clearEntry(ln, j, sh, ent)
-	}
-}
-
-// clearEntry empties the entry at word j, shift sh of ln if it still
-// holds ent, and reports whether it did.
-func clearEntry(ln *line, j int, sh uint, ent uint32) bool { return swapEntry(ln, j, sh, ent, 0) }
-
-// swapEntry replaces the entry at word j, shift sh of ln with to if it
-// still holds from (retrying while only the word's other entry changes),
-// and reports whether it did.
-func swapEntry(ln *line, j int, sh uint, from, to uint32) bool {
+// lower gives back a write: it replaces the entry (fp, stamp from) at
+// word j, shift sh of ln with (fp, stamp to), or with an empty slot when
+// to is 0 or has expired at the line's time. It lowers the stamp by at
+// most slack - 2 seal ticks per CAS, each from a consistent read of the line
+// (not moving), so that a move that read the line before one of its
+// CASes keeps the lowered entry in its window (docs/design.md, "Moving a
+// line's time": restores). It stops when the entry no longer holds what
+// it last stored (a write of the key built on it, an eviction, a move
+// that cleared it) and reports whether it reached to (full) and how many
+// ticks it gave back otherwise; a part not given back stays, an
+// over-count.
+func (e *Engine) lower(ln *line, j int, sh uint, fp uint16, from, to uint64) (full bool, given uint64) {
+	q := &e.q
+	cur := from
 	for {
-		cur := ln.w[j].Load()
-		if uint32(cur>>sh) != from {
-			return false
+		h := ln.w[0].Load()
+		if hdrMoving(h) {
+			e.moveLine(ln, hdrTime(h))
+			continue
 		}
-		if ln.w[j].CompareAndSwap(cur, withEntry(cur, sh, to)) {
-			return true
+		w := ln.w[j].Load()
+		if !sameTime(ln.w[0].Load(), h) {
+			continue
 		}
+		lt := q.lo(hdrLW(h))
+		ent := uint32(w >> sh)
+		if ent != mkEnt(fp, cur) || interp(entRes(ent), lt+q.span+1) != cur {
+			return false, from - cur
+		}
+		next, nt := mkEmpty(uint16(q.epoch(lt))), to
+		if to > lt {
+			nt = max(to, cur-min(cur, q.slack-2*q.seal))
+			next = mkEnt(fp, nt)
+		}
+		if e.hooks != nil && e.hooks.beforeLower != nil {
+			e.hooks.beforeLower()
+		}
+		if !ln.w[j].CompareAndSwap(w, withEntry(w, sh, next)) {
+			continue // the word changed: read it again
+		}
+		if nt == to || to <= lt {
+			return true, from - min(from, to)
+		}
+		cur = nt
 	}
 }
 
@@ -569,23 +541,25 @@ func (e *Engine) moveLine(ln *line, target uint64) {
 // advance moves line ln's lw towards target (ms), from w, a consistent
 // read of ln (loadLine); a move in progress goes to at least lw + 1 ms
 // (hdrTime), however small target. It returns the header it installed
-// and true when it took lw to target and left it not moving; otherwise
-// the caller reads the line again (a CAS that failed, an entry that
-// changed since the read). docs/design.md, "Moving a line's time", has
-// the argument; in short:
+// and true when it took lw to target and left it not moving (and whether
+// it changed an entry word on the way); otherwise the caller reads the
+// line again (a CAS that failed, an entry that changed since the read).
+// docs/design.md, "Moving a line's time", has the argument; in short,
+// the line's ticks are cut into epochs of q.seal ticks, and:
 //
-//   - a short move (less than the slack) is one step: the entries that
-//     would not read correctly at the new lw, all expired at lw, are
-//     cleared, then the header CAS; a write that commits at lw after w
-//     was read stamps at least lw's tick, which reads correctly at the
-//     new lw;
-//   - a long move first sets the header's moving bit, under which no
-//     write commits and every reader's time is at least lw + 1 ms, and
+//   - a move within lw's epoch is one step: the entries that would not
+//     read correctly at the new lw (none, while the invariant holds) are
+//     cleared, then the header CAS;
+//   - a move into a later epoch first sets the header's moving bit,
+//     under which every reader's time is at least lw + 1 ms (base), and
 //     reads the line again; each step then ends at target, or earlier
-//     where every entry live at lw + 1 ms still reads correctly (its
-//     stamp above the new tick less the slack), clears the others (all
-//     expired at lw + 1 ms), and keeps the bit until the last.
-func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (uint64, bool) {
+//     where every entry live at base still reads correctly with a
+//     margin (at most the least such stamp + seal - 1); a step that
+//     enters a later epoch seals: it clears every entry expired at base
+//     and changes the version of every empty slot, so that every word
+//     holding a free slot changes, and any CAS prepared on such a word
+//     before the seal fails. It keeps the bit until the last step.
+func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (nh uint64, done, changed bool) {
 	q := &e.q
 	var fresh [wordsPerLine]uint64 // w is the caller's view: never written
 	for {
@@ -593,15 +567,15 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (uint
 		lw, moving := hdrLW(hw), hdrMoving(hw)
 		target = max(target, hdrTime(hw))
 		if target <= lw {
-			return 0, false
+			return 0, false, changed
 		}
 		lt := q.lo(lw)
-		if !moving && q.lo(target)-lt >= q.slack {
+		if !moving && q.epoch(q.lo(target)) != q.epoch(lt) {
 			if e.hooks != nil && e.hooks.beforeMove != nil {
 				e.hooks.beforeMove(hw)
 			}
 			if !ln.w[0].CompareAndSwap(hw, hw|movingBit) {
-				return 0, false
+				return 0, false, changed
 			}
 			// Read the line again under the bit, and step from that read.
 			e.loadLine(ln, &fresh)
@@ -610,28 +584,48 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (uint
 		}
 		top := lt + q.span + 1
 		base := q.lo(hdrTime(hw)) // every reader's time is at least this tick
-		minLive := uint64(0)
-		for j := 1; j < wordsPerLine; j++ {
-			for sh := uint(0); sh < 64; sh += 32 {
-				if ent := uint32(w[j] >> sh); ent != 0 {
-					if s := interp(entRes(ent), top); s > base && (minLive == 0 || s < minLive) {
-						minLive = s
+		nlw := target
+		if moving {
+			minLive := uint64(0)
+			for j := 1; j < wordsPerLine; j++ {
+				for sh := uint(0); sh < 64; sh += 32 {
+					if ent := uint32(w[j] >> sh); !isEmpty(ent) {
+						if s := interp(entRes(ent), top); s > base && (minLive == 0 || s < minLive) {
+							minLive = s
+						}
 					}
 				}
 			}
-		}
-		nlw := target
-		if minLive != 0 {
-			nlw = min(nlw, q.msAtMost(minLive+q.slack-1))
+			if minLive != 0 {
+				nlw = min(nlw, q.msAtMost(minLive+q.seal-1))
+			}
 		}
 		nlt := q.lo(nlw)
+		ne := q.epoch(nlt)
+		seal := ne != q.epoch(lt)
+		ver := uint16(ne)
 		for j := 1; j < wordsPerLine; j++ {
+			nw := w[j]
 			for sh := uint(0); sh < 64; sh += 32 {
-				if ent := uint32(w[j] >> sh); ent != 0 && interp(entRes(ent), top)+q.slack <= nlt {
-					if !clearEntry(ln, j, sh, ent) {
-						return 0, false // changed since w: read again
+				ent := uint32(w[j] >> sh)
+				switch {
+				case isEmpty(ent):
+					if seal {
+						v := ver
+						if entRes(ent) == v {
+							v ^= 0x8000 // the word must change
+						}
+						nw = withEntry(nw, sh, mkEmpty(v))
 					}
+				case interp(entRes(ent), top)+q.slack <= nlt || seal && interp(entRes(ent), top) <= base:
+					nw = withEntry(nw, sh, mkEmpty(ver))
 				}
+			}
+			if nw != w[j] {
+				if !ln.w[j].CompareAndSwap(w[j], nw) {
+					return 0, false, changed // changed since w: read again
+				}
+				changed = true
 			}
 		}
 		fo := uint64(0)
@@ -640,16 +634,16 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (uint
 		}
 		nh := mkHdr(nlw, fo)
 		if nlw < target {
-			nh |= movingBit // more steps follow (only a long move stops short)
+			nh |= movingBit // more steps follow (only a move under the bit stops short)
 		}
 		if e.hooks != nil && e.hooks.beforeMove != nil {
 			e.hooks.beforeMove(hw)
 		}
 		if !ln.w[0].CompareAndSwap(hw, nh) {
-			return 0, false
+			return 0, false, changed
 		}
 		if nlw == target {
-			return nh, true
+			return nh, true, changed
 		}
 		e.loadLine(ln, &fresh)
 		w = &fresh
@@ -676,7 +670,11 @@ func (e *Engine) Reserved(r *Receipt) (ms int64, load float64) {
 //
 // An entry the write replaced that has expired since (or was empty) comes
 // back as an empty slot: the same load, 0, without a stamp that could
-// drift out of its window.
+// drift out of its window. A write larger than the window's slack less
+// two epochs (docs/design.md, "Moving a line's time": restores) is given
+// back in steps; when a write of the key lands between two of them, the
+// part already given back is added to the key again, at the lines' time,
+// and Refund reports false.
 func (e *Engine) Refund(r *Receipt) bool {
 	if !r.ok {
 		return false
@@ -684,24 +682,14 @@ func (e *Engine) Refund(r *Receipt) bool {
 	r.ok = false
 	ln := &e.lines[r.line]
 	j, sh := slotWord(int(r.slot))
-	for {
-		w := ln.w[j].Load()
-		lt := e.q.lo(hdrLW(ln.w[0].Load()))
-		// The entry must hold what the write stored, and mean it: a
-		// residue read in the window of the line's lw now names the
-		// written stamp only if nothing wrote the same bits since.
-		if uint32(w>>sh) != r.written || interp(entRes(r.written), lt+e.q.span+1) != r.stamp {
-			return false
-		}
-		prev := r.prev
-		if prev != 0 && r.prevStamp <= lt {
-			prev = 0
-		}
-		if ln.w[j].CompareAndSwap(w, withEntry(w, sh, prev)) {
-			if prev != 0 {
-				e.settle(ln, j, sh, prev, r.prevStamp)
-			}
-			return true
-		}
+	full, given := e.lower(ln, j, sh, entFP(r.written), r.stamp, r.prevStamp)
+	if full || given == 0 {
+		return full
 	}
+	// Given back in part: add that part again (an Update of the key at
+	// the write's time or the lines', whichever is later; never the
+	// clock's, which callers passing times may not follow).
+	i0, i1, fp := e.locate(r.h)
+	e.exec(r.h, i0, i1, fp, r.ms, opAdd, 0, 0, given, 0)
+	return false
 }

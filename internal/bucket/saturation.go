@@ -67,7 +67,7 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 		top := q.lo(hdrLW(w[0])) + q.span + 1
 		for s := range SlotsPerLine {
 			j, sh := slotWord(s)
-			if ent := uint32(w[j] >> sh); ent != 0 && interp(entRes(ent), top) > theta {
+			if ent := uint32(w[j] >> sh); !isEmpty(ent) && interp(entRes(ent), top) > theta {
 				heavy++
 			}
 		}

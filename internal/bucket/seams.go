@@ -28,7 +28,7 @@ func StateOf(e *Engine, i int) LineState {
 	for k := 0; k < SlotsPerLine; k++ {
 		j, sh := slotWord(k)
 		ent := uint32(w[j] >> sh)
-		if ent == 0 {
+		if isEmpty(ent) {
 			continue
 		}
 		s.FP[k] = entFP(ent)

@@ -124,8 +124,16 @@ func (e *Engine) WriteTo(w io.Writer) (int64, error) {
 			o := b[j*LineBytes:]
 			var lw [wordsPerLine]uint64
 			e.loadLine(ln, &lw)
-			for x := range wordsPerLine {
-				le.PutUint64(o[8*x:], lw[x])
+			le.PutUint64(o, lw[0])
+			for x := 1; x < wordsPerLine; x++ {
+				// An empty slot is written as 0, whatever its version.
+				wd := lw[x]
+				for sh := uint(0); sh < 64; sh += 32 {
+					if isEmpty(uint32(wd >> sh)) {
+						wd = withEntry(wd, sh, 0)
+					}
+				}
+				le.PutUint64(o[8*x:], wd)
 			}
 		}
 		crc = crc32.Update(crc, crcTable, b)

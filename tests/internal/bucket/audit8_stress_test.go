@@ -99,13 +99,12 @@ func TestAudit8MovingClockNearLimit(t *testing.T) {
 // reading, so the Timebase's high-water mark must stay at or below the
 // largest t passed (a compensation at the clock's reading, since
 // removed, moved it an hour ahead). The key, at most a few tokens at a
-// time, is denied only by the move protocol's documented residual
-// (docs/design.md, section 8, "What is left": a tentative write read as
-// a phantom across a long move; this law's slack is 2 ms, and a
-// goroutine that takes its t while others hold older ones moves the
-// line by more): about 6 in 1,000 rounds under -race, each one denial;
-// four time conflicts in a row, which denied up to 24 of a round's
-// 4,000 calls, now retry. So denials are reported, and bounded loosely.
+// time, is never denied. Until 2026-12-04 it was, by the move protocol's
+// residual (a tentative write read as a phantom across a long move; this
+// law's slack is 2 ms, and a goroutine that takes its t while others
+// hold older ones moves the line by more): about 6 in 1,000 rounds under
+// -race on 2 vCPUs, 70 and 129 in one round on 16 cores; the seal
+// (docs/design.md, section 8, "Moving a line's time") removed it.
 func TestAudit8LaggingTimeHighWater(t *testing.T) {
 	sketchtest.ForEachGOMAXPROCS(t, func(t *testing.T) {
 		for rep := range reps(10, 3) {
@@ -126,10 +125,8 @@ func TestAudit8LaggingTimeHighWater(t *testing.T) {
 			if hw, maxT := e.Timebase().HighWater(), int64(t0ms)+ctr.Load(); hw > maxT {
 				t.Fatalf("rep %d: high-water %d ms past the largest t used (%d denied)", rep, hw-maxT, denied.Load())
 			}
-			if d := denied.Load(); d > 4 {
-				t.Fatalf("rep %d: %d denials of a key far below its limit (the residual makes about one in 150 rounds)", rep, d)
-			} else if d > 0 {
-				t.Logf("rep %d: %d denial(s) (the move protocol's residual)", rep, d)
+			if d := denied.Load(); d > 0 {
+				t.Fatalf("rep %d: %d denials of a key far below its limit", rep, d)
 			}
 		}
 	})
