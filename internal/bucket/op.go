@@ -340,6 +340,9 @@ func (e *Engine) exec(h, i0, i1 uint64, fp uint16, ms uint64, kind opKind, n, li
 		if !sameTime(ln.w[0].Load(), hw) {
 			continue
 		}
+		if e.hooks != nil && e.hooks.afterCheck != nil {
+			e.hooks.afterCheck()
+		}
 		if !ln.w[j].CompareAndSwap(ow, withEntry(ow, sh, ne)) {
 			continue
 		}
