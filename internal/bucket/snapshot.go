@@ -59,9 +59,11 @@ global cut: each line is a state a reader could have seen at some moment
 of the encode (its header read before and after its entries, as
 loadLine reads it), so every key's restored load is at least its load
 when its lines were read, decayed (the one-sided argument of a Query); a
-write in flight may or may not be in it. A line saved while a long move
-of its lw was on keeps its moving bit; the first writer after the
-restore finishes that move.
+write in flight may or may not be in it. A line saved while a move
+of its lw into a later epoch was on keeps its moving bit; the first
+writer after the restore finishes that move. Empty slots are written
+as 0, whatever version they carry (docs/design.md, "Moving a line's
+time").
 */
 
 const (
