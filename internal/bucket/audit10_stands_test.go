@@ -43,8 +43,9 @@ func a10Check(t *testing.T, e *Engine, t0 time.Time, x string, n, rate float64, 
 // TestAudit10StandsThenMoves: A = TryUpdateAt(t0, x, n, limit) CASes its
 // entry and is held before its validation (afterCAS); other keys (a
 // different fingerprint) write at t0 + d in both lines, so A's
-// validation finds a time conflict, and A's write stands when its stamp
-// is live at t0 + d. Then other keys move both lines through a sequence
+// validation finds the lines' time moved, and A's write stands (since
+// 2026-12-04 always; before, only when its stamp was live at t0 + d,
+// and it was undone otherwise). Then other keys move both lines through a sequence
 // of short and long moves; at each time x must read its exact debt
 // (never below, never a wrap above). Laws with a small slack
 // (Linear(2000, 60), Linear(1000, 60)) and a large one (Linear(10, 40)).

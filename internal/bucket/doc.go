@@ -104,8 +104,9 @@
 // write replaced if the entry still holds exactly what the write stored,
 // and otherwise keeps the debt. An undo or a refund lowers a stamp by at
 // most the window's slack less two epochs per CAS; a write larger than
-// that is given back in steps, and a refund whose later step finds the
-// key written since adds the part given back to the key again.
+// that is given back in steps, the first of which commits the refund, and
+// a write of the key that lands between two steps keeps the part not yet
+// given back (an over-count).
 //
 // # Saturation and sizing
 //

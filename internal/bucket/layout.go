@@ -37,8 +37,8 @@ const cacheLine = int(unsafe.Sizeof(cpu.CacheLinePad{}))
 //
 //	bits 16..31  fingerprint (never 0; 0 marks an empty slot)
 //	bits  0..15  the stamp's low 16 bits (its residue mod 2^16); in an
-//	             empty slot, a version that a seal changes, so that a
-//	             CAS prepared before the seal fails
+//	             empty slot, a version that each seal adds one to, so
+//	             that a CAS prepared before the seal fails
 //
 // Every access is an atomic load or CAS of a whole word.
 type line struct {

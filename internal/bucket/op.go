@@ -36,7 +36,6 @@ type result struct {
 // refunds nothing. A Receipt is a value; Refund through one pointer is
 // not safe for concurrent use.
 type Receipt struct {
-	h         uint64 // the key's hash
 	line      uint32
 	slot      uint8
 	ok        bool
@@ -161,20 +160,11 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 	} else {
 		ms = e.at(t)
 	}
-	var c, lim uint64
-	if e.q.kind != KindExponential {
-		c, lim = e.q.units(n), e.q.limitUnits(limit)
-	}
-	r = e.exec(h, i0, i1, fp, ms, kind, n, limit, c, lim)
-	return r
-}
-
-// exec is do after the clock read: the key's lines i0, i1 and fingerprint
-// fp, its time ms, and for the linear and none laws its load c and limit
-// lim in ticks.
-func (e *Engine) exec(h, i0, i1 uint64, fp uint16, ms uint64, kind opKind, n, limit float64, c, lim uint64) (r result) {
-	l0, l1 := &e.lines[i0], &e.lines[i1]
 	q := &e.q
+	var c, lim uint64
+	if q.kind != KindExponential {
+		c, lim = q.units(n), q.limitUnits(limit)
+	}
 	conflicts := 0
 	merge := false // sum the candidates instead of taking their max
 	extra := true  // merge: this operation's own n is not in the table yet
@@ -360,7 +350,7 @@ func (e *Engine) exec(h, i0, i1 uint64, fp uint16, ms uint64, kind opKind, n, li
 		// an exponential one, whose small loads can round into a stamp
 		// unchanged.
 		refundable := q.kind != KindExponential && ns < thi+q.span
-		r.rc = Receipt{h: h, line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, stamp: ns, ms: tms}
+		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, stamp: ns, ms: tms}
 		if !isEmpty(oe) {
 			// A candidate of the key (or of a fingerprint twin), or an
 			// expired entry of a free slot.
@@ -559,9 +549,10 @@ func (e *Engine) moveLine(ln *line, target uint64) {
 //     where every entry live at base still reads correctly with a
 //     margin (at most the least such stamp + seal - 1); a step that
 //     enters a later epoch seals: it clears every entry expired at base
-//     and changes the version of every empty slot, so that every word
-//     holding a free slot changes, and any CAS prepared on such a word
-//     before the seal fails. It keeps the bit until the last step.
+//     and adds one to the version of every empty slot, so that every
+//     word holding a free slot changes, and any CAS prepared on such a
+//     word before the seal fails (until 2^16 seals of a slot wrap its
+//     version). It keeps the bit until the last step.
 func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (nh uint64, done, changed bool) {
 	q := &e.q
 	var fresh [wordsPerLine]uint64 // w is the caller's view: never written
@@ -614,11 +605,9 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (nh u
 				switch {
 				case isEmpty(ent):
 					if seal {
-						v := ver
-						if entRes(ent) == v {
-							v ^= 0x8000 // the word must change
-						}
-						nw = withEntry(nw, sh, mkEmpty(v))
+						// A version one up: it repeats only after 2^16
+						// seals of this slot.
+						nw = withEntry(nw, sh, mkEmpty(entRes(ent)+1))
 					}
 				case interp(entRes(ent), top)+q.slack <= nlt || seal && interp(entRes(ent), top) <= base:
 					nw = withEntry(nw, sh, mkEmpty(ver))
@@ -674,10 +663,11 @@ func (e *Engine) Reserved(r *Receipt) (ms int64, load float64) {
 // An entry the write replaced that has expired since (or was empty) comes
 // back as an empty slot: the same load, 0, without a stamp that could
 // drift out of its window. A write larger than the window's slack less
-// two epochs (docs/design.md, "Moving a line's time": restores) is given
-// back in steps; when a write of the key lands between two of them, the
-// part already given back is added to the key again, at the lines' time,
-// and Refund reports false.
+// two epochs (docs/design.md, "Moving a line's time": give-backs) is
+// given back in steps; the first commits the refund, and a write of the
+// key that lands between two steps keeps the part not yet given back (an
+// over-count, as any a concurrent write can leave); Refund then still
+// reports true.
 func (e *Engine) Refund(r *Receipt) bool {
 	if !r.ok {
 		return false
@@ -686,13 +676,5 @@ func (e *Engine) Refund(r *Receipt) bool {
 	ln := &e.lines[r.line]
 	j, sh := slotWord(int(r.slot))
 	full, given := e.lower(ln, j, sh, entFP(r.written), r.stamp, r.prevStamp)
-	if full || given == 0 {
-		return full
-	}
-	// Given back in part: add that part again (an Update of the key at
-	// the write's time or the lines', whichever is later; never the
-	// clock's, which callers passing times may not follow).
-	i0, i1, fp := e.locate(r.h)
-	e.exec(r.h, i0, i1, fp, r.ms, opAdd, 0, 0, given, 0)
-	return false
+	return full || given > 0
 }
