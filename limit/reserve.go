@@ -60,7 +60,12 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // the key, nor of a key sharing its fingerprint and a line), and
 // otherwise keeps the debit, within the same millisecond too, since its
 // entries hold the largest of racing debts, not their sum
-// (docs/design.md, section 8). A reservation that filled the key to
+// (docs/design.md, section 8); a reservation larger than the engine
+// gives back in one step (its window's slack less two epochs: 3 tokens
+// for limit.New(10, 20)) is given back in steps, and a request of the
+// key (or of a key sharing its fingerprint and a line) that lands
+// between two of them keeps the part not yet given back, on the safe
+// side. A reservation that filled the key to
 // MaxDebt is never given back (either engine). x/time/rate's CancelAt
 // restores the tokens no later reservation has used; docs/readings.md
 // compares the two. Only the first call does anything.
