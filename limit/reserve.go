@@ -65,7 +65,10 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // for limit.New(10, 20)) is given back in steps, and a request of the
 // key (or of a key sharing its fingerprint and a line) that lands
 // between two of them keeps the part not yet given back, on the safe
-// side. A reservation that filled the key to
+// side; and a reservation that had to evict another key's entry (both of
+// the key's lines full) leaves the eviction floor it raised, which the
+// evicted key's debt still needs, so the key may read up to that floor
+// after Cancel. A reservation that filled the key to
 // MaxDebt is never given back (either engine). x/time/rate's CancelAt
 // restores the tokens no later reservation has used; docs/readings.md
 // compares the two. Only the first call does anything.

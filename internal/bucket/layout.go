@@ -1,6 +1,7 @@
 package bucket
 
 import (
+	"math/rand/v2"
 	"sync/atomic"
 	"unsafe"
 
@@ -75,6 +76,15 @@ func isEmpty(e uint32) bool { return e>>16 == 0 }
 
 // mkEmpty returns the empty slot of version v.
 func mkEmpty(v uint16) uint32 { return uint32(v) }
+
+// freshEmpty returns an empty slot of a random version, for a write that
+// empties an entry (a clear, an eviction, a give-back to nothing). A
+// version derived from anything such a writer read (the line's epoch, say)
+// could be stale by the time its CAS lands and equal the version another
+// operation read before a seal, giving that operation's word back; a
+// random one does so 1 time in 65,536 (docs/design.md, "Residues and
+// ABA").
+func freshEmpty() uint32 { return mkEmpty(uint16(rand.Uint32())) }
 
 // slotWord returns the word index and bit shift of slot s.
 func slotWord(s int) (j int, sh uint) { return 1 + s>>1, uint(s&1) * 32 }

@@ -309,7 +309,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 				e.floors.move(old, fl)
 				hw = nh
 			}
-			empty := mkEmpty(uint16(q.epoch(hlt)))
+			empty := freshEmpty()
 			nw := withEntry(ow, sh, empty)
 			if !ln.w[j].CompareAndSwap(ow, nw) {
 				continue
@@ -499,7 +499,7 @@ func (e *Engine) lower(ln *line, j int, sh uint, fp uint16, from, to uint64) (fu
 		if ent != mkEnt(fp, cur) || interp(entRes(ent), lt+q.span+1) != cur {
 			return false, from - cur
 		}
-		next, nt := mkEmpty(uint16(q.epoch(lt))), to
+		next, nt := freshEmpty(), to
 		if to > lt {
 			nt = max(to, cur-min(cur, q.slack-2*q.seal))
 			next = mkEnt(fp, nt)
@@ -597,7 +597,6 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (nh u
 		nlt := q.lo(nlw)
 		ne := q.epoch(nlt)
 		seal := ne != q.epoch(lt)
-		ver := uint16(ne)
 		for j := 1; j < wordsPerLine; j++ {
 			nw := w[j]
 			for sh := uint(0); sh < 64; sh += 32 {
@@ -610,7 +609,7 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (nh u
 						nw = withEntry(nw, sh, mkEmpty(entRes(ent)+1))
 					}
 				case interp(entRes(ent), top)+q.slack <= nlt || seal && interp(entRes(ent), top) <= base:
-					nw = withEntry(nw, sh, mkEmpty(ver))
+					nw = withEntry(nw, sh, freshEmpty())
 				}
 			}
 			if nw != w[j] {
