@@ -89,7 +89,9 @@
 // earlier than the exact bucket's and late by at most the float32
 // rounding of a stored value (a short fraction's units beyond 2^24), or
 // the rate is rounded down by at most 2^-8 of itself (2^-13 at MaxDebt
-// 2000) for a rate that is not a short fraction, so that a token's adds
+// 2000) for a rate that is not a short fraction or whose token a float32
+// cannot add exactly up to MaxDebt (5e-4 = 1/2000 at burst 1000: a token
+// of 2,000,128 units of a millisecond's drain, not 2,000,000), so that a token's adds
 // stay exact (internal/units has the derivation). Either way a full burst is
 // admitted at once from an empty key, and RetryAfter predicts the
 // limiter's own next decision to the millisecond: a retry at

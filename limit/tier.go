@@ -74,11 +74,19 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 	}
 	m := max(24-bits.Len64(uint64(min(math.Ceil(tokens), 1<<62))), 8)
 	if l.bits > 0 {
-		x := 1000 * l.drain / r
+		// New's unit is 1000 x drain / R rounded up (by a factor
+		// unit / (1000 x drain / R) >= 1): a token of r costs its exact
+		// share scaled by the same factor, unit x R / r, so that New's
+		// policy reads another policy's debt as no fewer of its tokens
+		// than its exact bucket counts (an audit's
+		// TestAudit32FixedNewPolicyEarlyAfterTierBurst: a Tier at the
+		// exact cost let New's policy admit 128 s early).
+		x := l.unit * l.rate / r
 		if math.IsInf(x, 0) {
 			return x, false
 		}
-		ex := new(big.Rat).Quo(new(big.Rat).SetFloat64(1000*l.drain), new(big.Rat).SetFloat64(r))
+		ex := new(big.Rat).Mul(new(big.Rat).SetFloat64(l.unit), new(big.Rat).SetFloat64(l.rate))
+		ex.Quo(ex, new(big.Rat).SetFloat64(r))
 		return min(units.RoundUpBits(x, m, ex), l.multiple(ex)), false
 	}
 	var rr *big.Rat

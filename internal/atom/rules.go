@@ -250,13 +250,37 @@ func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
 // rounding's worth of ms late); stamped earlier by the time the law takes
 // to drain that rounding, the stored word reads the drained value itself
 // at the sweep's time and after, never less. Every other case is stamped
-// at the sweep's time (back 0).
+// at the sweep's time (back 0). Where the law drains several whole units
+// a ms, the score is the least float32 at or above the decayed value that
+// a whole number of ms of drain brings back to it exactly, when one is
+// near (within 64 steps of the grid, under hi, within maxBack).
 func (r *Rules) Rebase(s float64, age, maxBack int64) (score float32, back int64) {
 	v := r.Decay(s, age)
 	score = r.Round(v)
 	f := float64(score)
 	if r.law.Kind() != law.KindLinear || !(v > 0) || !(f > v) {
 		return score, 0
+	}
+	// A law that drains d > 1 units a ms, d whole, and a whole v (every
+	// value a float32 rounds above 2^24 is): f - v must be whole ms of
+	// drain, or the remainder (up to d - 1 units) stays in the cell and
+	// reads high at every later time, one more at each sweep. Step f up
+	// the float32 grid until it is (the grid's step, a power of two, and
+	// an odd d meet within d steps).
+	if d := r.law.Param() / 1000; d > 1 && d == math.Trunc(d) && v == math.Trunc(v) {
+		g := f
+		for range 64 {
+			if g > r.hi {
+				break
+			}
+			if k := (g - v) / d; k == math.Trunc(k) {
+				if k <= float64(maxBack) && r.law.LinearApply(g, int64(k)) == v {
+					return float32(g), int64(k)
+				}
+				break
+			}
+			g = float64(math.Nextafter32(float32(g), float32(math.Inf(1))))
+		}
 	}
 	back = min(int64((f-v)*1000/r.law.Param()), maxBack)
 	for back > 0 && !(r.law.LinearApply(f, back) >= v) {
