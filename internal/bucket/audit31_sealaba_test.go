@@ -74,11 +74,9 @@ func TestAudit31FixedSealVersionABA(t *testing.T) {
 	e.UpdateAt(at(t0), f1, 40)
 	e.UpdateAt(at(t0), f2, 40)
 	for i, want := range []int{1, 2} {
-		ln := uint64(i)
+		ln := 1 - L
 		if i == 0 {
 			ln = L
-		} else {
-			ln = 1 - L
 		}
 		var w [wordsPerLine]uint64
 		e.loadLine(&e.lines[ln], &w)
