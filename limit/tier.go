@@ -81,12 +81,20 @@ func (l *Limiter) costOf(r float64) (unit float64, exact bool) {
 		// than its exact bucket counts (an audit's
 		// TestAudit32FixedNewPolicyEarlyAfterTierBurst: a Tier at the
 		// exact cost let New's policy admit 128 s early).
+		// R/r is taken as its short fraction where it has one (a tier
+		// R/k is k of New's tokens, not k and a float64 rounding more,
+		// so that WithMaxDebt(k x b) holds its burst b).
 		x := l.unit * l.rate / r
-		if math.IsInf(x, 0) {
+		if math.IsInf(x, 0) || x == 0 {
 			return x, false
 		}
-		ex := new(big.Rat).Mul(new(big.Rat).SetFloat64(l.unit), new(big.Rat).SetFloat64(l.rate))
-		ex.Quo(ex, new(big.Rat).SetFloat64(r))
+		ex := new(big.Rat).SetFloat64(l.unit)
+		if p, q, ok := units.Fraction(l.rate / r); ok {
+			ex.Mul(ex, new(big.Rat).SetFrac(p, q))
+		} else {
+			ex.Mul(ex, new(big.Rat).SetFloat64(l.rate)).Quo(ex, new(big.Rat).SetFloat64(r))
+		}
+		x, _ = ex.Float64()
 		return min(units.RoundUpBits(x, m, ex), l.multiple(ex)), false
 	}
 	var rr *big.Rat
