@@ -168,6 +168,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 	conflicts := 0
 	merge := false // sum the candidates instead of taking their max
 	extra := true  // merge: this operation's own n is not in the table yet
+	base := uint64(0) // merge: the least line tick of the first view (see below)
 	var v view
 	for {
 		e.load(&v, l0, l1)
@@ -178,6 +179,9 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		lt0, lt1 := q.lo(lw0), q.lo(lw1)
 		f0, f1 := floorOf(h0, lt0), floorOf(h1, lt1)
 		top0, top1 := lt0+q.span+1, lt1+q.span+1
+		if base == 0 {
+			base = min(lt0, lt1)
+		}
 		m0, m1 := matchFP(&v.w[0], fp), matchFP(&v.w[1], fp)
 		est := max(f0, f1)
 		if m0|m1 != 0 {
@@ -193,16 +197,23 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		var ns uint64
 		if q.kind != KindExponential {
 			if merge {
-				// The sum of the candidates' loads and the higher floor's:
-				// at least the key's load however its writes were split.
-				sum, _ := candSum(q, &v, lt0, lt1, tlo, fp)
-				if fl := max(f0, f1); fl > tlo {
-					sum += fl - tlo
+				// The candidates' stamps (and the higher floor's) summed
+				// above base: at least the key's stamp however its writes
+				// were split. Every write this operation did not see landed
+				// after its first view, so at a time of at least that
+				// view's lw (a write lands only under the header it checked,
+				// and lw only grows): each split chain started at base or
+				// later, and the key's one bucket drains from there once,
+				// where their loads summed at tlo would drain once per
+				// chain (an audit's TestAudit34FixedMergeAfterMoveUnderCounts).
+				sum, _ := candSum(q, &v, lt0, lt1, base, tlo, fp)
+				if fl := max(f0, f1); fl > base {
+					sum += fl - base
 				}
 				if extra {
 					sum += c
 				}
-				est = tlo + min(sum, q.span)
+				est = min(base+sum, tlo+q.span)
 			}
 			debt := uint64(0)
 			if est > tlo {
@@ -225,7 +236,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			cur := q.value(est, tlo)
 			add := n
 			if merge {
-				_, sum := candSum(q, &v, lt0, lt1, tlo, fp)
+				_, sum := candSum(q, &v, lt0, lt1, base, tlo, fp)
 				cur = sum + q.value(max(f0, f1), tlo)
 				if !extra {
 					add = 0
@@ -395,9 +406,10 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 	}
 }
 
-// candSum returns the sum of the loads of the key's candidates in view v
-// at tick t: in ticks (linear, none) and as values (exponential).
-func candSum(q *quant, v *view, lt0, lt1, t uint64, fp uint16) (ticks uint64, vals float64) {
+// candSum returns, over the key's candidates in view v, the sum of their
+// stamps above tick b, in ticks (linear, none), and the sum of their
+// loads at tick t as values (exponential, whose loads add at any time).
+func candSum(q *quant, v *view, lt0, lt1, b, t uint64, fp uint16) (ticks uint64, vals float64) {
 	for l, lt := range [2]uint64{lt0, lt1} {
 		top := lt + q.span + 1
 		for s := 0; s < SlotsPerLine; s++ {
@@ -406,8 +418,11 @@ func candSum(q *quant, v *view, lt0, lt1, t uint64, fp uint16) (ticks uint64, va
 			if entFP(ent) != fp {
 				continue
 			}
-			if st := interp(entRes(ent), top); st > t {
-				ticks += st - t
+			st := interp(entRes(ent), top)
+			if st > b {
+				ticks += st - b
+			}
+			if st > t {
 				vals += q.value(st, t)
 			}
 		}
