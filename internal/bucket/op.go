@@ -166,8 +166,8 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		c, lim = q.units(n), q.limitUnits(limit)
 	}
 	conflicts := 0
-	merge := false // sum the candidates instead of taking their max
-	extra := true  // merge: this operation's own n is not in the table yet
+	merge := false    // sum the candidates instead of taking their max
+	extra := true     // merge: this operation's own n is not in the table yet
 	base := uint64(0) // merge: the least line tick of the first view (see below)
 	var v view
 	for {
