@@ -207,13 +207,15 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 				// where their loads summed at tlo would drain once per
 				// chain (an audit's TestAudit34FixedMergeAfterMoveUnderCounts).
 				sum, _ := candSum(q, &v, lt0, lt1, base, tlo, fp)
-				if fl := max(f0, f1); fl > base {
-					sum += fl - base
+				for _, fl := range [2]uint64{f0, f1} {
+					if fl > base {
+						sum += fl - base // both: each may hold a chain
+					}
 				}
 				if extra {
 					sum += c
 				}
-				est = min(base+sum, tlo+q.span)
+				est = min(base+sum, thi+q.span)
 			}
 			debt := uint64(0)
 			if est > tlo {
@@ -237,7 +239,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			add := n
 			if merge {
 				_, sum := candSum(q, &v, lt0, lt1, base, tlo, fp)
-				cur = sum + q.value(max(f0, f1), tlo)
+				cur = sum + q.value(f0, tlo) + q.value(f1, tlo)
 				if !extra {
 					add = 0
 				}
@@ -304,6 +306,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		j, sh := slotWord(slot)
 		ow := v.w[tl][j]
 		oe := uint32(ow >> sh)
+		seen := [2]uint64{f0, f1} // the floors the decision took in
 		if evict {
 			// The floor up to the victim, then the victim out: the key
 			// is written into an empty slot, like any insert, so that a
@@ -320,6 +323,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 				e.floors.move(old, fl)
 				hw = nh
 			}
+			seen[tl] = max(seen[tl], vstamp)
 			empty := freshEmpty()
 			nw := withEntry(ow, sh, empty)
 			if !ln.w[j].CompareAndSwap(ow, nw) {
@@ -369,7 +373,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 				r.rc.prevStamp = ps
 			}
 		}
-		if !conflict(&v, l0, l1, fp, tl, slot) {
+		if !conflict(q, &v, l0, l1, fp, tl, slot, max(seen[0], est), max(seen[1], est)) {
 			// A line's time may have moved meanwhile: the write stands at
 			// the operation's own time (docs/design.md, section 8,
 			// "Stale time"); it reads correctly in every window to come.
@@ -455,16 +459,24 @@ func victim(v *view, lt, fl [2]uint64, span uint64) (tl, slot int, stamp uint64)
 
 // conflict reloads both lines after a write and reports whether any slot
 // other than the target holds or held the key's fingerprint with a
-// different entry than view v read: a concurrent write of a candidate
-// the decision may have missed. A move of either line's time is none:
-// the write reads correctly in every window to come (see advance), its
-// decision held at the operation's time, and a candidate of the key that
-// a move cleared shows as a changed slot.
-func conflict(v *view, l0, l1 *line, fp uint16, tl, slot int) bool {
+// different entry than view v read, or a line's floor rose above what
+// the decision took in (b0, b1: the larger of that line's floor in the
+// view and the estimate): a concurrent write of a candidate the decision
+// may have missed, the second when that candidate was written and then
+// evicted between the view and this check (an audit's
+// TestAudit35FixedEvictedRacingInsertOverAdmits). A move of either
+// line's time is none: the write reads correctly in every window to
+// come (see advance), its decision held at the operation's time, and a
+// candidate of the key that a move cleared shows as a changed slot.
+func conflict(q *quant, v *view, l0, l1 *line, fp uint16, tl, slot int, b0, b1 uint64) bool {
 	for l := 0; l < 2; l++ {
 		ln := l0
+		b := b0
 		if l == 1 {
-			ln = l1
+			ln, b = l1, b1
+		}
+		if h := ln.w[0].Load(); floorOf(h, q.lo(hdrLW(h))) > b {
+			return true
 		}
 		for j := 1; j < wordsPerLine; j++ {
 			nw, ow := ln.w[j].Load(), v.w[l][j]
