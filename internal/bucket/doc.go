@@ -94,8 +94,9 @@
 //	        CAS header: floor = max(floor, victim)            // failed: loop
 //	        CAS the victim's word to an empty slot            // failed: loop
 //	    CAS target word with (fp, ns)                         // failed: loop
-//	    reload both lines: if another entry of fp changed, a concurrent
-//	        write may be missing from est: undo ours exactly and loop
+//	    reload both lines: if another entry of fp changed, or a floor
+//	        rose above est, a concurrent write may be missing from est:
+//	        undo ours exactly and loop
 //	        (TryUpdate denies after 4 rounds, or when ours cannot be
 //	        undone; Update then writes the sum of fp's entries instead)
 //	    return true                      // at t, even if a line moved on
