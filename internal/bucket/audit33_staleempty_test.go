@@ -32,13 +32,7 @@ import (
 // first >= 0 (checked for the first key only).
 func a33Keys(t *testing.T, e *Engine, n int, first int) []string {
 	t.Helper()
-	used := map[uint16]bool{}
-	for i := range int(e.n) {
-		for s := range SlotsPerLine {
-			used[uint16(0x100+17*s+1000*i)] = true
-			used[uint16(0x100+17*s+1000*i+1)] = true
-		}
-	}
+	used := fillerFPs(e)
 	var keys []string
 	for k := 0; len(keys) < n && k < 100000; k++ {
 		key := fmt.Sprintf("a33k%d", k)

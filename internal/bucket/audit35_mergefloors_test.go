@@ -1,7 +1,6 @@
 package bucket
 
 import (
-	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,24 +10,7 @@ import (
 // and differs from the ones in not.
 func a35Key(t *testing.T, e *Engine, fp uint16, not ...uint16) (string, uint16) {
 	t.Helper()
-	fillers := map[uint16]bool{fp: true}
-	for _, f := range not {
-		fillers[f] = true
-	}
-	for i := range int(e.n) {
-		for s := range SlotsPerLine {
-			fillers[uint16(0x100+17*s+1000*i)] = true
-			fillers[uint16(0x100+17*s+1000*i+1)] = true
-		}
-	}
-	for k := range 1000 {
-		key := fmt.Sprintf("z%d", k)
-		if _, _, zfp := e.Locate(key); !fillers[zfp] {
-			return key, zfp
-		}
-	}
-	t.Fatal("no key with a free fingerprint")
-	return "", 0
+	return keyAvoiding(t, e, "z", append(not, fp)...)
 }
 
 // TestAudit35FixedMergeSumsOneFloor: an Update's merge adds "the

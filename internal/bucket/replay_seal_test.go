@@ -14,25 +14,42 @@ import (
 // operation moves that time into later epochs. Each fails without the
 // seal (or without the steps of a give-back).
 
-// otherKey returns a key whose fingerprint is neither fp nor one that
-// fill writes into lines of e.
-func otherKey(t *testing.T, e *Engine, fp uint16) (string, uint16) {
-	t.Helper()
-	fillers := map[uint16]bool{fp: true}
+// fillerFPs returns the fingerprints fill may write into lines of e
+// (fill's own, and the one it steps to when avoiding a key's).
+func fillerFPs(e *Engine) map[uint16]bool {
+	fps := map[uint16]bool{}
 	for i := range int(e.n) {
 		for s := range SlotsPerLine {
-			fillers[uint16(0x100+17*s+1000*i)] = true
-			fillers[uint16(0x100+17*s+1000*i+1)] = true
+			fps[uint16(0x100+17*s+1000*i)] = true
+			fps[uint16(0x100+17*s+1000*i+1)] = true
 		}
 	}
+	return fps
+}
+
+// keyAvoiding returns the first key prefix0, prefix1, ... whose
+// fingerprint is neither a filler's (fillerFPs) nor one of not.
+func keyAvoiding(t *testing.T, e *Engine, prefix string, not ...uint16) (string, uint16) {
+	t.Helper()
+	used := fillerFPs(e)
+	for _, f := range not {
+		used[f] = true
+	}
 	for k := range 1000 {
-		key := fmt.Sprintf("y%d", k)
-		if _, _, yfp := e.Locate(key); !fillers[yfp] {
-			return key, yfp
+		key := fmt.Sprintf("%s%d", prefix, k)
+		if _, _, kfp := e.Locate(key); !used[kfp] {
+			return key, kfp
 		}
 	}
 	t.Fatal("no key with a free fingerprint")
 	return "", 0
+}
+
+// otherKey returns a key whose fingerprint is neither fp nor one that
+// fill writes into lines of e.
+func otherKey(t *testing.T, e *Engine, fp uint16) (string, uint16) {
+	t.Helper()
+	return keyAvoiding(t, e, "y", fp)
 }
 
 // ticksOf returns the ticks of ms milliseconds of e.
