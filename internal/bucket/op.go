@@ -197,8 +197,8 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		var ns uint64
 		if q.kind != KindExponential {
 			if merge {
-				// The candidates' stamps (and the higher floor's) summed
-				// above base: at least the key's stamp however its writes
+				// The candidates' stamps and both floors' summed above
+				// base: at least the key's stamp however its writes
 				// were split. Every write this operation did not see landed
 				// after its first view, so at a time of at least that
 				// view's lw (a write lands only under the header it checked,
@@ -503,7 +503,7 @@ func conflict(q *quant, v *view, l0, l1 *line, fp uint16, tl, slot int, b0, b1 u
 // most slack - 2 seal ticks per CAS, each from a consistent read of the line
 // (not moving), so that a move that read the line before one of its
 // CASes keeps the lowered entry in its window (docs/design.md, "Moving a
-// line's time": restores). It stops when the entry no longer holds what
+// line's time": give-backs). It stops when the entry no longer holds what
 // it last stored (a write of the key built on it, an eviction, a move
 // that cleared it) and reports whether it reached to (full) and how many
 // ticks it gave back otherwise; a part not given back stays, an
@@ -622,20 +622,18 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (nh u
 			}
 		}
 		nlt := q.lo(nlw)
-		ne := q.epoch(nlt)
-		seal := ne != q.epoch(lt)
+		seal := q.epoch(nlt) != q.epoch(lt)
 		for j := 1; j < wordsPerLine; j++ {
 			nw := w[j]
 			for sh := uint(0); sh < 64; sh += 32 {
 				ent := uint32(w[j] >> sh)
-				switch {
-				case isEmpty(ent):
+				if isEmpty(ent) {
 					if seal {
 						// A version one up: it repeats only after 2^16
 						// seals of this slot.
 						nw = withEntry(nw, sh, mkEmpty(entRes(ent)+1))
 					}
-				case interp(entRes(ent), top)+q.slack <= nlt || seal && interp(entRes(ent), top) <= base:
+				} else if s := interp(entRes(ent), top); s+q.slack <= nlt || seal && s <= base {
 					nw = withEntry(nw, sh, freshEmpty())
 				}
 			}
