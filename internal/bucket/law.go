@@ -116,8 +116,8 @@ type quant struct {
 	// seal is the length in ticks of an epoch of a line's time, the
 	// largest power of two at most slack/8 (1 << sealShift): a move of
 	// lw into a later epoch seals the line (docs/design.md, "Moving a
-	// line's time"), and a restore lowers an entry by at most slack - 2 seal ticks
-	// per CAS.
+	// line's time"), and a give-back (an undo, a refund) lowers an entry
+	// by at most slack - 2 seal ticks per CAS.
 	seal      uint64
 	sealShift uint
 

@@ -189,15 +189,13 @@ func (m *Model) move(ln *LineState, tms uint64) (changed bool) {
 		}
 		nlt := q.lo(nlw)
 		seal := q.epoch(nlt) != q.epoch(lt)
-		for w := 0; w < SlotsPerLine/2; w++ {
-			for s := 2 * w; s < 2*w+2; s++ {
-				switch {
-				case ln.FP[s] == 0:
-					changed = changed || seal // the seal changes the empty's version
-				case ln.Stamp[s]+q.slack <= nlt || seal && ln.Stamp[s] <= base:
-					ln.FP[s], ln.Stamp[s] = 0, 0
-					changed = true
-				}
+		for s := 0; s < SlotsPerLine; s++ {
+			switch {
+			case ln.FP[s] == 0:
+				changed = changed || seal // the seal changes the empty's version
+			case ln.Stamp[s]+q.slack <= nlt || seal && ln.Stamp[s] <= base:
+				ln.FP[s], ln.Stamp[s] = 0, 0
+				changed = true
 			}
 		}
 		if ln.Floor <= nlt {
