@@ -1,6 +1,7 @@
 package sketch_test
 
 import (
+	"fmt"
 	"math"
 	"sync"
 	"sync/atomic"
@@ -184,6 +185,44 @@ func TestPanickingLawCannotWedge(t *testing.T) {
 	case <-done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("an operation after the law's panic blocked: a lock was left held")
+	}
+}
+
+// TestPanickingLawRestoresNothingHalf: a custom law that panics while a
+// snapshot is restored (it decays each cell older than 2^29 ms once)
+// leaves the sketch empty, as an error would, not half restored: before,
+// the cells read before the panic held the snapshot and the rest the
+// old contents. The panic reaches the caller and the sketch stays usable.
+func TestPanickingLawRestoresNothingHalf(t *testing.T) {
+	armed := new(atomic.Bool)
+	clk := sketchtest.NewFakeClock()
+	cfg := sketch.Config{Levels: 2, CellsPerLevel: 4096, Hi: 1e6, Decay: panicky{armed}, Clock: clk}
+	src := mustNewSketch(t, cfg)
+	dst := mustNewSketch(t, cfg)
+	keys := make([][]byte, 64)
+	for i := range keys {
+		keys[i] = []byte(fmt.Sprintf("k%d", i))
+		src.Update(keys[i], 7)
+		dst.Update(keys[i], 3) // the old contents
+	}
+	snap, err := src.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Duration(1<<29+1) * time.Millisecond) // every cell is decayed once on restore
+	armed.Store(true)
+	if msg := sketchtest.Panics(func() { _ = dst.UnmarshalBinary(snap) }); msg == "" {
+		t.Fatal("the restore did not call the law (test setup)")
+	}
+	armed.Store(false)
+	for _, k := range keys {
+		if v := dst.Query(k); v != 0 {
+			t.Fatalf("Query(%s) = %v after a restore the law's panic stopped; want 0 (empty, never half restored)", k, v)
+		}
+	}
+	dst.Update(keys[0], 1)
+	if v := dst.Query(keys[0]); v < 1 {
+		t.Fatalf("Query after the panic and an Update of 1 = %v", v)
 	}
 }
 

@@ -390,8 +390,9 @@ func (s *Sketch) readHeader(b []byte) (snapHeader, error) {
 // through a fixed 64 KiB buffer into s as they arrive, so the checksum is
 // known only at the end: a refused header leaves s unchanged, and any
 // error after the header (truncation, an invalid score, a checksum
-// mismatch) leaves s reset (empty), never half restored. Not concurrent
-// with other use of s.
+// mismatch) leaves s reset (empty), never half restored, as does a
+// custom decay law that panics while a cell is restored (the panic goes
+// on to the caller). Not concurrent with other use of s.
 func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 	buf := make([]byte, snapChunk*snapCellSize)
 	var total int64
@@ -427,13 +428,26 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 	s.sweep.mu.Lock()
 	defer s.sweep.mu.Unlock()
 	s.resets.Add(1) // receipts issued before the load are void
-	fail := func(err error) (int64, error) {
+	empty := func() {
 		w := atom.Pack(0, now)
 		for i := range s.cells {
 			s.cells[i].Store(w)
 		}
 		s.sweep.active = false
 		s.initHorizon(ms)
+	}
+	// A custom law that panics in the loop below (Rules.Decay of an old
+	// cell) leaves s empty, as an error would, not half restored; the
+	// panic goes on to the caller.
+	finished := false
+	defer func() {
+		if !finished {
+			empty()
+		}
+	}()
+	fail := func(err error) (int64, error) {
+		finished = true
+		empty()
 		return total, err
 	}
 	le := binary.LittleEndian
@@ -484,6 +498,7 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 	if got := le.Uint32(buf[:snapCRCSize]); got != crc {
 		return fail(corrupt("Checksum", got, crc, nil, "checksum mismatch: stored %#08x, computed %#08x", got, crc))
 	}
+	finished = true
 	s.sweep.active = false
 	s.initHorizon(ms - sweepKeep) // every stamp is at or after ms - sweepKeep
 	return total, nil
