@@ -2,6 +2,7 @@ package atom
 
 import (
 	"math"
+	"math/bits"
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/law"
@@ -251,9 +252,12 @@ func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
 // to drain that rounding, the stored word reads the drained value itself
 // at the sweep's time and after, never less. Every other case is stamped
 // at the sweep's time (back 0). Where the law drains several whole units
-// a ms, the score is the least float32 at or above the decayed value that
-// a whole number of ms of drain brings back to it exactly, when one is
-// near (within 64 steps of the grid, under hi, within maxBack).
+// a ms and the value is whole, the score is the least float32 at or above
+// the decayed value that a whole number of ms of drain brings back to it
+// exactly (found in closed form, wholeDrain), when one is in its binade
+// or the next, under hi and within maxBack: then the sweep leaves nothing
+// in the cell. Otherwise less than 1 ms of drain stays in it, and a value
+// swept k times reads up to k ms of drain above its exact drain.
 func (r *Rules) Rebase(s float64, age, maxBack int64) (score float32, back int64) {
 	v := r.Decay(s, age)
 	score = r.Round(v)
@@ -264,22 +268,12 @@ func (r *Rules) Rebase(s float64, age, maxBack int64) (score float32, back int64
 	// A law that drains d > 1 units a ms, d whole, and a whole v (every
 	// value a float32 rounds above 2^24 is): f - v must be whole ms of
 	// drain, or the remainder (up to d - 1 units) stays in the cell and
-	// reads high at every later time, one more at each sweep. Step f up
-	// the float32 grid until it is (the grid's step, a power of two, and
-	// an odd d meet within d steps).
+	// reads high at every later time, one more at each sweep.
 	if d := r.law.Param() / 1000; d > 1 && d == math.Trunc(d) && v == math.Trunc(v) {
-		g := f
-		for range 64 {
-			if g > r.hi {
-				break
+		if g, ok := wholeDrain(f, v, d); ok && g <= r.hi {
+			if k := (g - v) / d; k <= float64(maxBack) && r.law.LinearApply(g, int64(k)) == v {
+				return float32(g), int64(k)
 			}
-			if k := (g - v) / d; k == math.Trunc(k) {
-				if k <= float64(maxBack) && r.law.LinearApply(g, int64(k)) == v {
-					return float32(g), int64(k)
-				}
-				break
-			}
-			g = float64(math.Nextafter32(float32(g), float32(math.Inf(1))))
 		}
 	}
 	back = min(int64((f-v)*1000/r.law.Param()), maxBack)
@@ -287,6 +281,42 @@ func (r *Rules) Rebase(s float64, age, maxBack int64) (score float32, back int64
 		back-- // float64 rounding of the drop: never read below v
 	}
 	return score, max(back, 0)
+}
+
+// wholeDrain returns the least float32 g >= f, in f's binade or the next
+// one, for which g - v is a whole multiple of d: f and v whole, v <= f <
+// 2^53, d whole in [2, 2^32). In a binade the float32 values are f + j x
+// step, step a power of two, so g is f + j x step for the least j >= 0
+// with j x step = v - f (mod d): with c = gcd(step, d), solvable iff c
+// divides f - v, and then j = -(f - v)/c x (step/c)^-1 mod d/c, where
+// step/c is 1 or d/c is odd (so that 2 has the inverse (d/c + 1)/2).
+// j < d/c, so g is within d steps of f (the search it replaces gave up
+// after 64, leaving the remainder of odd drains above 64 in the cell).
+func wholeDrain(f, v, d float64) (g float64, ok bool) {
+	if !(v <= f && f < 1<<53 && d >= 2 && d < 1<<32) {
+		return 0, false
+	}
+	for range 2 {
+		step := float64(math.Nextafter32(float32(f), float32(math.Inf(1)))) - f
+		_, e := math.Frexp(f)
+		top := math.Ldexp(1, e) // the next binade starts here
+		if step >= 1 && step == math.Trunc(step) {
+			D, S, R := uint64(d), uint64(step), uint64(f-v)
+			c := uint64(1) << min(bits.TrailingZeros64(S), bits.TrailingZeros64(D))
+			if R%c == 0 {
+				D, S, R = D/c, S/c, (R/c)%(D/c)
+				j := (D - R) % D // j x S = -R (mod D)
+				for ; S > 1; S >>= 1 {
+					j = j * ((D + 1) / 2) % D // D odd here: (D+1)/2 is 2's inverse
+				}
+				if g := f + float64(j)*step; g < top {
+					return g, true
+				}
+			}
+		}
+		f = top
+	}
+	return 0, false
 }
 
 // Round clamps v to [lo, hi] and narrows it upward. Because lo and hi are
