@@ -46,7 +46,13 @@ func Compile(d Decay) *Compiled {
 	}
 	c := &Compiled{law: d}
 	c.kind, c.param = Params(d)
-	if c.kind == KindExponential {
+	// A law so slow that a 1 ms factor is within 2^-39 of 1 (lambda below
+	// about 1.8e-9/s, a half-life of 12 years) keeps empty tables, so
+	// that ExpFast always declines: its nudged factor could exceed 1 and
+	// grow a score a float32 step at every write (audit 37); expSlow caps
+	// the nudge at the score. Every faster law's factors are below
+	// 1 - 2^-39, so nudged they stay below 1.
+	if c.kind == KindExponential && -math.Expm1(-c.param/1000) > 2*expNudge {
 		for k := range c.exp {
 			for i := range c.exp[k] {
 				ms := int64(i) << (k * expTableBits)
@@ -105,14 +111,16 @@ func (c *Compiled) ExpFast(score float64, dt int64) (v float64, ok bool) {
 	v = score * f
 	a := math.Abs(v)
 	// A subnormal factor has lost bits the nudge does not cover (a huge
-	// score can keep the product normal): the slow path then.
+	// score can keep the product normal): the slow path then. (A law too
+	// slow for the nudge has empty tables, see Compile: a = 0 here.)
 	return v + a*expNudge, dt < expSpan && a >= tinyDecayed && f >= 0x1p-1022
 }
 
 // expSlow is exponential decay by math.Exp of the whole gap, as
-// Exponential's Apply computes it, nudged like the table path: for gaps
-// past the tables, and near the subnormal range (rare: the score is gone
-// by then).
+// Exponential's Apply computes it, nudged like the table path but never
+// above the score's magnitude: for gaps past the tables, near the
+// subnormal range (rare: the score is gone by then), and for a factor
+// within the nudge of 1.
 //
 //go:noinline
 func (c *Compiled) expSlow(score float64, dt int64) float64 {
@@ -127,15 +135,18 @@ func (c *Compiled) expSlow(score float64, dt int64) float64 {
 		const tinyBias = 8 * math.SmallestNonzeroFloat64
 		switch {
 		case v > 0:
-			return v + v*expNudge + tinyBias
+			return min(v+v*expNudge+tinyBias, score)
 		case v < 0:
 			return min(v-v*expNudge+tinyBias, 0)
 		}
 		return v
 	}
 	// The argument rounding of a large lambda*dt is up to about 1e-13
-	// relative before exp underflows; 2^-40 covers it.
-	return v + math.Abs(v)*expNudge
+	// relative before exp underflows; 2^-40 covers it. Never above the
+	// score's magnitude: decay moves toward 0, and a factor within the
+	// nudge of 1 (a very slow law) would otherwise grow the score by a
+	// float32 step at every write (audit 37).
+	return min(v+math.Abs(v)*expNudge, math.Abs(score))
 }
 
 // LinearApply is the linear law for dt > 0 and a score that is neither 0
