@@ -12,7 +12,13 @@ import (
 // decayed to one common instant (s's current reading; other's cells are
 // read at the same instant of other's own time scale), then each of s's
 // cells becomes decay(s) + decay(other), clamped to [Lo, Hi] and rounded
-// up, in one CAS. other is only read.
+// up, in one CAS. other is only read. A cell of other stamped after that
+// instant (written during the merge, or on a clock ahead of s's) cannot
+// be read at it: a positive score is read back to it by the law's inverse
+// (None, Exponential, Linear), at or above its value then for
+// non-negative deltas; a credit, or a custom law's score, is merged at its
+// own stamp's value with the merged cell stamped that far after s's
+// instant.
 //
 // It refuses (a *SnapshotError matching ErrSnapshotMismatch, naming the
 // field) a sketch whose Levels, CellsPerLevel, decay law or parameter,
@@ -105,17 +111,29 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 	msO = max(msO, other.sweep.floor.Load())
 	nowS, nowO := s.stamp(msS), other.stamp(msO)
 	linear := s.rules.Kind() != law.KindNone && s.rules.Kind() != law.KindExponential
+	kind, param := law.Params(s.cfg.Decay)
 	for l := range int(s.levels) {
 		base := l * s.stride
 		for i := range int(s.m) {
 			wo := other.cells[base+i].Load()
 			b := other.rules.Decay(float64(wo.Score()), atom.Elapsed(wo.Stamp(), nowO)+extra)
-			// A cell of other written after nowO (during the merge)
-			// holds its value at that later stamp: the merged cell is
-			// stamped as far after nowS, so b does not decay before it
-			// was written (s's own value then decays late: the safe
-			// side).
+			// A cell of other stamped after nowO (written during the
+			// merge, or before it on a clock ahead of s's) holds its
+			// value at that later stamp, which may be below its value at
+			// nowO (it decayed since). For a positive score of a law
+			// with an inverse (None, Exponential, Linear), b is read back
+			// to nowO by it (undecay): at or above the value then, for
+			// non-negative deltas, and exactly the union's from the
+			// stamp on under None and Exponential (audit 37). Otherwise
+			// the merged cell is stamped as far after nowS, so b does
+			// not decay before it was written (s's own value then
+			// decays late: the safe side for writes during the merge).
 			ahead := uint32(min(atom.Elapsed(nowO, wo.Stamp()), maxAhead))
+			if ahead > 0 && b > 0 {
+				if up, ok := undecay(kind, param, b, int64(ahead)); ok {
+					b, ahead = up, 0
+				}
+			}
 			// Adding 0 changes nothing, except under a draining law to a
 			// credit (a negative score), which merges with 0 as
 			// max(a, 0): skip only a cell that cannot hold one.
@@ -142,4 +160,22 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		}
 	}
 	return nil
+}
+
+// undecay returns a value that decays to b or more over dt ms under the
+// law (kind, param) (b > 0, dt > 0), rounded up: b for None,
+// b x e^(lambda x dt) for Exponential, b + rate x dt for Linear (the least
+// such value: a positive score drains linearly); false for a custom law,
+// which has no inverse here. It may be +Inf (the clamp at Hi takes it).
+func undecay(kind law.Kind, param, b float64, dt int64) (float64, bool) {
+	switch kind {
+	case law.KindNone:
+		return b, true
+	case law.KindExponential:
+		v := b * math.Exp(param*float64(dt)/1000)
+		return v + v*0x1p-40, true // the rounding of Exp and its argument
+	case law.KindLinear:
+		return math.Nextafter(b+param*float64(dt)/1000, math.Inf(1)), true
+	}
+	return 0, false
 }
