@@ -22,9 +22,10 @@ import (
 // denies takes nothing (the first window in order that denies on that
 // read is the one that denies, and charges its RejectCost): a take that
 // filled a window to MaxDebt (with MaxDebt = burst, any take that empties
-// it) never comes back, and a Buckets take (or a conservative
-// count-min's) fails to whenever another request of the key wrote the
-// window's cells on top of it, so concurrent denials of one key would
+// it) never comes back, a conservative count-min's never does (see
+// WithConservativeUpdate), and a Buckets take fails to whenever another
+// request of the key wrote the window's cells on top of it, so
+// concurrent denials of one key would
 // otherwise keep their takes; what remains is the race at the boundary
 // (a take that another caller's admission lands on, by the caller that
 // window then denies). A concurrent reader can therefore
@@ -190,8 +191,8 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 // precheck returns the first window, in order, that denies n to its key
 // on a read, when a window after the first one does; or -1. A take
 // comes back only where nothing else has written the key's cells since
-// (Buckets, and the count-min with conservative update: see
-// Reservation.Cancel), and never one that filled a window to MaxDebt
+// (Buckets: see Reservation.Cancel), never under the count-min's
+// conservative update, and never one that filled a window to MaxDebt
 // (with MaxDebt = burst, any take that empties it), so a request that a
 // later window denies must take nothing from the earlier ones: reading
 // the later windows first, it takes nothing. The earlier windows are

@@ -69,7 +69,10 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // the key's lines full) leaves the eviction floor it raised, which the
 // evicted key's debt still needs, so the key may read up to that floor
 // after Cancel. A reservation that filled the key to
-// MaxDebt is never given back (either engine). x/time/rate's CancelAt
+// MaxDebt is never given back (either engine), nor is any under the
+// count-min's conservative update (WithConservativeUpdate: a
+// conservative cell holds the largest of its keys' debts, so the key's
+// own debit cannot be told apart in it). x/time/rate's CancelAt
 // restores the tokens no later reservation has used; docs/readings.md
 // compares the two. Only the first call does anything.
 func (r *Reservation) Cancel() {
