@@ -63,6 +63,7 @@ type denyCache struct {
 	rate    float64 // units per second
 	burst   float64
 	slack   time.Duration // sweepSlack: added to the waits check answers
+	learn   float64       // learnSlack: how far a learned debt may read above the server's
 }
 
 // denyStripes is the number of stripes of keys (by the server hash) whose
@@ -70,7 +71,7 @@ type denyCache struct {
 const denyStripes = 256
 
 func newDenyCache(rate, burst float64, exact bool, cells uint32, seed uint64, lt *localTime) (*denyCache, error) {
-	d := &denyCache{lt: lt, rate: rate, burst: burst, slack: sweepSlack(rate, burst, exact), cfg: sketch.Config{
+	d := &denyCache{lt: lt, rate: rate, burst: burst, slack: sweepSlack(rate, burst, exact), learn: learnSlack(burst, exact), cfg: sketch.Config{
 		Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(rate), Lo: 0, Hi: burst,
 		Aggregator: sketch.Min, Seed: seed ^ 0xD1E5CAC4E, Clock: lt.tb,
 	}}
@@ -194,31 +195,51 @@ func (d *denyCache) check(key string, n float64) (denied bool, debt float64, ret
 		return false, 0, 0, 0
 	}
 	debt = d.sk.Load().QueryString(key)
-	// Certainly denied only beyond what a horizon sweep may have added
-	// (d.slack of drain, see sweepSlack): the server, with the same
-	// debt, may admit.
-	if debt-d.rate*d.slack.Seconds()+n <= d.burst {
+	// Certainly denied only beyond what the learn's rounding and the
+	// horizon sweeps may have added (d.learn, and d.slack of drain; see
+	// learnSlack and sweepSlack): the server, with the same debt, may
+	// admit.
+	if debt-d.learn-d.rate*d.slack.Seconds()+n <= d.burst {
 		return false, debt, 0, 0
 	}
 	return true, debt, withSlack(retryAfter(debt, n, d.burst, d.rate), d.slack), withSlack(resetAfter(debt, d.rate), d.slack)
 }
 
 // sweepSlack is what a local sketch's waits add so that they are never
-// early across its horizon sweep (and what the deny cache takes off a
-// debt before it is certain of a denial): 1 ms for a sketch counting in tokens
+// early across its horizon sweeps (and what the deny cache takes off a
+// debt before it is certain of a denial): for a sketch counting in tokens
 // (not exact: a decayed debt may be a fraction a float32 does not hold)
-// whose full debt, burst at rate per second, takes core.SweepKeep ms
-// (2^29, 6.2 days) or more to drain; else 0. The sweep re-stamps a cell
-// older than that with
-// its value rounded up and stamped back by whole ms (never below the
-// count), so such a cell can read up to 1 ms of drain above the linear
-// drain a wait was computed from; a debt that drains sooner is never
-// swept while it lasts.
+// whose full debt, burst at rate per second, takes D ms to drain, 1 ms
+// per sweep the debt can meet, floor(D / core.SweepKeep) ms (0 below
+// 2^29 ms, 6.2 days); else 0. A sweep re-stamps a cell older than
+// core.SweepKeep with its value rounded up and stamped back by whole ms
+// (never below the count), so it can leave up to 1 ms of drain above the
+// linear drain a wait was computed from, one more at each sweep. A cell
+// is first swept core.SweepKeep ms after its last write and sweeps start
+// at least that far apart, so a debt of at most burst written at w, gone
+// by w + D, meets at most floor(D / core.SweepKeep) of them.
 func sweepSlack(rate, burst float64, exact bool) time.Duration {
-	if exact || !(burst/rate*1000 >= float64(core.SweepKeep)) {
+	if exact {
 		return 0
 	}
-	return time.Millisecond
+	k := math.Floor(burst / rate * 1000 / float64(core.SweepKeep))
+	if !(k >= 1) {
+		return 0
+	}
+	return time.Duration(min(k, float64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond
+}
+
+// learnSlack is how far above the server's debt a learned debt may be
+// stored, in the cache's units: the cache stores the debt rounded up to
+// float32 and stamped at the reply, so up to one float32 step of Burst
+// (the debt is at most Burst) for a limiter counting tokens; 0 for exact
+// units, whose debts a float32 holds.
+func learnSlack(burst float64, exact bool) float64 {
+	if exact {
+		return 0
+	}
+	b := float32(burst)
+	return float64(math.Nextafter32(b, float32(math.Inf(1))) - b)
 }
 
 // withSlack adds slack to a positive wait (0: none; -1: never).

@@ -1,6 +1,9 @@
 package redis
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // setRebaseAt lowers the epoch-rebase threshold so tests reach it
 // without waiting 2^31 ms.
@@ -11,4 +14,16 @@ func (s *Sketch) setRebaseAt(ms int64) { s.rebaseAt = ms }
 func (l *Limiter) debtTokens(ctx context.Context, key string) (float64, error) {
 	q, err := l.Sketch().Query(ctx, key)
 	return q * l.limit.Burst / l.Sketch().Config().Hi, err
+}
+
+// rebaseLate bounds how late the server may make a wait of w so that it is
+// never early across its rebases (sketch.lua's rebaseSlack) at the
+// production threshold; rebaseLateAt at a threshold of rebaseAt ms.
+func rebaseLate(w time.Duration) time.Duration { return rebaseLateAt(w, defaultRebaseAt) }
+
+// rebaseLateAt: 1 ms for each rebase that can come before the wait ends,
+// at most 1 + (w + slack) / (rebaseAt/2) ms; doubled, for the slack's own
+// reach and the tests' margin.
+func rebaseLateAt(w time.Duration, rebaseAt int64) time.Duration {
+	return time.Duration(2*(2+w.Milliseconds()/(rebaseAt/2))) * time.Millisecond
 }

@@ -43,11 +43,16 @@ type Decision struct {
 	// and LocalFallback's for an n above the fallback's Burst/N but
 	// within Burst (the fallback can never take it, the server can once
 	// back); their error (ErrDegraded) says the server could not decide.
-	// Limit is then the limiter's, not the fallback's. A wait the deny
-	// cache or the LocalFallback answers for a limit counting tokens
-	// whose Burst takes 2^29 ms (6.2 days) or more to drain may be 1 ms
-	// late, so that it is never early across the local sketch's horizon
-	// sweep (docs/distributed.md, "Sweep slack").
+	// Limit is then the limiter's, not the fallback's. For a limit
+	// counting tokens (not exact units), a wait may be late so that it
+	// is never early across the rounding its sketch's cells meet while
+	// the debt lasts (docs/distributed.md, "Sweep slack"): the server's
+	// by 1 ms for each rebase of the key's generation that can come
+	// before it (one after the generation's first 2^31 ms, then at most
+	// one per 2^30 ms); the deny cache's or the LocalFallback's by
+	// floor(Burst/Rate / 2^29 ms) ms (a horizon sweep every 6.2 days at
+	// most), and the deny cache's also by up to one float32 step of
+	// Burst of drain (it stores the server's debt rounded up).
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to 0.
 	ResetAfter time.Duration

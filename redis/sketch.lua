@@ -368,6 +368,50 @@ local function retryReset(e, n, rel, raw, st)
   return settle(ceil(need / param * 1000), n, raw, st, rel), reset
 end
 
+-- rebaseSoon returns the ms from tm to the earliest time a rebase of a
+-- generation that may answer a later call can come (0 if one is due
+-- now), or nil if none can: a live generation g is rebased by a write at
+-- g.epoch + rebaseAt or later, a generation made later at least rebaseAt
+-- after it is made, and none while G*P < rebaseAt (each lives G*P ms).
+local function rebaseSoon(live, tm)
+  if P > 0 and G * P < rebaseAt then return nil end
+  local soon = rebaseAt -- a generation made from tm on
+  for _, g in ipairs(live) do
+    local d = g.epoch + rebaseAt - tm
+    if d < soon then soon = d end
+  end
+  if soon < 0 then soon = 0 end
+  return soon
+end
+
+-- rebaseSlack returns w (a wait in ms from tm, answered from the cells raw)
+-- made later by 1 ms for each rebase that can come before tm + w, so that
+-- it is never early across them: a rebase stores a cell rounded up to
+-- float32 and stamped back by whole ms of drain, which leaves up to 1 ms
+-- of drain in it, one more at each rebase, unless the cell holds a whole
+-- number of units at most 2^24 under a whole drain a ms (exact units:
+-- the rounding is none). The first rebase comes soon ms from tm at the
+-- earliest (rebaseSoon; nil: never) and each later one at least
+-- rebaseAt/2 after the one before (the epoch moves back by at most
+-- rebaseAt/2). A rebase at tm + w itself comes after that call's read.
+local function rebaseSlack(w, soon, raw)
+  if soon == nil or not (w > soon) then return w end
+  local d = param / 1000
+  local lossy = d ~= floor(d)
+  for i = 1, L do
+    local s = raw[i]
+    if s ~= floor(s) or s > 16777216 then lossy = true end
+  end
+  if not lossy then return w end
+  local half = floor(rebaseAt / 2)
+  if half < 1 then half = 1 end
+  local k = 0
+  for _ = 1, 2 do -- the slack may itself reach past one more rebase
+    k = 1 + floor((w + k - 1 - soon) / half)
+  end
+  return w + k
+end
+
 -- later returns the wait w (ms, -1 for none) made lag ms longer, at most
 -- 2^53 - 1 (the client saturates it at the largest Duration); a wait of 0
 -- (the request fits now, the debt is 0) stays 0.
@@ -496,11 +540,14 @@ local function run(KEYS, ARGV)
   local rel = tm - rg.epoch
   if op == 'Q' then
     local _, reset = retryReset(est, nil, rel, RAW, st)
+    reset = rebaseSlack(reset, rebaseSoon(live, tm), RAW)
     return spack('<Bddd', 1, est, -1, later(reset, lag))
   end
 
   if op == 'T' and not (est + delta <= limit) then
     local retry, reset = retryReset(est, delta, rel, RAW, st)
+    local soon = rebaseSoon(live, tm)
+    retry, reset = rebaseSlack(retry, soon, RAW), rebaseSlack(reset, soon, RAW)
     return spack('<Bddd', 0, est, later(retry, lag), later(reset, lag))
   end
 
@@ -538,6 +585,7 @@ local function run(KEYS, ARGV)
   local ea = aggregate(after)
   if op == 'T' then
     local _, reset = retryReset(ea, nil, arel, after, AST)
+    reset = rebaseSlack(reset, rebaseSoon(live, tm), after)
     return spack('<Bddd', 1, ea, 0, later(reset, lag))
   end
   return spack('<Bddd', 1, ea, -1, -1)
