@@ -21,9 +21,7 @@ func (l *Limiter) debtTokens(ctx context.Context, key string) (float64, error) {
 // production threshold; rebaseLateAt at a threshold of rebaseAt ms.
 func rebaseLate(w time.Duration) time.Duration { return rebaseLateAt(w, defaultRebaseAt) }
 
-// rebaseLateAt: 1 ms for each rebase that can come before the wait ends,
-// at most 1 + (w + slack) / (rebaseAt/2) ms; doubled, for the slack's own
-// reach and the tests' margin.
+// rebaseLateAt: rebaseSlackBound, doubled for the tests' margin.
 func rebaseLateAt(w time.Duration, rebaseAt int64) time.Duration {
-	return time.Duration(2*(2+w.Milliseconds()/(rebaseAt/2))) * time.Millisecond
+	return time.Duration(2*rebaseSlackBound(w.Milliseconds(), rebaseAt)) * time.Millisecond
 }

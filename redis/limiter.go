@@ -242,7 +242,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	}
 	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt}
 	if cfg.DenyCacheCells > 0 {
-		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Seed, l.lt); err != nil {
+		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Seed, l.lt, func() int64 { return sk.rebaseAt }); err != nil {
 			return bad("deny cache: %v", err)
 		}
 	}
