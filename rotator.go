@@ -15,8 +15,9 @@ type RotatorConfig struct {
 	// Generations is N, the live generations; 0 means 2; at least 2 and
 	// at most 1024.
 	Generations uint32
-	// Period is how long a generation stays the primary. Required (at
-	// least 1ms) without a Ticker; with one it is optional.
+	// Period is how long a generation stays the primary, counted in whole
+	// ms rounded up (2.9 ms is 3). Required (at least 1ms) without a
+	// Ticker; with one it is optional.
 	Period time.Duration
 	// Ticker drives rotation: one rotation per tick, by one goroutine that
 	// Close stops. nil means rotation every Period, done lazily by the

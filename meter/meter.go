@@ -1,6 +1,7 @@
 package meter
 
 import (
+	"math/big"
 	"strconv"
 	"time"
 
@@ -80,21 +81,36 @@ const maxPeriod = 1 << 62
 
 // checkPeriod reports a window x PeriodWindows above maxPeriod, naming
 // Window when the window alone is too long and PeriodWindows otherwise.
+// Both compare exactly (a float64 window rounded 2^62 + 512 ns down to
+// 2^62: audit 40).
 func checkPeriod(window time.Duration, k float64) error {
-	if float64(window) > maxPeriod {
+	if window > maxPeriod {
 		return bad("Window", window, "window must be at most 2^62 ns (about 146 years); got %v", window)
 	}
-	if float64(window)*k > maxPeriod {
+	if periodProduct(window, k).Cmp(new(big.Float).SetInt64(maxPeriod)) > 0 {
 		return bad("PeriodWindows", k, "window x PeriodWindows must be at most 2^62 ns (about 146 years); got %v x %v", window, k)
 	}
 	return nil
 }
 
-// periodOf returns k windows, rounded up to the ms, at least 1 ms. The
-// caller has checked the product with checkPeriod: at most maxPeriod, so
-// neither the conversion nor the rounding overflows.
+// periodProduct is window x k, exactly (63 bits by 53 fit 128).
+func periodProduct(window time.Duration, k float64) *big.Float {
+	w := new(big.Float).SetPrec(128).SetInt64(int64(window))
+	return w.Mul(w, new(big.Float).SetPrec(128).SetFloat64(k))
+}
+
+// periodOf returns k windows, rounded up to the ms, at least 1 ms: never
+// below the exact product (a float64 product came out 1 ns below the
+// window of 73 years and more: audit 40). The caller has checked the
+// product with checkPeriod: at most maxPeriod, so neither the conversion
+// nor the rounding overflows.
 func periodOf(window time.Duration, k float64) time.Duration {
-	p := time.Duration(float64(window) * k)
+	x := periodProduct(window, k)
+	n, acc := x.Int64()
+	if acc == big.Below { // x.Int64 truncates toward 0: round up
+		n++
+	}
+	p := time.Duration(n)
 	p = (p + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 	return max(p, time.Millisecond)
 }

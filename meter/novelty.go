@@ -76,7 +76,7 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 }
 
 // Within returns T.
-func (n *Novelty) Within() time.Duration { return n.t }
+func (n *Novelty) Within() time.Duration { n.rot(); return n.t }
 
 // Seen reports whether key was marked within the last T, and marks it
 // now either way.

@@ -66,7 +66,7 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 }
 
 // Window returns the averaging window.
-func (r *Rate) Window() time.Duration { return r.window }
+func (r *Rate) Window() time.Duration { r.rot(); return r.window }
 
 // Observe counts one event of key now.
 func (r *Rate) Observe(key string) { r.rot().UpdateString(key, 1) }

@@ -20,8 +20,9 @@ type Config struct {
 	// least 2 and at most 1024 (each is a whole sketch, built up front).
 	Generations uint32
 	// Period is how long each generation stays the primary; at least one
-	// millisecond (clocks count whole milliseconds). A score lives at
-	// most Generations x Period after its last write.
+	// millisecond (clocks count whole milliseconds), and counted in whole
+	// ms rounded up (2.9 ms is 3). A score lives at most Generations x
+	// Period after its last write.
 	Period time.Duration
 	// Prefetch makes every write and every TryUpdate hash the key for
 	// all generations and prefetch their cells before acting, so the

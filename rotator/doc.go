@@ -82,7 +82,8 @@
 //   - Rotation is driven by the clock the sketch uses, not a wall-clock
 //     ticker, so a sketchtest.FakeClock drives it in tests (the grudge
 //     root package keeps grudge's Ticker).
-//   - Period must be at least 1 ms (clocks count whole milliseconds).
+//   - Period must be at least 1 ms (clocks count whole milliseconds), and
+//     is counted in whole ms rounded up (2.9 ms is 3).
 //   - Sizes counts the live generations; Stats counts promotions, periods
 //     and sketches built.
 package rotator

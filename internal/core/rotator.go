@@ -92,7 +92,7 @@ func (r *Rotator) Init(cfg RotatorConfig) error {
 	if err != nil {
 		return err
 	}
-	r.tb, r.periodMs, r.cfg = NewTimebase(cfg.Sketch.Clock), cfg.Period.Milliseconds(), cfg
+	r.tb, r.periodMs, r.cfg = NewTimebase(cfg.Sketch.Clock), PeriodMillis(cfg.Period), cfg
 	n := int(cfg.Generations)
 	gs := &genSet{gens: make([]*Sketch, n)}
 	for i := range gs.gens {
@@ -432,4 +432,11 @@ func RotatorDetailed[L any](r *Rotator, key []byte, mk func(level, index uint32,
 	gs, t := r.acquire()
 	s := gs.gens[0]
 	return detailed(s, s.sum64(key), s.tb.Millis(t), mk)
+}
+
+// PeriodMillis is a Period in the whole ms the rotator counts, rounded
+// up, so that a generation is the primary for at least Period (a Period
+// of 2.9 ms was cut to 2: audit 40).
+func PeriodMillis(p time.Duration) int64 {
+	return int64((p + time.Millisecond - 1) / time.Millisecond)
 }

@@ -24,8 +24,9 @@ type RotatorConfig struct {
 	// least 2 and at most MaxGenerations.
 	Generations uint32
 	// Period is how long each generation stays the primary; at least one
-	// millisecond (clocks count whole milliseconds). A score lives at
-	// most Generations x Period after its last write.
+	// millisecond (clocks count whole milliseconds), and counted in whole
+	// ms rounded up (2.9 ms is 3). A score lives at most Generations x
+	// Period after its last write.
 	Period time.Duration
 	// Manual turns rotation on access off: generations rotate only when
 	// Rotate is called (grudge's ticker-driven rotation is built on it).
