@@ -235,6 +235,12 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	l := &Limiter{strict: o.strict, name: o.name, tb: core.NewTimebase(o.Clock), newTimer: timerOf(o.Clock)}
 	burstF := float64(burst)
 	if limit == Inf || math.IsInf(float64(limit), 1) {
+		// Inf builds no engine, but refuses what New refuses for every
+		// finite limit, so that a configuration does not fail only once
+		// its rate is made finite (audit 42).
+		if err := o.checkRateless(burstF); err != nil {
+			return nil, err
+		}
 		l.inf = true
 		l.p.Store(&params{limit: Inf, burst: burst, burstF: burstF, name: o.name, exact: true})
 		return l, nil
@@ -335,6 +341,30 @@ func MustNew(limit Limit, burst int, opts ...Option) *Limiter {
 		panic(err)
 	}
 	return l
+}
+
+// checkRateless refuses the options New refuses whatever the limit: both
+// WithCapacity and WithSize, a negative MaxBytes, count-min options with
+// WithEngine(Buckets), Generations outside 2..MaxGenerations, and an
+// explicit MaxDebt outside [burst, 2^24]. New(Inf, ...) checks these
+// alone (the rest depends on the rate).
+func (o *options) checkRateless(burst float64) error {
+	if o.capSet && o.sizeSet {
+		return bad("Capacity", o.capKeys, "WithCapacity and WithSize both size the engine; give one")
+	}
+	if o.MaxBytes < 0 {
+		return bad("MaxBytes", o.MaxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(core.DefaultMaxBytes), o.MaxBytes)
+	}
+	if o.engine == Buckets && (o.sizeSet || o.genSet || o.period != 0 || o.cu) {
+		return bad("Engine", o.engine, "WithSize, WithGenerations, WithPeriod and WithConservativeUpdate configure the count-min; they cannot be used with WithEngine(Buckets)")
+	}
+	if o.generations < 2 || o.generations > MaxGenerations {
+		return bad("Generations", o.generations, "Generations must be in 2..%d; got %d", MaxGenerations, o.generations)
+	}
+	if m := o.maxDebt; m != 0 && (math.IsNaN(m) || math.IsInf(m, 0) || m < burst || m > 1<<24) {
+		return bad("MaxDebt", m, "MaxDebt must be in [burst (%v), 2^24]; got %v", burst, m)
+	}
+	return nil
 }
 
 // periodFor returns k x the drain time of debtU units, over gens-1

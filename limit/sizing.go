@@ -93,8 +93,9 @@ func capacityErr(keys int, deny float64) error {
 // 2/lines of fresh keys, few enough floors in all but one engine in a
 // thousand, so that Suggest(Capacity(deny), deny) fits in this limiter;
 // for the count-min,
-// the most keys for which the Bloom formula (1 - e^(-keys/M))^L is at
-// most deny (every generation holds them all). It is math.MaxInt for
+// the most keys for which the Bloom formula (1 - e^(-keys/M))^L, plus
+// what double hashing adds in a small sketch (about keys/(M^2 (L-1))),
+// is at most deny (every generation holds them all). It is math.MaxInt for
 // Inf. It panics on a deny outside (0, 1), and on the zero Limiter.
 func (l *Limiter) Capacity(deny float64) int {
 	if !(deny > 0 && deny < 1) {
@@ -118,11 +119,7 @@ func (l *Limiter) Capacity(deny float64) int {
 		return lo
 	case l.r != nil:
 		c := l.r.Config().Sketch
-		k := float64(c.CellsPerLevel) * bucket.CountMinKeysPerCell(deny, c.Levels)
-		if k >= math.MaxInt {
-			return math.MaxInt
-		}
-		return int(math.Floor(k))
+		return bucket.CountMinCapacity(deny, c.Levels, c.CellsPerLevel)
 	}
 	l.unset()
 	return math.MaxInt
