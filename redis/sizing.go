@@ -30,7 +30,7 @@ type Size struct {
 // keys/shards). It is the count-min's Bloom-filter formula: a fresh key
 // is denied when each of its L cells holds a key at its limit, so about
 // log2(1/deny) levels of keys/ln 2 cells, 1.44 log2(1/deny) cells (11.5
-// log2(1/deny) bytes) per key: 1M keys at 1% take 7 x 1,370,423 cells,
+// log2(1/deny) bytes) per key: 1M keys at 1% take 7 x 1,370,425 cells,
 // 73 MiB. Keys below their limit cost less: a cell denies once the debts
 // in it add up to the burst. docs/capacity.md compares the measured
 // rates. keys must be >= 1 and deny in (0, 1), or the error matches

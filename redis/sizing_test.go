@@ -11,7 +11,7 @@ import (
 )
 
 // TestSuggestFormula: Suggest picks the smallest sketch the Bloom formula
-// allows (one cell fewer per level would exceed the rate), splits the
+// (with double hashing's pairs) allows (one cell fewer per level would exceed the rate), splits the
 // keys over the shards, reports the server memory, and refuses bad
 // arguments.
 func TestSuggestFormula(t *testing.T) {
@@ -25,7 +25,13 @@ func TestSuggestFormula(t *testing.T) {
 			t.Fatal(err)
 		}
 		per := float64((c.keys + int(s.Shards) - 1) / int(s.Shards))
-		rate := func(m uint32) float64 { return math.Pow(-math.Expm1(-per/float64(m)), float64(s.Levels)) }
+		rate := func(m uint32) float64 {
+			r := math.Pow(-math.Expm1(-per/float64(m)), float64(s.Levels))
+			if s.Levels >= 2 { // plus double hashing's pairs (docs/capacity.md, "Sizing")
+				r += per / (float64(m) * float64(m) * float64(s.Levels-1))
+			}
+			return min(r, 1)
+		}
 		if rate(s.CellsPerLevel) > c.deny || rate(s.CellsPerLevel-1) <= c.deny || math.Abs(s.Deny-rate(s.CellsPerLevel)) > 1e-12 {
 			t.Errorf("Suggest(%d, %v, %d) = %+v: rate %v, with one cell fewer %v", c.keys, c.deny, c.shards, s, rate(s.CellsPerLevel), rate(s.CellsPerLevel-1))
 		}

@@ -216,9 +216,7 @@ func CountMinKeysPerCell(deny float64, levels uint32) float64 {
 // positive rate; and the share of keys that got their burst (the mean of
 // that rate over the arrivals).
 func PredictCountMinDenial(keys int, levels, cells uint32) (deny, got float64) {
-	fp := func(n float64) float64 {
-		return min(1, math.Pow(-math.Expm1(-n/float64(cells)), float64(levels))+countMinPairs(n, levels, cells))
-	}
+	fp := func(n float64) float64 { return countMinRate(n, levels, cells) }
 	deny = fp(float64(keys))
 	const steps = 512
 	sum := 0.0
@@ -226,6 +224,12 @@ func PredictCountMinDenial(keys int, levels, cells uint32) (deny, got float64) {
 		sum += fp((float64(i) + 0.5) / steps * float64(keys))
 	}
 	return deny, 1 - sum/steps
+}
+
+// countMinRate is PredictCountMinDenial's rate alone (no integral) for n
+// keys: the Bloom formula plus countMinPairs, at most 1.
+func countMinRate(n float64, levels, cells uint32) float64 {
+	return min(1, math.Pow(-math.Expm1(-n/float64(cells)), float64(levels))+countMinPairs(n, levels, cells))
 }
 
 // countMinPairs is what double hashing adds to the Bloom formula for n
@@ -248,7 +252,7 @@ func countMinPairs(n float64, levels, cells uint32) float64 {
 // cells cells hold with a predicted fresh-key denial rate
 // (PredictCountMinDenial) of at most deny.
 func CountMinCapacity(deny float64, levels, cells uint32) int {
-	ok := func(n int) bool { d, _ := PredictCountMinDenial(n, levels, cells); return d <= deny }
+	ok := func(n int) bool { return countMinRate(float64(n), levels, cells) <= deny }
 	// The Bloom formula alone is an upper bound on the answer.
 	hi := int(math.Min(math.Floor(float64(cells)*CountMinKeysPerCell(deny, levels)), math.MaxInt/2)) + 1
 	if ok(hi) {
@@ -289,18 +293,31 @@ func SuggestCountMin(keys int, deny float64, generations int) (CountMinGeometry,
 			continue
 		}
 		c := uint32(m)
-		// The Bloom formula's size, grown while double hashing's pairs
-		// (countMinPairs) keep the prediction above deny: a small sketch.
-		for c < 1<<30 {
-			if d, _ := PredictCountMinDenial(keys, l, c); d <= deny {
-				break
+		rate := func(c uint32) float64 { return countMinRate(float64(keys), l, c) }
+		if rate(c) > deny {
+			// The Bloom formula's size is too small once double hashing's
+			// pairs (countMinPairs) are counted (a small sketch): gallop up
+			// to a size that holds, then bisect.
+			lo, step := c, max(1, c/64)
+			for c = lo + step; rate(c) > deny; c = lo + step {
+				if uint64(lo)+uint64(2*step) > 1<<30 {
+					c = 0
+					break
+				}
+				lo, step = c, 2*step
 			}
-			c += max(1, c/64)
+			if c == 0 {
+				continue
+			}
+			for c-lo > 1 { // rate(lo) > deny >= rate(c)
+				if mid := lo + (c-lo)/2; rate(mid) <= deny {
+					c = mid
+				} else {
+					lo = mid
+				}
+			}
 		}
-		for c > 1 {
-			if d, _ := PredictCountMinDenial(keys, l, c-1); d > deny {
-				break
-			}
+		for c > 1 && rate(c-1) <= deny {
 			c--
 		}
 		bytes := generations * int(l) * int(c) * 8

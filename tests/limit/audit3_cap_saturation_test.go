@@ -36,7 +36,7 @@ func a3capSatClose(sat, rate float64, probes int) bool {
 // denies a token (a debt of 20 - 0.99 tokens), at +100 ms none does (19 +
 // 1 <= 20), at +4 s (MaxDebt drained) nothing is left: the reading
 // is "now", so it must follow. Both engines (the count-min's Capacity is
-// its Bloom formula at deny).
+// its Bloom formula, with double hashing's pairs, at deny).
 func TestAudit3CapSaturationAtFill(t *testing.T) {
 	const deny, probes = 0.01, 12_000
 	for _, e := range []limit.Engine{limit.Buckets, limit.CountMin} {
