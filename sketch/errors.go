@@ -24,7 +24,7 @@ var (
 // prefix, for example "sketch: CellsPerLevel must be <= 1073741824; got
 // 2000000000". Every constructor of the module reports this type.
 type ConfigError struct {
-	Field string // the field's name, e.g. "CellsPerLevel" or "Sketch.Hi"
+	Field string // the field's name, e.g. "CellsPerLevel" or "Hi" (a rotator's Sketch fields by their own names)
 	Value any    // the offending value
 	msg   string
 	err   error // a wrapped cause (a decay law's own error), or nil

@@ -172,6 +172,11 @@ func (c *Compiled) LinearApply(score float64, dt int64) float64 {
 	return 0
 }
 
+// Sanitize is sanitize for the packages that call a custom law
+// themselves (the mutex reference), so that both implementations treat
+// its faults alike.
+func Sanitize(score, v float64) float64 { return sanitize(score, v) }
+
 // sanitize keeps a custom law's result v for score on the safe side of
 // the contract (monotone toward 0, never crossing it): NaN or ±Inf, or a
 // v that grew away from 0, reads as no decay (score); a v that crossed 0

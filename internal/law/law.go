@@ -146,6 +146,9 @@ func expScaled(score, x float64) float64 {
 	if x < 700 || score == 0 {
 		return score * math.Exp(-x)
 	}
+	if math.IsInf(score, 0) {
+		return score // Inf x e^-x, x up to +Inf (lambda x dt overflowed): not NaN
+	}
 	v := math.Exp(math.Log(math.Abs(score)) - x)
 	if score < 0 {
 		return -v
@@ -170,6 +173,9 @@ func (l linear) Apply(score float64, dtMillis int64) float64 {
 	drop := l.rate * float64(dtMillis) / 1000
 	if drop > math.MaxFloat64 {
 		drop = wideDrop(l.rate, dtMillis)
+		if math.IsInf(score, 0) {
+			return score // Inf less an infinite drop: not NaN
+		}
 	}
 	switch {
 	case score > 0:

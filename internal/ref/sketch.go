@@ -10,6 +10,7 @@ import (
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -52,6 +53,7 @@ type Sketch struct {
 	hasher core.Hasher             // cfg.Hasher(cfg.Seed)
 	tb     *core.Timebase          // cfg.Clock (or wallClock{}) and the high-water mark of time
 	decay  decay.Decay             // cfg.Decay, never nil
+	custom bool                    // decay is a custom law: its results are sanitized
 	lo, hi float64                 // clamp bounds, lo < hi, both finite (an infinite bound saturates at ±MaxFloat64, so a sum that overflows is clamped back and no cell holds Inf)
 	agg    core.Aggregator         // cfg.Aggregator, valid
 	aggFn  func([]float64) float64 // cfg.AggregateFunc; when non-nil it replaces agg
@@ -71,6 +73,7 @@ func New(cfg sketch.Config) (*Sketch, error) {
 		cfg:    cfg,
 		hasher: n.Hasher(n.Seed),
 		decay:  cfg.Decay,
+		custom: isCustom(cfg.Decay),
 		lo:     math.Max(cfg.Lo, -math.MaxFloat64),
 		hi:     math.Min(cfg.Hi, math.MaxFloat64),
 		agg:    n.Aggregator,
@@ -156,11 +159,27 @@ func (s *Sketch) cellFor(h uint64, level uint32) *cell {
 // decayLocked brings c to time now. Caller holds c.mu. A clock that reads
 // earlier than c.last counts as zero elapsed time: the score is left as
 // is and last does not move back.
+//
+// A custom law's result is sanitized as the lock-free sketch's is
+// (law.Sanitize: NaN, ±Inf or growth read as no decay, a crossing of 0
+// as 0), so that no cell holds NaN, Inf or a score above Hi whatever the
+// law (audit 41: the reference stored all three).
 func (s *Sketch) decayLocked(c *cell, now int64) {
 	if dt := now - c.last; dt > 0 {
-		c.score = s.decay.Apply(c.score, dt)
+		v := s.decay.Apply(c.score, dt)
+		if s.custom {
+			v = law.Sanitize(c.score, v)
+		}
+		c.score = v
 		c.last = now
 	}
+}
+
+// isCustom reports whether d is a custom law (not one package decay
+// builds).
+func isCustom(d decay.Decay) bool {
+	k, _ := law.Params(d)
+	return k == law.KindCustom
 }
 
 // addLocked adds delta to c's (already decayed) score and clamps the sum

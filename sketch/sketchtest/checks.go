@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,9 +61,18 @@ func checkDecisions(t *testing.T, newScorer Factory) {
 // checkTwins: each String twin does what its []byte form does, on the
 // same key.
 func checkTwins(t *testing.T, newScorer Factory) {
+	// A short key, one past the runtime's 32-byte conversion buffer, and a
+	// long one: a string twin must hash the whole key.
+	for _, k := range []string{"twin", "twin/" + strings.Repeat("x", 35), strings.Repeat("twin/", 60)} {
+		checkTwinsKey(t, newScorer, k)
+	}
+}
+
+// checkTwinsKey is checkTwins for one key.
+func checkTwinsKey(t *testing.T, newScorer Factory, k string) {
 	clk := NewFakeClock()
 	s := newScorer(t, sketch.Config{Levels: 4, CellsPerLevel: 256, Hi: 1e9, Decay: decay.Linear(1), Clock: clk})
-	k, b := "twin", []byte("twin")
+	b := []byte(k)
 	s.UpdateString(k, 5)
 	if got := s.Query(b); got != 5 {
 		t.Fatalf("UpdateString(5), then Query = %v, want 5", got)
@@ -170,7 +180,15 @@ func checkLongIdle(t *testing.T, newScorer Factory, forget time.Duration) {
 		}
 		return within(got, want)
 	}
-	idles := []int64{1, 1 << 31, 1<<32 - 1, 1 << 32, 1<<32 + 5000, 99 * 86_400_000, 1 << 36, 3 * 365 * 86_400_000}
+	// Past the sketch's exponential tables (2^24 ms), hours, the stamp
+	// horizon's edges, then months and years; for a Scorer that forgets,
+	// also an hour before it does (every other long idle there only
+	// checks that the score is gone).
+	idles := []int64{1, 1<<24 + 1, 10 * 3_600_000, 1 << 31, 1<<32 - 1, 1 << 32, 1<<32 + 5000, 99 * 86_400_000, 1 << 36, 3 * 365 * 86_400_000}
+	if f := forget.Milliseconds(); f > 2*3_600_000 {
+		idles = append(idles, f-3_600_000)
+		slices.Sort(idles)
+	}
 	for _, law := range []decay.Decay{decay.Exponential(1e-7), decay.Exponential(1e-9), decay.Linear(1e-7)} {
 		for _, idle := range idles {
 			clk := NewFakeClock()
