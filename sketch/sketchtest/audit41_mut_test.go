@@ -287,7 +287,13 @@ var a41FailRE = regexp.MustCompile(`--- FAIL: TestAudit41MutChild/([A-Za-z0-9]+)
 // -short) and returns whether it passed and which top-level checks failed.
 func a41RunChild(t *testing.T, name string) (passed bool, failed []string) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAudit41MutChild$", "-test.count=1", "-test.v", "-test.timeout=120s")
+	args := []string{"-test.run=^TestAudit41MutChild$", "-test.count=1", "-test.v", "-test.timeout=120s"}
+	cmd := exec.Command(os.Args[0], args...)
+	if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
+		// make test-arm64 runs the binary under qemu user emulation: so
+		// must its child.
+		cmd = exec.Command(emu, append([]string{os.Args[0]}, args...)...)
+	}
 	cmd.Env = append(os.Environ(), a41ChildEnv+"="+name)
 	out, err := cmd.CombinedOutput()
 	text := string(out)
