@@ -47,7 +47,7 @@
 //	Rate.PerSecond(k):    s.Query(k) / window.Seconds()
 //	Inflight.TryAcquire:  s.TryUpdate(k, 1, max) ? guard : nil  // Hi = MaxFloat32
 //	Guard.Release:        once { s.Update(k, -1) }
-//	Novelty.Seen(k):      fresh := s.TryUpdate(k, 1-theta, 1); s.Update(k, 1); return !fresh
+//	Novelty.Seen(k):      fresh := s.TryUpdate(k, 1, 1+theta); if !fresh { s.Update(k, 1) }; return !fresh
 //
 // # Saving and restoring
 //

@@ -25,7 +25,11 @@
 //
 //   - Every operation touches exactly L cells (per generation) and reads
 //     the clock once (the reference rotator once per generation, as
-//     grudge does); nothing starts a goroutine (the reference rotator's
+//     grudge does; limit's Decide, Peek and DecideContext take a reading
+//     and decide at it through the time-first path, which reads the clock
+//     again to bound a time ahead of it, and meter's Novelty.Seen of a
+//     key already seen is two operations: two reads); nothing starts a
+//     goroutine (the reference rotator's
 //     ticker runs one until Close; the suite checks that none outlives
 //     its Scorer). Update, Query, UpdateAndQuery, TryUpdate, their
 //     String twins and their At forms never allocate; QueryDetailed

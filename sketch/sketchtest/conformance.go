@@ -509,14 +509,24 @@ func checkZeroAllocs(t *testing.T, newScorer Factory) {
 		// One run of 256 calls: testing.AllocsPerRun divides the mallocs by
 		// the runs in integers, so 200 runs of one call each passed a
 		// Scorer that allocated on every second call (audit 41).
+		// The least of three measurements: the count is the process's, and
+		// a runtime or test goroutine may allocate once during one (a
+		// Scorer that allocates does so every time).
 		const calls = 256
 		for _, op := range ops {
-			if n := testing.AllocsPerRun(1, func() {
-				for range calls {
-					clk.Advance(time.Millisecond)
-					op.f()
+			n := math.Inf(1)
+			for range 3 {
+				n = min(n, testing.AllocsPerRun(1, func() {
+					for range calls {
+						clk.Advance(time.Millisecond)
+						op.f()
+					}
+				}))
+				if n == 0 {
+					break
 				}
-			}); n != 0 {
+			}
+			if n != 0 {
 				t.Errorf("%v %s, a %d-byte key: %v allocations in %d calls, want 0", agg, op.name, len(key), n, calls)
 			}
 		}
