@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"testing"
 
@@ -97,7 +98,9 @@ func TestAudit43CapacityDocNumbers(t *testing.T) {
 		{"CountMin Capacity(0.01)", cm.Capacity(0.01), 38_011},
 		{"CountMin Capacity(0.001)", cm.Capacity(0.001), 19_577},
 	} {
-		if c.got != c.want {
+		// The docs' figures are amd64's; arm64 fuses multiply-adds in the
+		// model's integration (a few keys in a million: 1,249,281).
+		if c.got != c.want && (runtime.GOARCH == "amd64" || math.Abs(float64(c.got-c.want)) > 1e-4*float64(c.want)) {
 			t.Errorf("%s = %d, docs/capacity.md says %d", c.name, c.got, c.want)
 		}
 	}
