@@ -74,7 +74,10 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // conservative cell holds the largest of its keys' debts, so the key's
 // own debit cannot be told apart in it). x/time/rate's CancelAt
 // restores the tokens no later reservation has used; docs/readings.md
-// compares the two. Only the first call does anything.
+// compares the two. Cancel a reservation only when its request did not
+// act: after its act time Cancel still gives the tokens back (the undo
+// does not depend on the time), where x/time/rate's CancelAt gives
+// nothing. Only the first call does anything.
 func (r *Reservation) Cancel() {
 	if !r.ok || r.lim.none() || !r.canceled.CompareAndSwap(false, true) {
 		return
