@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/bits"
 	"runtime"
 	"slices"
@@ -204,6 +205,13 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 		if o.Procs, err = parseProcs(*procs); err != nil {
 			return o, err
 		}
+	}
+	// Range-checked before the conversion: 2^32 + 1 would wrap to 1.
+	if *levels > math.MaxUint32 {
+		return o, fmt.Errorf("matrix: levels must be in [1, 8]; got %d", *levels)
+	}
+	if *cells > math.MaxUint32 {
+		return o, fmt.Errorf("matrix: cells must be at most %d; got %d", uint32(math.MaxUint32), *cells)
 	}
 	o.Levels, o.Cells = uint32(*levels), uint32(*cells)
 	return o, o.Validate()

@@ -163,6 +163,11 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 	fmt.Fprintf(w, "- command: `%s`\n", m.Command)
 	fmt.Fprintf(w, "- machine: %s, %d CPUs, %s/%s, %s, commit %s, %s\n", m.CPUModel, m.Cores, m.GOOS, m.GOARCH, m.GoVersion, m.Commit, m.Date)
 	fmt.Fprintf(w, "- pinning: %s\n", m.Pinning)
+	if over := oversubscribed(rep); len(over) > 0 {
+		// Workers are pinned round-robin: at P above the CPUs two or more
+		// share one, which the pinning line cannot show.
+		fmt.Fprintf(w, "- oversubscribed: P=%v run more workers than this machine's %d CPUs (workers share CPUs; those cells measure time-slicing, not contention between cores)\n", over, m.Cores)
+	}
 	if m.Stopped != "" {
 		fmt.Fprintf(w, "- **incomplete**: %s\n", m.Stopped)
 	}
@@ -375,7 +380,8 @@ type TargetCheck struct {
 	// Met is "yes" or "no" where the run graded the target, with " (noisy)"
 	// when a ratio's cell is flagged; "needs N CPUs" where the target is
 	// stated at P=N and the machine has fewer (Measured then shows the
-	// largest P run, for information only); "not measured" where the run
+	// largest P run that fits the machine's CPUs, for information only);
+	// "not measured" where the run
 	// has no cell for it.
 	Met string `json:"met"`
 }
@@ -426,7 +432,8 @@ func targetSpecs() []targetSpec {
 // stated at P=N is graded on the run's cell at P=N, and only on a machine
 // with at least N CPUs (rep.Meta.Cores): on fewer, a hot key's line moves
 // between fewer cores than the target is about, so Met says "needs N
-// CPUs" and Measured shows the largest P run for information. A ratio
+// CPUs" and Measured shows the largest P run that fits the machine's
+// CPUs, for information. A ratio
 // shows its range (the min over the other's max to the max over the
 // other's min) and the flag when either cell is noisy.
 func Targets(rep *Report) []TargetCheck {
@@ -528,4 +535,20 @@ func yesNo(b bool) string {
 		return "yes"
 	}
 	return "no"
+}
+
+// oversubscribed returns the P values of rep's cells above the machine's
+// CPU count (rep.Meta.Cores), in increasing order; none when it is unknown.
+func oversubscribed(rep *Report) []int {
+	if rep.Meta.Cores <= 0 {
+		return nil
+	}
+	var ps []int
+	for _, r := range rep.Results {
+		if r.Procs > rep.Meta.Cores && !slices.Contains(ps, r.Procs) {
+			ps = append(ps, r.Procs)
+		}
+	}
+	slices.Sort(ps)
+	return ps
 }
