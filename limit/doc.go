@@ -256,7 +256,10 @@
 // the size, and for CountMin Generations, Period and conservative
 // update. Anything else is refused, before the limiter is touched, with
 // an error matching sketch.ErrSnapshotMismatch; a damaged or truncated
-// snapshot with one matching sketch.ErrCorruptSnapshot; either way the
+// snapshot with one matching sketch.ErrCorruptSnapshot (or, when the
+// damage is in a header field the limiter compares, ErrSnapshotMismatch
+// naming it: the checksum ends the stream, read after the header);
+// either way the
 // limiter is left empty, as built. The burst, RejectCost, the name and
 // the mode are configuration, not state: the restoring process's apply,
 // as x/time/rate's SetBurst would (to change the burst across a restart,

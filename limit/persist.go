@@ -181,7 +181,7 @@ func (l *Limiter) checkSnapHeader(b *[limiterSnapHeader]byte) error {
 	m64 := func(off int) float64 { return math.Float64frombits(le.Uint64(mine[off:])) }
 	switch {
 	case b[6] != mine[6]:
-		return snapMismatch("Engine", Engine(b[6]), Engine(mine[6]))
+		return snapMismatch("Engine", engineName(b[6]), engineName(mine[6]))
 	case le.Uint64(b[8:]) != le.Uint64(mine[8:]):
 		return snapMismatch("Unit", f64(8), m64(8))
 	case le.Uint64(b[16:]) != le.Uint64(mine[16:]):
@@ -211,4 +211,13 @@ func snapCorrupt(field string, got, want any, cause error, format string, args .
 func snapMismatch(field string, got, want any) error {
 	return core.NewSnapshotError(core.ErrSnapshotMismatch, "limit", field, got, want, nil,
 		"snapshot %s differs: got %v, the limiter has %v", field, got, want)
+}
+
+// engineName names a snapshot's engine byte: 0 is no engine (an Inf
+// limiter), not Auto.
+func engineName(b byte) string {
+	if b == 0 {
+		return "none (Inf)"
+	}
+	return Engine(b).String()
 }

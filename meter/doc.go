@@ -64,7 +64,9 @@
 // restored meter reads what the never-stopped one would. Another
 // configuration is refused with an error matching
 // sketch.ErrSnapshotMismatch, a damaged or truncated snapshot with one
-// matching sketch.ErrCorruptSnapshot, and the meter is then left as it
+// matching sketch.ErrCorruptSnapshot (or ErrSnapshotMismatch when the
+// damage is in a header field the meter compares: the checksum ends the
+// stream), and the meter is then left as it
 // was. WriteTo runs concurrently with everything else and stops nothing:
 // each cell is one atomic load, so a snapshot under traffic is not a
 // global cut (an event in flight may be in it or not; see
