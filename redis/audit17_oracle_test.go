@@ -73,6 +73,16 @@ type a17Decision struct {
 }
 
 func (m *a17Model) allow(k string, c, nU int64) a17Decision {
+	if nU == 0 {
+		// AllowN(0) only reads (audit 46): no write, no rebase, and a
+		// sketch nobody wrote is not created.
+		if !m.created {
+			return a17Decision{allowed: true, remaining: m.burst, retry: -1}
+		}
+		kk := m.key(k)
+		return a17Decision{allowed: true, remaining: m.burst - m.debtAt(kk, c), retry: -1,
+			reset: a17Least(c, func(x int64) bool { return m.debtAt(kk, x) == 0 })}
+	}
 	if !m.created {
 		m.created, m.H = true, c
 	}

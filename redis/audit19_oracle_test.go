@@ -71,6 +71,10 @@ type a19Dec struct {
 }
 
 func (b *a19Bucket) allow(c int64, n *big.Rat) a19Dec {
+	if n.Sign() == 0 && !b.created {
+		// AllowN(0) only reads (audit 46): it creates nothing.
+		return a19Dec{allowed: true, remaining: new(big.Rat).Set(b.burst), retry: -1}
+	}
 	if !b.created {
 		b.created, b.H, b.S = true, c, c
 	}
@@ -90,6 +94,9 @@ func (b *a19Bucket) allow(c int64, n *big.Rat) a19Dec {
 			retry = later(b.wait(tm, n, b.burst))
 		}
 		return a19Dec{remaining: new(big.Rat).Sub(b.burst, v), retry: retry, reset: later(b.wait(tm, zero, zero))}
+	}
+	if n.Sign() == 0 { // a read: nothing written
+		return a19Dec{allowed: true, remaining: new(big.Rat).Sub(b.burst, v), retry: -1, reset: later(b.wait(tm, zero, zero))}
 	}
 	b.D = new(big.Rat).Add(v, n)
 	b.S = max(b.S, tm)
