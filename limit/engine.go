@@ -108,9 +108,7 @@ func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, erro
 		}
 		return CountMin, nil
 	case Buckets:
-		if cmOnly {
-			return 0, bad("Engine", o.engine, "WithSize, WithGenerations, WithPeriod and WithConservativeUpdate configure the count-min; they cannot be used with WithEngine(Buckets)")
-		}
+		// checkRateless has refused count-min options with Buckets.
 		if !fits {
 			return 0, bad("Engine", o.engine, "the Buckets engine is exact only when MaxDebt drains within %.3f s in whole ticks of at most 1 ms (at most 16384 to the ms, and at most 65534 for MaxDebt and one ms together), a token being a whole number of them (MaxDebt/limit = %v / %v); use Auto or CountMin", float64(bucketMaxTicks)/1000, maxDebt, rate)
 		}

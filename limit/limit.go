@@ -218,6 +218,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if burst > 1<<24 {
 		return nil, bad("Burst", burst, "burst must be <= %d (exact in a float32 cell); got %d", 1<<24, burst)
 	}
+	burstF := float64(burst)
 	if math.IsNaN(o.rejectCost) || math.IsInf(o.rejectCost, 0) || o.rejectCost < 0 {
 		return nil, bad("RejectCost", o.rejectCost, "RejectCost must be finite and >= 0; got %v", o.rejectCost)
 	}
@@ -232,15 +233,14 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 			return nil, err
 		}
 	}
+	// What does not depend on the rate is refused alike for Inf and for
+	// a finite limit, so that a configuration does not fail only once its
+	// rate is made finite (audit 42).
+	if err := o.checkRateless(burstF); err != nil {
+		return nil, err
+	}
 	l := &Limiter{strict: o.strict, name: o.name, tb: core.NewTimebase(o.Clock), newTimer: timerOf(o.Clock)}
-	burstF := float64(burst)
 	if limit == Inf || math.IsInf(float64(limit), 1) {
-		// Inf builds no engine, but refuses what New refuses for every
-		// finite limit, so that a configuration does not fail only once
-		// its rate is made finite (audit 42).
-		if err := o.checkRateless(burstF); err != nil {
-			return nil, err
-		}
 		l.inf = true
 		l.p.Store(&params{limit: Inf, burst: burst, burstF: burstF, name: o.name, exact: true})
 		return l, nil
@@ -262,9 +262,6 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("RejectCost", o.rejectCost, "RejectCost must be <= MaxDebt (%v); got %v", maxDebt, o.rejectCost)
 	}
 	l.maxDebt, l.rejectCost = maxDebt, o.rejectCost
-	if o.capSet && o.sizeSet {
-		return nil, bad("Capacity", o.capKeys, "WithCapacity and WithSize both size the engine; give one")
-	}
 	unit, drain, exact, fbits := units.Units(l.rate, maxDebt)
 	plan := planBuckets(l.rate, maxDebt)
 	eng, err := chooseEngine(&o, l.rate, maxDebt, plan)
@@ -292,9 +289,6 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	}
 	if l.maxDebtU > math.MaxFloat32 {
 		return nil, bad("MaxDebt", maxDebt, "MaxDebt / limit must be at most %g seconds of drain (a float32 cell); got %v / %v", math.MaxFloat32/1000, maxDebt, l.rate)
-	}
-	if o.generations < 2 || o.generations > MaxGenerations {
-		return nil, bad("Generations", o.generations, "Generations must be in 2..%d; got %d", MaxGenerations, o.generations)
 	}
 	if o.capSet {
 		g, err := bucket.SuggestCountMin(o.capKeys, o.capDeny, int(o.generations))
@@ -346,8 +340,10 @@ func MustNew(limit Limit, burst int, opts ...Option) *Limiter {
 // checkRateless refuses the options New refuses whatever the limit: both
 // WithCapacity and WithSize, a negative MaxBytes, count-min options with
 // WithEngine(Buckets), Generations outside 2..MaxGenerations, and an
-// explicit MaxDebt outside [burst, 2^24]. New(Inf, ...) checks these
-// alone (the rest depends on the rate).
+// explicit MaxDebt outside [burst, 2^24]. New checks these for every
+// limit; New(Inf, ...) checks nothing else (the rest depends on the
+// rate), and a finite limit checks its effective MaxDebt again once the
+// default is filled in.
 func (o *options) checkRateless(burst float64) error {
 	if o.capSet && o.sizeSet {
 		return bad("Capacity", o.capKeys, "WithCapacity and WithSize both size the engine; give one")
