@@ -111,7 +111,6 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 	msO = max(msO, other.sweep.floor.Load())
 	nowS, nowO := s.stamp(msS), other.stamp(msO)
 	linear := s.rules.Kind() != law.KindNone && s.rules.Kind() != law.KindExponential
-	kind, param := law.Params(s.cfg.Decay)
 	for l := range int(s.levels) {
 		base := l * s.stride
 		for i := range int(s.m) {
@@ -130,7 +129,7 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			// decays late: the safe side for writes during the merge).
 			ahead := uint32(min(atom.Elapsed(nowO, wo.Stamp()), maxAhead))
 			if ahead > 0 && b > 0 {
-				if up, ok := undecay(kind, param, b, int64(ahead)); ok {
+				if up, ok := law.Undecay(s.cfg.Decay, b, int64(ahead)); ok {
 					b, ahead = up, 0
 				}
 			}
@@ -160,22 +159,4 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		}
 	}
 	return nil
-}
-
-// undecay returns a value that decays to b or more over dt ms under the
-// law (kind, param) (b > 0, dt > 0), rounded up: b for None,
-// b x e^(lambda x dt) for Exponential, b + rate x dt for Linear (the least
-// such value: a positive score drains linearly); false for a custom law,
-// which has no inverse here. It may be +Inf (the clamp at Hi takes it).
-func undecay(kind law.Kind, param, b float64, dt int64) (float64, bool) {
-	switch kind {
-	case law.KindNone:
-		return b, true
-	case law.KindExponential:
-		v := b * math.Exp(param*float64(dt)/1000)
-		return v + v*0x1p-40, true // the rounding of Exp and its argument
-	case law.KindLinear:
-		return math.Nextafter(b+param*float64(dt)/1000, math.Inf(1)), true
-	}
-	return 0, false
 }

@@ -81,6 +81,25 @@ func Params(d Decay) (Kind, float64) {
 	}
 }
 
+// Undecay returns a value that decays to b or more over dt ms under d
+// (b > 0, dt > 0), rounded up: b for None, b x e^(lambda x dt) for
+// Exponential (with expNudge's bias, which covers the rounding of Exp and
+// of its argument), b + rate x dt for Linear (the least such value: a
+// positive score drains linearly); false for a custom law, which has no
+// inverse here. It may be +Inf (a sketch's clamp at Hi takes it).
+func Undecay(d Decay, b float64, dt int64) (float64, bool) {
+	switch kind, param := Params(d); kind {
+	case KindNone:
+		return b, true
+	case KindExponential:
+		v := b * math.Exp(param*float64(dt)/1000)
+		return v + v*expNudge, true
+	case KindLinear:
+		return math.Nextafter(b+param*float64(dt)/1000, math.Inf(1)), true
+	}
+	return 0, false
+}
+
 // Validate checks d's parameters. nil is valid (it means None). Laws built
 // by this package are checked for NaN, Inf and non-positive parameters; a
 // custom law is checked through Validator if it implements it.
