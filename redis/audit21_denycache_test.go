@@ -240,7 +240,7 @@ func TestAudit21DatedNeverBelowServerDrain(t *testing.T) {
 	r := rand.New(rand.NewPCG(21, 1))
 	for _, rb := range [][2]float64{{10000, 10000}, {3000, 7000}, {math.Pi, 17.5}, {0.7, 13}, {123456.789, 1000.5}, {1e-3, 5}, {1, 9e9}} {
 		rate, burst := rb[0], rb[1]
-		dc := &denyCache{rate: rate, burst: burst}
+		dc := &denyCache{rate: rate, burst: burst, rebaseAt: func() int64 { return defaultRebaseAt }}
 		for range 20000 {
 			est := burst * r.Float64()
 			if r.IntN(10) == 0 {

@@ -69,15 +69,6 @@ type denyCache struct {
 	rebaseAt func() int64
 }
 
-// serverRebaseAt is the server sketch's rebase threshold (ms): the
-// production one for a cache built without it.
-func (d *denyCache) serverRebaseAt() int64 {
-	if d.rebaseAt == nil {
-		return defaultRebaseAt
-	}
-	return d.rebaseAt()
-}
-
 // rebaseSlackBound bounds the ms the server adds to a wait of w ms so that it is
 // never early across the rebases (every rebaseAt/2 ms at most) that can
 // come before it ends (sketch.lua's rebaseSlack): at most
@@ -203,7 +194,7 @@ func (d *denyCache) dated(est float64, resetMs int64) (float64, bool) {
 	// learned 3.3 tokens above the server's debt and denied a request
 	// the server admits).
 	own := int64(resetAfter(est, d.rate) / time.Millisecond)
-	if resetMs <= own+rebaseSlackBound(own, d.serverRebaseAt()) {
+	if resetMs <= own+rebaseSlackBound(own, d.rebaseAt()) {
 		return est, true
 	}
 	v := math.Nextafter(d.rate*float64(resetMs)/1000, math.Inf(1))
