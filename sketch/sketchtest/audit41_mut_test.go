@@ -10,10 +10,7 @@ package sketchtest_test
 import (
 	"math"
 	"os"
-	"os/exec"
-	"regexp"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +18,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testchild"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
@@ -281,47 +279,15 @@ func TestAudit41MutChild(t *testing.T) {
 	sketchtest.TestScorer(t, f)
 }
 
-var a41FailRE = regexp.MustCompile(`--- FAIL: TestAudit41MutChild/([A-Za-z0-9]+)`)
-
 // a41RunChild runs the suite on name in a child process (full mode, not
 // -short) and returns whether it passed and which top-level checks failed.
 func a41RunChild(t *testing.T, name string) (passed bool, failed []string) {
 	t.Helper()
-	args := []string{"-test.run=^TestAudit41MutChild$", "-test.count=1", "-test.v", "-test.timeout=120s"}
-	cmd := exec.Command(os.Args[0], args...)
-	if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
-		// make test-arm64 runs the binary under qemu user emulation: so
-		// must its child.
-		cmd = exec.Command(emu, append([]string{os.Args[0]}, args...)...)
+	passed, failed, err := testchild.Suite("TestAudit41MutChild", a41ChildEnv, name, false)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cmd.Env = append(os.Environ(), a41ChildEnv+"="+name)
-	out, err := cmd.CombinedOutput()
-	text := string(out)
-	if strings.Contains(text, "WARNING: DATA RACE") {
-		t.Fatalf("child %s: the race detector fired (harness bug):\n%s", name, a41Tail(text))
-	}
-	if err == nil {
-		return true, nil
-	}
-	seen := map[string]bool{}
-	for _, m := range a41FailRE.FindAllStringSubmatch(text, -1) {
-		if !seen[m[1]] {
-			seen[m[1]] = true
-			failed = append(failed, m[1])
-		}
-	}
-	if len(failed) == 0 {
-		t.Fatalf("child %s failed without a failing check (%v):\n%s", name, err, a41Tail(text))
-	}
-	sort.Strings(failed)
-	return false, failed
-}
-
-func a41Tail(s string) string {
-	if len(s) > 3000 {
-		return "..." + s[len(s)-3000:]
-	}
-	return s
+	return passed, failed
 }
 
 func a41NotChild(t *testing.T) {

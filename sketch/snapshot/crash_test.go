@@ -6,7 +6,6 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -85,17 +84,6 @@ func TestHelperProcess(t *testing.T) {
 			time.Sleep(time.Millisecond)
 		}
 	}
-}
-
-// selfCommand runs this test binary again with args. Under user-mode
-// emulation (make test-arm64 sets GRUDGE_TEST_EMULATOR to
-// qemu-aarch64-static) the binary cannot be exec'd directly, so the
-// emulator runs it; a SIGKILL to the emulator kills the emulated child.
-func selfCommand(args ...string) *exec.Cmd {
-	if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
-		return exec.Command(emu, append([]string{os.Args[0]}, args...)...)
-	}
-	return exec.Command(os.Args[0], args...)
 }
 
 // TestCrashDuringSnapshots kills a child process with SIGKILL at random

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/testchild"
 )
 
 // crashChild is a child run of this test binary that snapshots to a
@@ -33,7 +35,7 @@ type crashChild struct {
 func startCrashChild(t *testing.T, run string, env []string, waitSave bool) *crashChild {
 	t.Helper()
 	c := &crashChild{
-		cmd:       selfCommand("-test.run=^"+run+"$", "-test.count=1"),
+		cmd:       testchild.Command("-test.run=^"+run+"$", "-test.count=1"),
 		firstSave: make(chan struct{}, 1),
 		started:   make(chan struct{}),
 		done:      make(chan error, 1),

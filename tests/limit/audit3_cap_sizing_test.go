@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
 	"runtime"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testchild"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
 )
@@ -322,10 +322,7 @@ func TestAudit3CapHugeKeysReturn(t *testing.T) {
 	for _, child := range []string{"suggest", "new"} {
 		go func() {
 			args := []string{"-test.run=^TestAudit3CapHugeKeysReturn$", "-test.count=1", "-test.v"}
-			cmd := exec.Command(os.Args[0], args...)
-			if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
-				cmd = exec.Command(emu, append([]string{os.Args[0]}, args...)...) // make test-arm64
-			}
+			cmd := testchild.Command(args...) // through the emulator under make test-arm64
 			cmd.Env = append(os.Environ(), "A3CAP_CHILD="+child)
 			var out strings.Builder
 			cmd.Stdout, cmd.Stderr = &out, &out

@@ -25,10 +25,7 @@ import (
 	"fmt"
 	"math"
 	"os"
-	"os/exec"
-	"regexp"
 	"runtime"
-	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +33,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testchild"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
@@ -196,50 +194,18 @@ func TestAudit3MutChild(t *testing.T) {
 	t.Fatalf("no mutant %q", name)
 }
 
-var a3mFailRE = regexp.MustCompile(`--- FAIL: TestAudit3MutChild/([A-Za-z0-9]+)`)
-
 // a3mRunChild runs TestScorer on the named mutant in a child process and
 // returns whether the suite passed and which top-level checks failed.
+// -test.short: the suite's concurrent checks run 3 repetitions instead of
+// 20 (its documented short mode), to keep the audit fast; every
+// concurrency mutant is still caught.
 func a3mRunChild(t *testing.T, name string) (passed bool, failed []string) {
 	t.Helper()
-	// -test.short: the suite's concurrent checks run 3 repetitions instead
-	// of 20 (its documented short mode), to keep the audit fast; every
-	// concurrency mutant is still caught.
-	args := []string{"-test.run=^TestAudit3MutChild$", "-test.count=1", "-test.v", "-test.short", "-test.timeout=120s"}
-	cmd := exec.Command(os.Args[0], args...)
-	if emu := os.Getenv("GRUDGE_TEST_EMULATOR"); emu != "" {
-		// Under user-mode emulation (make test-arm64) the emulator runs
-		// the child.
-		cmd = exec.Command(emu, append([]string{os.Args[0]}, args...)...)
+	passed, failed, err := testchild.Suite("TestAudit3MutChild", a3mChildEnv, name, true)
+	if err != nil {
+		t.Fatal(err)
 	}
-	cmd.Env = append(os.Environ(), a3mChildEnv+"="+name)
-	out, err := cmd.CombinedOutput()
-	text := string(out)
-	if strings.Contains(text, "WARNING: DATA RACE") {
-		t.Fatalf("child %s: the race detector fired (a harness bug, not the suite catching it):\n%s", name, a3mTail(text))
-	}
-	if err == nil {
-		return true, nil
-	}
-	seen := map[string]bool{}
-	for _, m := range a3mFailRE.FindAllStringSubmatch(text, -1) {
-		if !seen[m[1]] {
-			seen[m[1]] = true
-			failed = append(failed, m[1])
-		}
-	}
-	if len(failed) == 0 {
-		t.Fatalf("child %s failed without a failing suite check (%v):\n%s", name, err, a3mTail(text))
-	}
-	sort.Strings(failed)
-	return false, failed
-}
-
-func a3mTail(s string) string {
-	if len(s) > 4000 {
-		return "..." + s[len(s)-4000:]
-	}
-	return s
+	return passed, failed
 }
 
 // TestAudit3MutWitnesses: every mutant really breaks its promise, and the
