@@ -77,13 +77,49 @@ func NewTimebase(c Clock) *Timebase {
 	}
 	tb := &Timebase{clock: c, gated: gated, steady: steady}
 	tb.hw.Store(math.MinInt64)
-	tb.anchorMs = c.NowMillis()
-	if tc, ok := c.(timeClock); ok {
-		tb.anchor = tc.Now()
-	} else {
-		tb.anchor = time.Now()
-	}
+	tb.anchor, tb.anchorMs = anchorOf(c)
 	return tb
+}
+
+// anchorOf returns the time.Time at which c's millisecond ms began and
+// ms, c's reading now, so that convert maps a time.Time to the
+// millisecond it falls in. An anchor inside its millisecond (a reading
+// with a fraction) would map every later t whose fraction is below the
+// anchor's one millisecond early: an At form given the clock's own Now
+// would act before the short form at the same instant (audit 50).
+//
+//   - A clock with Now (the fake clocks, the root package's adapter) tells
+//     the time of its reading, NowMillis being Now().UnixMilli(): the
+//     anchor is the start of that Unix millisecond, exact. A clock whose
+//     two readings straddle a tick or a concurrent move is read again; one
+//     whose scales differ (NowMillis not Now().UnixMilli()) keeps its Now
+//     as read, as it did before.
+//   - The default clock is the runtime's monotonic clock, which also
+//     carries time.Now()'s monotonic reading: the anchor is time.Now() less
+//     the fraction of a nanotime read just after it. The few ns between the
+//     two reads make a t within them before a millisecond's end convert
+//     one millisecond late, never early; a late t in the future is capped
+//     at the clock's reading (Millis).
+//   - Any other clock has no time.Time: the anchor is time.Now(), at an
+//     unknown fraction of the clock's millisecond.
+func anchorOf(c Clock) (time.Time, int64) {
+	switch c := c.(type) {
+	case timeClock:
+		var t time.Time
+		var ms int64
+		for range 4 {
+			t, ms = c.Now(), c.NowMillis()
+			if t.UnixMilli() == ms {
+				return t.Add(-time.Duration(t.Nanosecond() % 1e6)), ms
+			}
+		}
+		return t, ms
+	case systemClock:
+		t := time.Now()
+		ns := hw.Nanotime()
+		return t.Add(-time.Duration(ns % 1e6)), ns / 1e6
+	}
+	return time.Now(), c.NowMillis()
 }
 
 // NowMillis returns the clock's reading through the high-water mark. It
@@ -233,7 +269,11 @@ func (tb *Timebase) convert(t time.Time) int64 {
 		// Sub saturates past 292 years: count in ms on the wall clock.
 		return tb.anchorMs + (t.UnixMilli() - tb.anchor.UnixMilli())
 	}
-	return tb.anchorMs + d.Milliseconds()
+	ms := d.Milliseconds()
+	if d < 0 && d%time.Millisecond != 0 {
+		ms-- // floor: a t before the anchor is in the millisecond it falls in
+	}
+	return tb.anchorMs + ms
 }
 
 // Time returns the time.Time of reading ms (the inverse of Millis for
