@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"math/big"
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/law"
@@ -160,11 +161,16 @@ func kindName(d decay.Decay) string {
 
 // FalsePositiveRate is the probability that a cold key shares all L cells
 // with at least one of hotKeys concurrently hot keys, in a sketch of L
-// levels of m cells: (1 - (1 - 1/m)^hotKeys)^L. Under Min aggregation that
-// is the chance a cold key is scored like a hot one.
+// levels of m cells: (1 - (1 - 1/m)^hotKeys)^L (0 for no hot keys). Under
+// Min aggregation that is the chance a cold key is scored like a hot one.
+// It is the float64 rounding of the rate; SuggestLevels decides on the
+// rate itself.
 func FalsePositiveRate(levels, m uint32, hotKeys uint64) float64 {
 	if m == 0 {
 		return 1
+	}
+	if hotKeys == 0 {
+		return 0
 	}
 	perLevel := -math.Expm1(float64(hotKeys) * math.Log1p(-1/float64(m)))
 	return math.Pow(perLevel, float64(levels))
@@ -173,15 +179,41 @@ func FalsePositiveRate(levels, m uint32, hotKeys uint64) float64 {
 // SuggestLevels returns the smallest L in 1..MaxLevels whose
 // FalsePositiveRate for hotKeys hot keys in rows of m cells (0 means
 // DefaultCellsPerLevel) is at most target, and MaxLevels when none is.
-// Each level costs one cell access per operation.
+// Each level costs one cell access per operation. The rate is compared
+// as computed to 512 bits, not as its float64 rounding, so a target
+// equal to a level's rate (31/256 for 2 hot keys in 16 cells) is met by
+// that level (audit 50); no hot keys need one level.
 func SuggestLevels(m uint32, hotKeys uint64, target float64) uint32 {
 	if m == 0 {
 		m = DefaultCellsPerLevel
 	}
+	if math.IsNaN(target) {
+		return MaxLevels
+	}
+	const prec = 512
+	// miss = (1 - 1/m)^hotKeys, by squaring; perLevel = 1 - miss.
+	base := new(big.Float).SetPrec(prec).Quo(big.NewFloat(1).SetPrec(prec), new(big.Float).SetPrec(prec).SetUint64(uint64(m)))
+	base.Sub(big.NewFloat(1).SetPrec(prec), base)
+	miss := big.NewFloat(1).SetPrec(prec)
+	for h := hotKeys; h > 0; h >>= 1 {
+		if h&1 == 1 {
+			miss.Mul(miss, base)
+		}
+		base.Mul(base, base)
+	}
+	perLevel := new(big.Float).SetPrec(prec).Sub(big.NewFloat(1).SetPrec(prec), miss)
+	want := new(big.Float).SetPrec(prec)
+	if math.IsInf(target, 0) {
+		want.SetInf(target < 0)
+	} else {
+		want.SetFloat64(target)
+	}
+	rate := new(big.Float).SetPrec(prec).Set(perLevel)
 	for l := uint32(1); l < MaxLevels; l++ {
-		if FalsePositiveRate(l, m, hotKeys) <= target {
+		if rate.Cmp(want) <= 0 {
 			return l
 		}
+		rate.Mul(rate, perLevel)
 	}
 	return MaxLevels
 }
