@@ -6,9 +6,9 @@ import (
 	"time"
 )
 
-// handledWait bounds how long Tick waits for the rotator to report its
-// rotation; it returns earlier as soon as the rotation is done. Only a
-// FakeTicker that no rotator reads waits this long.
+// handledWait bounds how long Tick waits for a reader to take its tick:
+// only a FakeTicker that no rotator reads waits this long. Once taken,
+// Tick waits for the rotation however long it takes (audit 50).
 const handledWait = time.Second
 
 // FakeTicker is a grudge.Ticker that ticks only when Tick is called. Attach
@@ -45,9 +45,12 @@ func (t *FakeTicker) Stopped() bool { return t.stopped.Load() }
 
 // Tick delivers one tick, which makes the attached Rotator rotate once,
 // and returns when that rotation is done, so Rotations() read right after
-// sees it. Concurrent Ticks each rotate once. A tick that no rotator
-// takes within a second (none attached, or Close called) is dropped.
-// After Stop it does nothing.
+// sees it, however long the rotation takes (building a large generation
+// may take seconds). Concurrent Ticks each rotate once. A tick that no
+// rotator takes within a second (none attached, or Close called) is
+// dropped. A tick taken by a reader that is not a grudge Rotator, which
+// does not report its rotations, keeps Tick waiting until Stop. After
+// Stop it does nothing.
 func (t *FakeTicker) Tick() {
 	if t.stopped.Load() {
 		return
@@ -61,6 +64,7 @@ func (t *FakeTicker) Tick() {
 	case <-timer.C:
 		return // nobody reads the ticker
 	}
+	timer.Stop()
 	want := t.sent.Add(1)
 	for {
 		t.mu.Lock()
@@ -72,8 +76,6 @@ func (t *FakeTicker) Tick() {
 		select {
 		case <-wake:
 		case <-t.stop:
-			return
-		case <-timer.C:
 			return
 		}
 	}

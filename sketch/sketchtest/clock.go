@@ -1,6 +1,8 @@
 package sketchtest
 
 import (
+	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -15,8 +17,10 @@ import (
 // Advance(100 * time.Microsecond) move NowMillis by one, as a clock that
 // holds a time.Time would; Now carries the fraction too.
 type FakeClock struct {
-	ms  atomic.Int64 // current time in Unix milliseconds, carries included
-	sub atomic.Int64 // sum of the sub-millisecond parts of the Advances since the last Set, in ns
+	mu  sync.Mutex    // serializes the moves
+	seq atomic.Uint64 // odd while a move is under way: Now reads again
+	ms  atomic.Int64  // current time in Unix milliseconds, carries included
+	sub atomic.Int64  // sum of the sub-millisecond parts of the Advances since the last Set, in ns
 }
 
 // NewFakeClock returns a clock that reads 0 ms until moved.
@@ -26,9 +30,27 @@ func NewFakeClock() *FakeClock { return &FakeClock{} }
 func (c *FakeClock) NowMillis() int64 { return c.ms.Load() }
 
 // Now returns the current reading as a time.Time (no monotonic reading),
-// with the sub-millisecond fraction the Advances left.
+// with the sub-millisecond fraction the Advances left: a reading the
+// clock held, never a fraction of one move beside the milliseconds of
+// another.
 func (c *FakeClock) Now() time.Time {
-	return time.UnixMilli(c.ms.Load()).Add(time.Duration(floorMod(c.sub.Load(), 1e6)))
+	for {
+		s := c.seq.Load()
+		ms, sub := c.ms.Load(), c.sub.Load()
+		if s&1 == 0 && c.seq.Load() == s {
+			return time.UnixMilli(ms).Add(time.Duration(floorMod(sub, 1e6)))
+		}
+		runtime.Gosched()
+	}
+}
+
+// move runs f, which changes ms and sub, as one step for Now.
+func (c *FakeClock) move(f func()) {
+	c.mu.Lock()
+	c.seq.Add(1)
+	f()
+	c.seq.Add(1)
+	c.mu.Unlock()
 }
 
 // Advance moves the clock by d; a negative d moves it backwards, which
@@ -37,21 +59,25 @@ func (c *FakeClock) Now() time.Time {
 // millisecond the parts add up to moves NowMillis by one.
 func (c *FakeClock) Advance(d time.Duration) {
 	whole, rem := int64(d/time.Millisecond), int64(d%time.Millisecond)
-	carry := int64(0)
-	if rem != 0 {
-		n := c.sub.Add(rem)
-		carry = floorDiv(n, 1e6) - floorDiv(n-rem, 1e6)
-	}
-	c.ms.Add(whole + carry)
+	c.move(func() {
+		carry := int64(0)
+		if rem != 0 {
+			n := c.sub.Add(rem)
+			carry = floorDiv(n, 1e6) - floorDiv(n-rem, 1e6)
+		}
+		c.ms.Add(whole + carry)
+	})
 }
 
 // Set puts the clock at ms, with no sub-millisecond fraction.
-func (c *FakeClock) Set(ms int64) { c.sub.Store(0); c.ms.Store(ms) }
+func (c *FakeClock) Set(ms int64) { c.move(func() { c.sub.Store(0); c.ms.Store(ms) }) }
 
 // SetTime puts the clock at t, its sub-millisecond fraction included.
 func (c *FakeClock) SetTime(t time.Time) {
-	c.sub.Store(int64(t.Nanosecond() % 1e6))
-	c.ms.Store(t.UnixMilli())
+	c.move(func() {
+		c.sub.Store(int64(t.Nanosecond() % 1e6))
+		c.ms.Store(t.UnixMilli())
+	})
 }
 
 func floorDiv(a, b int64) int64 {
