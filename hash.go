@@ -11,7 +11,8 @@ import (
 // Hasher maps a key to 64 bits. Implementations must be safe for
 // concurrent use and must not retain or modify key. Level l of a key uses
 // the cell (h1 + l*h2) reduced to [0, M), h1 and h2 the low and high 32
-// bits of the hash, so a Hasher must mix all 64 bits.
+// bits of the hash (h2 forced odd, so that no key's levels share a step
+// of 0), so a Hasher must mix all 64 bits.
 type Hasher interface {
 	Hash64(key []byte) uint64
 }
