@@ -147,7 +147,9 @@ func (s *Sketch) UnmarshalBinary(data []byte) error { return s.e.UnmarshalBinary
 
 // WriteTo writes a checksummed snapshot of the sketch to w (io.WriterTo).
 // It may run concurrently with any operation: each cell is one atomic
-// load, the cells together are not an atomic snapshot.
+// load, the cells together are not an atomic snapshot. It fails if the
+// clock jumps over 2^24 ms (4.66 hours) during the encode and a cell is
+// written after the jump (docs/snapshots.md): take the snapshot again.
 func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.e.WriteTo(w) }
 
 // ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom), reading

@@ -16,9 +16,11 @@ import (
 // instant (written during the merge, or on a clock ahead of s's) cannot
 // be read at it: a positive score is read back to it by the law's inverse
 // (None, Exponential, Linear), at or above its value then for
-// non-negative deltas; a credit, or a custom law's score, is merged at its
-// own stamp's value with the merged cell stamped that far after s's
-// instant.
+// non-negative deltas, however far ahead; a credit, or a custom law's
+// score, is merged at its own stamp's value with the merged cell stamped
+// that far after s's instant, at most 2^24 ms (4.66 hours): a write made
+// during the merge on a clock that jumped further than that decays by
+// the excess.
 //
 // It refuses (a *SnapshotError matching ErrSnapshotMismatch, naming the
 // field) a sketch whose Levels, CellsPerLevel, decay law or parameter,
@@ -107,8 +109,16 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 	other.maintain(msO)
 	// No cell of other is older than its floor: reading it at an instant
 	// before the floor is reading every cell at age 0, and keeps each
-	// age computed below inside the 2^31 ms window.
-	msO = max(msO, other.sweep.floor.Load())
+	// age computed below inside the 2^31 ms window. The cells are then
+	// read raised ms after the common instant (other ahead of s by more
+	// than its cells' history, a replica created since), a lead every
+	// cell carries as one written after it does (audit 49: other 9.3 h
+	// ahead, created at its write, merged 50 as 35.7 at the write's
+	// instant).
+	raised := int64(0)
+	if f := other.sweep.floor.Load(); msO < f {
+		raised, msO = f-msO, f
+	}
 	nowS, nowO := s.stamp(msS), other.stamp(msO)
 	linear := s.rules.Kind() != law.KindNone && s.rules.Kind() != law.KindExponential
 	for l := range int(s.levels) {
@@ -121,15 +131,18 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			// value at that later stamp, which may be below its value at
 			// nowO (it decayed since). For a positive score of a law
 			// with an inverse (None, Exponential, Linear), b is read back
-			// to nowO by it (undecay): at or above the value then, for
-			// non-negative deltas, and exactly the union's from the
+			// to nowO by it (law.Undecay), over the whole lead however
+			// far the clock moved (audit 49): at or above the value then,
+			// for non-negative deltas, and exactly the union's from the
 			// stamp on under None and Exponential (audit 37). Otherwise
-			// the merged cell is stamped as far after nowS, so b does
-			// not decay before it was written (s's own value then
-			// decays late: the safe side for writes during the merge).
-			ahead := uint32(min(atom.Elapsed(nowO, wo.Stamp()), maxAhead))
-			if ahead > 0 && b > 0 {
-				if up, ok := law.Undecay(s.cfg.Decay, b, int64(ahead)); ok {
+			// the merged cell is stamped as far after nowS, at most
+			// maxAhead, so b does not decay before it was written (s's
+			// own value then decays late: the safe side for writes during
+			// the merge).
+			lead := atom.Elapsed(nowO, wo.Stamp()) + raised
+			ahead := uint32(min(lead, maxAhead))
+			if lead > 0 && b > 0 {
+				if up, ok := law.Undecay(s.cfg.Decay, b, lead); ok {
 					b, ahead = up, 0
 				}
 			}

@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"time"
 
 	"github.com/lfgrudge/grudge/internal/atom"
 	"github.com/lfgrudge/grudge/internal/law"
@@ -24,7 +25,10 @@ import (
 
 // maxAhead bounds how far after the snapshot instant a restored cell may
 // be stamped (a cell written during the encode, a few ms at most; a forged
-// record cannot stop a cell's decay for longer).
+// record cannot stop a cell's decay for longer). WriteTo fails rather
+// than write a cell stamped further ahead (the clock jumped hours during
+// the encode): the restore would cap its lead and decay it before it was
+// written (audit 49).
 const maxAhead = int64(1) << 24
 
 // Snapshot format constants.
@@ -122,7 +126,7 @@ func (s *Sketch) header(atWall int64) snapHeader {
 	k, p := law.Params(s.cfg.Decay)
 	return snapHeader{
 		version: SnapshotVersion, kind: SnapshotKindSketch,
-		decayKind: uint8(k), agg: uint8(s.agg), hashKind: hashKindOf(s.hasher),
+		decayKind: uint8(k), agg: s.aggByte(), hashKind: hashKindOf(s.hasher),
 		levels: s.levels, m: s.m,
 		param: p, lo: s.cfg.Lo, hi: s.cfg.Hi,
 		seed: s.cfg.Seed, fingerprint: s.hasher.Sum64String(snapProbe),
@@ -211,7 +215,7 @@ func (h *snapHeader) check(mine *snapHeader, what string) error {
 	case !f64(h.hi, mine.hi):
 		return mismatch(what, "Hi", h.hi, mine.hi)
 	case h.agg != mine.agg:
-		return mismatch(what, "Aggregator", Aggregator(h.agg), Aggregator(mine.agg))
+		return mismatch(what, "Aggregator", aggName(h.agg), aggName(mine.agg))
 	case h.hashKind != mine.hashKind:
 		return mismatch(what, "Hasher", hashKindName(h.hashKind), hashKindName(mine.hashKind))
 	case h.seed != mine.seed:
@@ -237,6 +241,34 @@ func hashKindName(k uint8) string {
 // SnapshotSize returns the exact length in bytes of s's snapshot.
 func (s *Sketch) SnapshotSize() int64 {
 	return snapHeaderSize + int64(s.levels)*int64(s.m)*snapCellSize + snapCRCSize
+}
+
+// aggCustom is the header's aggregator byte of a sketch with
+// Config.AggregateFunc, which replaces the built-in Aggregator: it is
+// only checked to be custom on both sides, as a custom decay law is.
+const aggCustom = 255
+
+// aggByte is s's aggregator byte in a header.
+func (s *Sketch) aggByte() uint8 {
+	if s.aggFunc != nil {
+		return aggCustom
+	}
+	return uint8(s.agg)
+}
+
+// aggName names a header's aggregator byte in a mismatch.
+func aggName(b uint8) string {
+	if b == aggCustom {
+		return "custom (AggregateFunc)"
+	}
+	return Aggregator(b).String()
+}
+
+// jumped is WriteTo's error for a cell stamped lead ms after the
+// snapshot instant, beyond what a snapshot can state.
+func jumped(lead int64) error {
+	return fmt.Errorf("sketch: the clock moved %v past the snapshot instant during the encode and a cell was written after that (at most %v can be stated); take the snapshot again",
+		time.Duration(min(lead, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, time.Duration(maxAhead)*time.Millisecond)
 }
 
 // MarshalBinary returns a snapshot of s (encoding.BinaryMarshaler). It is
@@ -267,7 +299,11 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // T); an update in flight may be included at some of its L cells and not
 // others, which under Min aggregation can only lower that key's estimate
 // to what it was before the update, never below. A TryUpdate is likewise
-// included or not per cell.
+// included or not per cell. If the clock jumps more than 2^24 ms (4.66
+// hours) during the encode and a cell is written or re-stamped after
+// that jump, WriteTo fails with an error saying so: such a cell cannot be
+// restored at its stamp, and a snapshot restored below the truth is
+// worse than none. Take it again.
 func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 	ms := s.nowMillis()
 	s.maintain(ms) // after it, ms - floor < 2^31: every age fits 32 bits
@@ -303,7 +339,10 @@ func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 			// age: it is restored stamped that far after T, so it does
 			// not decay before it was written (stated at age 0 it lost
 			// its earlier mass's decay over the gap twice).
-			age = min(max(age, math.MinInt32+1), math.MaxInt32)
+			if age < -maxAhead {
+				return total, jumped(-age)
+			}
+			age = min(age, math.MaxInt32)
 			le.PutUint32(buf[pos:], uint32(c>>32))
 			le.PutUint32(buf[pos+4:], uint32(int32(age)))
 			pos += snapCellSize
@@ -313,6 +352,13 @@ func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 				}
 			}
 		}
+	}
+	// Every stamp read is below low + 2^31 (low as it is now, after the
+	// last load) and at or after floor: the conversion above was exact
+	// if that span is within 2^32 ms, which only an urgent re-base past
+	// a clock jump of over 24.8 days during the encode breaks.
+	if lead := s.low.Load() - floor; lead > horizonWindow {
+		return total, jumped(lead)
 	}
 	if pos > 0 {
 		if err := flush(); err != nil {
@@ -330,8 +376,8 @@ func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
 // CellsPerLevel, decay law and parameter, Lo, Hi, Aggregator, hasher kind,
 // Seed and hasher fingerprint (the hash of a fixed probe key, so custom
 // hashers are checked too, as far as one probe can). A custom decay law
-// is only checked to be custom on both sides: its parameters cannot be
-// verified. The checksum and length are verified before any cell is
+// and a custom AggregateFunc are only checked to be custom on both sides:
+// their parameters cannot be verified. The checksum and length are verified before any cell is
 // touched; a refused snapshot leaves s unchanged, except for a
 // well-checksummed snapshot holding an invalid score, which leaves s
 // reset (empty).
