@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -93,13 +94,29 @@ func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (
 	for _, o := range opts {
 		o(s)
 	}
-	if stray, err := filepath.Glob(path + ".tmp-*"); err == nil {
-		for _, f := range stray {
-			os.Remove(f)
-		}
-	}
+	removeStrays(path)
 	go s.loop()
 	return s, nil
+}
+
+// removeStrays removes path's stray temporary files (path + ".tmp-*",
+// what a crash in the middle of WriteFile leaves), matched by name: not
+// a glob of path, whose metacharacters ("state[1].snap") would match
+// another path's files and miss its own (audit 49).
+func removeStrays(path string) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.Name(), base+".tmp-") && !e.IsDir() {
+			os.Remove(filepath.Join(dir, e.Name()))
+		}
+	}
 }
 
 func (s *Saver) loop() {
