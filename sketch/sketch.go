@@ -120,9 +120,12 @@ func (s *Sketch) Reset() { s.e.Reset() }
 // positive score) raises every cell by rate x overlap so that no key
 // reads below the union of both streams; other laws ignore it. overlap
 // is optional: Merge(other) is Merge(other, 0), and more than one
-// panics. It refuses (ErrSnapshotMismatch) a sketch of another
-// configuration, or s itself.
+// panics, as does a nil other. It refuses (ErrSnapshotMismatch) a sketch
+// of another configuration, or s itself.
 func (s *Sketch) Merge(other *Sketch, overlap ...time.Duration) error {
+	if other == nil {
+		panic("sketch: Merge of a nil *Sketch")
+	}
 	var d time.Duration
 	switch len(overlap) {
 	case 0:
