@@ -82,7 +82,8 @@ func (m *Multi) AllowN(t time.Time, key string, n int) bool {
 //
 // The Decision is the conjunction of the windows': Remaining is the
 // least, ResetAfter and NextAfter the time when the window(s) holding
-// that least have grown, RetryAfter (on a denial) the time when every
+// that least have grown (NextAfter 0 when one of them is full: the least
+// then never grows), RetryAfter (on a denial) the time when every
 // window admits the request, so a retry at t+RetryAfter is admitted by
 // all of them (if nothing else happens to the keys) and one 1 ms earlier
 // is not; Never if n exceeds any window's burst. Limit and Burst are
@@ -243,7 +244,9 @@ func (l *Limiter) state(p *params, t time.Time, key string, n int) Decision {
 // combine returns the Remaining, ResetAfter and NextAfter of two windows'
 // Decisions taken together: the least Remaining; the later ResetAfter
 // (both full); and the time the least Remaining grows: the later
-// NextAfter of the windows that hold it.
+// NextAfter of the windows that hold it, or 0 if one of them is full
+// (NextAfter 0): that least never grows, and a next token promised by
+// the other window would be false (audit 52).
 func combine(a, b Decision) (int, time.Duration, time.Duration) {
 	reset := max(a.ResetAfter, b.ResetAfter)
 	switch {
@@ -251,6 +254,8 @@ func combine(a, b Decision) (int, time.Duration, time.Duration) {
 		return a.Remaining, reset, a.NextAfter
 	case b.Remaining < a.Remaining:
 		return b.Remaining, reset, b.NextAfter
+	case a.NextAfter == 0 || b.NextAfter == 0:
+		return a.Remaining, reset, 0
 	}
 	return a.Remaining, reset, max(a.NextAfter, b.NextAfter)
 }
