@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 
+	"github.com/lfgrudge/grudge/internal/atom"
 	"github.com/lfgrudge/grudge/internal/common"
 )
 
@@ -56,7 +57,7 @@ func (m *Multi) DecideContext(_ context.Context, key string, n int) (Decision, e
 	return m.DecideKeys(m.ls[0].Now(), n, key), nil
 }
 
-func init() { common.PolicyRefills = policyRefills }
+func init() { common.RegisterRefills(policyRefills) }
 
 // policyRefills is common.PolicyRefills for this package's limiters.
 func policyRefills(x any) []common.Refill {
@@ -83,16 +84,23 @@ func policyRefills(x any) []common.Refill {
 
 // refill is how long an empty key takes to get p's whole burst back, as
 // ResetAfter counts a full burst's debt: whole ms, rounded up (a quotient
-// within 1e-9 of a whole ms is that ms: the float division of an exact
-// policy's units). 0 without an engine (Inf) or a burst. It comes with
-// p's rate and burst.
+// within 4 ulps of a whole ms is that ms: the float division of an exact
+// policy's units; a relative 1e-9 rounded long windows down, audit 52). The count-min stores that debt in a float32 cell,
+// rounded up: above 2^24 units that is more than the burst, and the
+// refill is the rounded debt's (audit 52: Every(3s) x 999999 announced
+// 0.2 s less than a full burst took to come back). 0 without an engine
+// (Inf) or a burst. It comes with p's rate and burst.
 func (l *Limiter) refill(p *params) common.Refill {
 	r := common.Refill{Limit: float64(p.limit), Burst: p.burst}
 	if l.none() || p.burst <= 0 {
 		return r
 	}
-	ms := p.burstU / l.drain
-	if m := math.Round(ms); math.Abs(ms-m) <= 1e-9*m {
+	debt := p.burstU
+	if l.b == nil {
+		debt = float64(atom.RoundUp(debt))
+	}
+	ms := debt / l.drain
+	if m := math.Round(ms); math.Abs(ms-m) <= 0x1p-50*m {
 		ms = m
 	}
 	r.Refill = l.ms(math.Ceil(ms))

@@ -74,13 +74,14 @@ func policyField(quotedName string, p limit.Policy, refill time.Duration) string
 // windowSeconds is ceil(burst/rate), or of refill (the limiter's own,
 // 0 when it does not say) when that is longer, in whole seconds, in [1,
 // maxSFInteger], computed in float64 seconds (a Duration overflows past
-// 292 years). A quotient within a relative 1e-9 of a whole number is that
+// 292 years). A quotient within 4 ulps of a whole number is that
 // number: a rate the limiter holds exactly (Every(140ms), burst 50: 7 s)
 // comes out of the division a few ulps above it, and would otherwise
-// announce a second too many.
+// announce a second too many. (A relative 1e-9 rounded windows of 5e8 s
+// and more down by up to a second: audit 52.)
 func windowSeconds(p limit.Policy, refill time.Duration) int64 {
 	w := float64(p.Burst) / float64(p.Limit)
-	if r := math.Round(w); math.Abs(w-r) <= 1e-9*r {
+	if r := math.Round(w); math.Abs(w-r) <= 0x1p-50*r {
 		w = r
 	}
 	// The refill as the limiter holds the policy, when it says: an
