@@ -90,12 +90,16 @@ func isInf(l limit.Limit) bool { return l == limit.Inf || math.IsInf(float64(l),
 type announced struct {
 	pols  []limit.Policy
 	value string // "" when every policy is Inf
+	// torn: a refill the limiter reported was for another policy than
+	// the one read (SetLimit or SetBurst between the two reads), so the
+	// value may lack it; such a value is not cached.
+	torn bool
 }
 
 // announcedFor builds the RateLimit-Policy value of pols, the limiter's
 // policies in order.
 func announcedFor(pols []limit.Policy, refills []common.Refill) *announced {
-	a := &announced{pols: pols}
+	a := &announced{pols: pols, torn: refills != nil && len(refills) != len(pols)}
 	for i, p := range pols {
 		if isInf(p.Limit) {
 			continue
@@ -106,8 +110,12 @@ func announcedFor(pols []limit.Policy, refills []common.Refill) *announced {
 		var refill time.Duration
 		// Only a refill read for this very policy (SetLimit or SetBurst
 		// may have changed it between the two reads).
-		if len(refills) == len(pols) && refills[i].Burst == p.Burst && refills[i].Limit == float64(p.Limit) {
-			refill = refills[i].Refill
+		if len(refills) == len(pols) {
+			if refills[i].Burst == p.Burst && refills[i].Limit == float64(p.Limit) {
+				refill = refills[i].Refill
+			} else {
+				a.torn = true
+			}
 		}
 		a.value += policyField(sfString(p.Name), p, refill)
 	}
@@ -115,11 +123,8 @@ func announcedFor(pols []limit.Policy, refills []common.Refill) *announced {
 }
 
 // refillsOf returns how long l refills each of its policies, when l is
-// one of package limit's limiters (nil otherwise).
+// one of package limit's limiters or the redis module's (nil otherwise).
 func refillsOf(l Limiter) []common.Refill {
-	if common.PolicyRefills == nil {
-		return nil
-	}
 	return common.PolicyRefills(l)
 }
 
@@ -133,8 +138,18 @@ func (m *Middleware) policyValue() string {
 	a := m.announce.Load()
 	pols := m.l.Policies()
 	if !slices.Equal(pols, a.pols) {
-		a = announcedFor(pols, refillsOf(m.l))
-		m.announce.Store(a)
+		// The policies and their refills are two reads: a SetLimit or
+		// SetBurst between them tears the pair. Read both again (a few
+		// times), and cache only a value built from a matching pair
+		// (audit 52: a torn pair announced a w without the refill, 10 s
+		// short, and could stay cached).
+		for range 4 {
+			if a = announcedFor(pols, refillsOf(m.l)); !a.torn {
+				m.announce.Store(a)
+				break
+			}
+			pols = m.l.Policies()
+		}
 	}
 	return a.value
 }
