@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/limit"
 )
 
@@ -35,6 +37,33 @@ func (l *Limiter) Policies() []limit.Policy {
 		return nil
 	}
 	return []limit.Policy{{Name: l.sk.cfg.Name, Limit: limit.Limit(l.limit.Rate), Burst: wholeTokens(l.limit.Burst)}}
+}
+
+func init() { common.RegisterRefills(limiterRefills) }
+
+// limiterRefills is common.PolicyRefills for a *Limiter (nil for
+// anything else): httplimit announces RateLimit-Policy's w from it.
+func limiterRefills(x any) []common.Refill {
+	if l, ok := x.(*Limiter); ok && l != nil && l.sk != nil {
+		return []common.Refill{l.refill()}
+	}
+	return nil
+}
+
+// refill is how long an empty key takes to get Burst back as the server
+// holds it: the full burst's debt as a cell stores it (a float32 rounded
+// up: more than Burst above 2^24 tokens), drained at the rate, rounded up
+// to the ms, plus the slack the server adds to a wait its rebases may
+// meet unless the debt counts exact units (sketch.lua's rebaseSlack,
+// bounded by rebaseSlackBound). It comes with Policies' rate and burst.
+// Burst/Rate alone was short (audit 52: 0.3/s x 30000001 announced a w
+// 2.7 s before a full burst was back).
+func (l *Limiter) refill() common.Refill {
+	ms := math.Ceil(float64(atom.RoundUp(l.burstU)) / l.rateU * 1000)
+	if !l.exactU {
+		ms += float64(rebaseSlackBound(int64(ms), l.sk.rebaseAt))
+	}
+	return common.Refill{Limit: l.limit.Rate, Burst: wholeTokens(l.limit.Burst), Refill: msDuration(int64(ms))}
 }
 
 // wholeTokens returns floor(x) as an int, within [0, 2^53].

@@ -157,6 +157,8 @@ type Limiter struct {
 	limit    Limit
 	unit     float64 // units per token (1: tokens): the sketch's Hi is Burst x unit
 	burstU   float64 // Burst x unit
+	rateU    float64 // units drained per second
+	exactU   bool    // exact units: every stored debt a whole number of units below 2^24
 	policy   Policy
 	cache    *denyCache     // nil: no deny cache
 	precheck bool           // feed cache on admissions too
@@ -240,7 +242,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt}
+	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, rateU: rateU, exactU: exactU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt}
 	if cfg.DenyCacheCells > 0 {
 		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Seed, l.lt, func() int64 { return sk.rebaseAt }); err != nil {
 			return bad("deny cache: %v", err)

@@ -57,7 +57,8 @@
 // For a token bucket, q (quota) is the burst, w (window, seconds) the
 // time to refill it from empty as the limiter holds it (ceil(burst/rate)
 // for an exact policy, a little more for an inexact one of package
-// limit; ceil(burst/rate) for other limiters), at least 1 (a policy of burst 0 announces w=1); r
+// limit or of the redis module's Limiter; ceil(burst/rate) for other
+// limiters), at least 1 (a policy of burst 0 announces w=1); r
 // (remaining) is the Decision's Remaining (q and r above the 15 digits
 // a Structured Field Integer holds are announced as 999999999999999) and t, the seconds until more quota is available,
 // its NextAfter (the next whole token) rounded up, left out when the
