@@ -120,19 +120,37 @@ func remoteAddr(s string) (netip.Addr, error) {
 }
 
 // forwardedFor returns the n-th address from the right of the
-// comma-separated X-Forwarded-For lines (in order), n >= 1.
+// comma-separated X-Forwarded-For lines (in order), n >= 1. It scans from
+// the right and allocates nothing on success, whatever the header's size
+// (splitting every line allocated about 32 bytes an entry: 33.5 MB for a
+// 1 MiB header of commas, audit 52).
 func forwardedFor(lines []string, n int) (netip.Addr, error) {
-	var parts []string
+	left := n
+	for i := len(lines) - 1; i >= 0; i-- {
+		l := lines[i]
+		for {
+			j := strings.LastIndexByte(l, ',')
+			if left--; left == 0 {
+				return forwardedEntry(strings.TrimSpace(l[j+1:]))
+			}
+			if j < 0 {
+				break
+			}
+			l = l[:j]
+		}
+	}
+	entries := 0
 	for _, l := range lines {
-		parts = append(parts, strings.Split(l, ",")...)
+		entries += strings.Count(l, ",") + 1
 	}
-	if len(parts) < n {
-		return netip.Addr{}, fmt.Errorf("%w: %d entries, fewer than the %d trusted proxies", ErrForwardedFor, len(parts), n)
-	}
-	s := strings.TrimSpace(parts[len(parts)-n])
+	return netip.Addr{}, fmt.Errorf("%w: %d entries, fewer than the %d trusted proxies", ErrForwardedFor, entries, n)
+}
+
+// forwardedEntry parses one X-Forwarded-For entry: an address, or an
+// address with a port (some proxies append host:port).
+func forwardedEntry(s string) (netip.Addr, error) {
 	a, err := netip.ParseAddr(s)
 	if err != nil {
-		// Some proxies append host:port.
 		if ap, err2 := netip.ParseAddrPort(s); err2 == nil {
 			return ap.Addr(), nil
 		}
