@@ -72,7 +72,13 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // MaxDebt is never given back (either engine), nor is any under the
 // count-min's conservative update (WithConservativeUpdate: a
 // conservative cell holds the largest of its keys' debts, so the key's
-// own debit cannot be told apart in it). x/time/rate's CancelAt
+// own debit cannot be told apart in it), nor, on the count-min, one
+// cancelled once the limiter's time has moved 2^31 ms (24.8 days) or more
+// past the reservation's (any call moves it, Delay and calls on other
+// keys included): its cells' 32-bit stamps could no longer be put back
+// inside the sketch's time window, so the debit stays (only debts that
+// outlast 24.8 days meet this: Every(24h) with a burst of 25 or more, a
+// monthly quota). x/time/rate's CancelAt
 // restores the tokens no later reservation has used; docs/readings.md
 // compares the two. Cancel a reservation only when its request did not
 // act: after its act time Cancel still gives the tokens back (the undo
@@ -199,8 +205,9 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // matches context.DeadlineExceeded, or past MaxDebt), having debited
 // nothing; or ctx.Err() when the context ends during the wait, after
 // cancelling the reservation (Cancel's rule: all of it back unless another
-// request touched the key's cells since, in which case it stays, on the
-// safe side). It reads and waits on the limiter's clock (WithClock). It
+// request touched the key's cells since, or, on the count-min, the wait
+// began 24.8 days or more of the limiter's time before, in which cases it
+// stays, on the safe side). It reads and waits on the limiter's clock (WithClock). It
 // panics if n <= 0.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	if l.tb == nil {
