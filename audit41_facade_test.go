@@ -104,10 +104,10 @@ func TestAudit41FacadeSuggestLevels(t *testing.T) {
 	for _, m := range []uint32{1, 2, 10, 1000, 100_000, 1 << 30} {
 		for _, h := range []uint32{1, 10, 1000, 1e6, math.MaxUint32} {
 			for _, p := range []float64{1e-12, 1e-6, 0.001, 0.01, 0.1, 0.5, 0.999} {
-				got := grudge.SuggestLevels(h, m, p)
-				got2, err := grudge.SuggestLevelsChecked(h, m, p)
+				got := suggested(grudge.SuggestLevels(h, m, p))
+				got2, err := grudge.SuggestLevels(h, m, p)
 				if err != nil || got2 != got {
-					t.Fatalf("SuggestLevelsChecked(%d, %d, %v) = %d, %v; SuggestLevels %d", h, m, p, got2, err, got)
+					t.Fatalf("SuggestLevels(%d, %d, %v) = %d, %v; SuggestLevels %d", h, m, p, got2, err, got)
 				}
 				want := uint32(8)
 				for l := uint32(1); l <= 8; l++ {
@@ -132,11 +132,11 @@ func TestAudit41FacadeSuggestLevels(t *testing.T) {
 		arg  string
 	}{{0, 10, 0.1, "hotKeys"}, {10, 0, 0.1, "cellsPerLevel"}, {10, 10, 0, "targetP"}, {10, 10, 1, "targetP"},
 		{10, 10, math.NaN(), "targetP"}, {10, 10, -0.5, "targetP"}, {10, 10, math.Inf(1), "targetP"}} {
-		if got := grudge.SuggestLevels(c.h, c.m, c.p); got != 0 {
+		if got := suggested(grudge.SuggestLevels(c.h, c.m, c.p)); got != 0 {
 			t.Errorf("SuggestLevels(%d, %d, %v) = %d, want 0", c.h, c.m, c.p, got)
 		}
-		if _, err := grudge.SuggestLevelsChecked(c.h, c.m, c.p); err == nil || !strings.Contains(err.Error(), c.arg) {
-			t.Errorf("SuggestLevelsChecked(%d, %d, %v): %v, want an error naming %s", c.h, c.m, c.p, err, c.arg)
+		if _, err := grudge.SuggestLevels(c.h, c.m, c.p); err == nil || !strings.Contains(err.Error(), c.arg) {
+			t.Errorf("SuggestLevels(%d, %d, %v): %v, want an error naming %s", c.h, c.m, c.p, err, c.arg)
 		}
 	}
 	t.Logf("%d inputs", n)
@@ -339,7 +339,7 @@ func TestAudit41SketchSuggestLevels(t *testing.T) {
 	}
 	for _, h := range []uint32{1, 100, 10000} {
 		for _, p := range []float64{1e-9, 1e-3, 0.2} {
-			if a, b := sketch.SuggestLevels(h, 4096, p), grudge.SuggestLevels(h, 4096, p); a != b {
+			if a, b := sketch.SuggestLevels(h, 4096, p), suggested(grudge.SuggestLevels(h, 4096, p)); a != b {
 				t.Errorf("SuggestLevels(%d, 4096, %v): sketch %d, grudge %d", h, p, a, b)
 			}
 		}

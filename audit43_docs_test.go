@@ -120,7 +120,7 @@ func TestAudit43RotatorConfigDocs(t *testing.T) {
 }
 
 // root doc.go and migrating.md: SuggestLevels at most 8, 0 for degenerate
-// inputs; SuggestLevelsChecked's errors start "grudge: "; New's errors are
+// inputs; SuggestLevels's errors start "grudge: "; New's errors are
 // the core's, prefixed, matching ErrInvalidConfig; the zero Config's
 // message says to set Hi; Levels at most 8.
 func TestAudit43RootConfigDocs(t *testing.T) {
@@ -128,19 +128,19 @@ func TestAudit43RootConfigDocs(t *testing.T) {
 		h, m uint32
 		p    float64
 	}{{0, 100, 0.01}, {10, 0, 0.01}, {10, 100, math.NaN()}, {10, 100, 0}, {10, 100, 1}, {10, 100, -1}} {
-		if got := grudge.SuggestLevels(c.h, c.m, c.p); got != 0 {
+		if got := suggested(grudge.SuggestLevels(c.h, c.m, c.p)); got != 0 {
 			t.Errorf("SuggestLevels(%v) = %d, doc: 0", c, got)
 		}
-		_, err := grudge.SuggestLevelsChecked(c.h, c.m, c.p)
+		_, err := grudge.SuggestLevels(c.h, c.m, c.p)
 		if err == nil || !strings.HasPrefix(err.Error(), "grudge: ") {
-			t.Errorf("SuggestLevelsChecked(%v) err %v, doc: starts grudge: ", c, err)
+			t.Errorf("SuggestLevels(%v) err %v, doc: starts grudge: ", c, err)
 		}
 	}
-	if got := grudge.SuggestLevels(1_000_000, 1000, 1e-9); got != 8 {
+	if got := suggested(grudge.SuggestLevels(1_000_000, 1000, 1e-9)); got != 8 {
 		t.Errorf("unreachable target: %d, doc: 8", got)
 	}
 	// (1-(1-1/M)^H)^L <= p: H=1000, M=100000: q ~ 0.00995; L=2 gives 9.9e-5
-	if got := grudge.SuggestLevels(1000, 100000, 1e-4); got != 2 {
+	if got := suggested(grudge.SuggestLevels(1000, 100000, 1e-4)); got != 2 {
 		t.Errorf("SuggestLevels(1000, 100000, 1e-4) = %d, formula gives 2", got)
 	}
 	_, err := grudge.New(grudge.Config{})

@@ -48,7 +48,7 @@ func TestAudit50FixedSuggestLevelsExactBoundary(t *testing.T) {
 				if naive != f {
 					continue // only the inputs where float64 evaluation is exact
 				}
-				if got := grudge.SuggestLevels(h, m, f); got != L {
+				if got := suggested(grudge.SuggestLevels(h, m, f)); got != L {
 					bad++
 					if bad <= 5 {
 						t.Errorf("SuggestLevels(hotKeys=%d, cells=%d, targetP=%v): got %d, want %d: (1-(1-1/M)^H)^%d is exactly %v, which is at most targetP (suggest.go: \"the smallest number of levels L ... whose false-positive probability ... is at most targetP\")",
@@ -103,12 +103,12 @@ func TestAudit50SuggestLevelsGridAwayFromBoundary(t *testing.T) {
 					continue
 				}
 				checked++
-				if got := grudge.SuggestLevels(h, m, p); got != want {
+				if got := suggested(grudge.SuggestLevels(h, m, p)); got != want {
 					t.Errorf("SuggestLevels(%d, %d, %v) = %d, want %d", h, m, p, got, want)
 				}
-				got, err := grudge.SuggestLevelsChecked(h, m, p)
+				got, err := grudge.SuggestLevels(h, m, p)
 				if err != nil || got != want {
-					t.Errorf("SuggestLevelsChecked(%d, %d, %v) = %d, %v; want %d, nil", h, m, p, got, err, want)
+					t.Errorf("SuggestLevels(%d, %d, %v) = %d, %v; want %d, nil", h, m, p, got, err, want)
 				}
 				if s := sketch.SuggestLevels(h, m, p); s != want {
 					t.Errorf("sketch.SuggestLevels(%d, %d, %v) = %d, want %d", h, m, p, s, want)
@@ -124,11 +124,11 @@ func TestAudit50SuggestLevelsGridAwayFromBoundary(t *testing.T) {
 		h, m uint32
 		p    float64
 	}{{0, 10, 0.1}, {10, 0, 0.1}, {10, 10, 0}, {10, 10, 1}, {10, 10, -0.5}, {10, 10, 2}, {10, 10, math.NaN()}, {10, 10, math.Inf(1)}, {10, 10, math.Inf(-1)}} {
-		if got := grudge.SuggestLevels(c.h, c.m, c.p); got != 0 {
+		if got := suggested(grudge.SuggestLevels(c.h, c.m, c.p)); got != 0 {
 			t.Errorf("SuggestLevels(%d, %d, %v) = %d, want 0", c.h, c.m, c.p, got)
 		}
-		if got, err := grudge.SuggestLevelsChecked(c.h, c.m, c.p); got != 0 || err == nil {
-			t.Errorf("SuggestLevelsChecked(%d, %d, %v) = %d, %v; want 0 and an error", c.h, c.m, c.p, got, err)
+		if got, err := grudge.SuggestLevels(c.h, c.m, c.p); got != 0 || err == nil {
+			t.Errorf("SuggestLevels(%d, %d, %v) = %d, %v; want 0 and an error", c.h, c.m, c.p, got, err)
 		}
 	}
 }

@@ -50,14 +50,14 @@
 //     rotates once per tick, from one goroutine that Close stops.
 //   - Each Sketch (each generation) draws a random hash seed; Config has no
 //     Seed, as in grudge. Use package sketch for a fixed Seed.
-//   - Levels is at most 8; SuggestLevels answers at most 8 and returns 0
-//     for degenerate inputs (SuggestLevelsChecked reports why).
+//   - Levels is at most 8; SuggestLevels answers at most 8 and refuses
+//     degenerate inputs with an error.
 //   - The Ticker interface is C() <-chan time.Time and Stop(), what
 //     *time.Ticker offers; Close stops it. grudgetest.FakeTicker.Tick
 //     returns once its rotation is visible.
 //   - New's and NewRotator's errors are the core's (prefix "sketch: " or
 //     "rotator: "), naming the field and the value, and match
-//     ErrInvalidConfig; SuggestLevelsChecked's start "grudge: ".
+//     ErrInvalidConfig; SuggestLevels' start "grudge: ".
 //
 // Native returns the lock-free type underneath, whose API adds string
 // keys and time.Time twins (UpdateAt(t, key, delta), ...).

@@ -51,9 +51,8 @@ func Example() {
 // SuggestLevels sizes L from the false-positive formula.
 func ExampleSuggestLevels() {
 	fmt.Println(grudge.SuggestLevels(1000, 100_000, 1e-8))
-	_, err := grudge.SuggestLevelsChecked(1000, 0, 1e-8)
-	fmt.Println(err)
+	fmt.Println(grudge.SuggestLevels(1000, 0, 1e-8))
 	// Output:
-	// 4
-	// grudge: SuggestLevels: cellsPerLevel must be > 0; got 0
+	// 4 <nil>
+	// 0 grudge: SuggestLevels: cellsPerLevel must be > 0; got 0
 }

@@ -11,21 +11,10 @@ import (
 // false-positive probability (1 - (1 - 1/M)^H)^L, for H = hotKeys
 // concurrently hot keys in levels of M = cellsPerLevel cells, is at most
 // targetP; 8 when no L up to 8 reaches it (this sketch allows at most 8).
-// Its signature is grudge's. Degenerate inputs (hotKeys or cellsPerLevel 0,
-// targetP NaN or outside (0, 1)) have no answer: it returns 0 for them
-// (which Config reads as the default, 4); SuggestLevelsChecked reports
-// them as an error.
-func SuggestLevels(hotKeys, cellsPerLevel uint32, targetP float64) uint32 {
-	l, err := SuggestLevelsChecked(hotKeys, cellsPerLevel, targetP)
-	if err != nil {
-		return 0
-	}
-	return l
-}
-
-// SuggestLevelsChecked is SuggestLevels that refuses degenerate inputs
-// with an error naming the argument and its value.
-func SuggestLevelsChecked(hotKeys, cellsPerLevel uint32, targetP float64) (uint32, error) {
+// Degenerate inputs have no answer and are refused with an error naming
+// the argument and its value (prefix "grudge: "): hotKeys or
+// cellsPerLevel 0, targetP NaN or outside (0, 1).
+func SuggestLevels(hotKeys, cellsPerLevel uint32, targetP float64) (uint32, error) {
 	switch {
 	case hotKeys == 0:
 		return 0, fmt.Errorf("grudge: SuggestLevels: hotKeys must be > 0; got 0")

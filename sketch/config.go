@@ -78,10 +78,10 @@ func engineHasher(f HasherFactory) core.HasherFactory {
 // none is. The rate is the chance that a cold key shares all L cells with
 // at least one hot key, (1 - (1 - 1/M)^hotKeys)^L for M = cellsPerLevel:
 // under Min aggregation, the chance it is scored like a hot one. Each
-// level costs one cell access per operation. The signature is grudge's,
-// as the root package's SuggestLevels has it (hot keys first); that one
-// also refuses degenerate inputs (SuggestLevelsChecked), while here no
-// hot keys need one level and a NaN target MaxLevels.
+// level costs one cell access per operation. Its arguments are the root
+// package's SuggestLevels' (hot keys first); that one refuses degenerate
+// inputs with an error (its second result), while here no hot keys need
+// one level and a NaN target MaxLevels.
 func SuggestLevels(hotKeys, cellsPerLevel uint32, targetP float64) uint32 {
 	return core.SuggestLevels(cellsPerLevel, uint64(hotKeys), targetP)
 }

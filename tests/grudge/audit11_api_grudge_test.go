@@ -103,17 +103,17 @@ func TestAudit11APIGrudgeSketch(t *testing.T) {
 // TestAudit11APIGrudgeSuggestLevels: grudge's order (hotKeys,
 // cellsPerLevel, targetP); the Checked form refuses degenerate input.
 func TestAudit11APIGrudgeSuggestLevels(t *testing.T) {
-	if got := grudge.SuggestLevels(100_000, 1000, 0.01); got != 8 {
+	if got := suggested(grudge.SuggestLevels(100_000, 1000, 0.01)); got != 8 {
 		t.Errorf("SuggestLevels(hot=100000, M=1000, 0.01) = %d, want 8", got)
 	}
-	if got := grudge.SuggestLevels(1000, 100_000, 0.01); got != 1 {
+	if got := suggested(grudge.SuggestLevels(1000, 100_000, 0.01)); got != 1 {
 		t.Errorf("SuggestLevels(hot=1000, M=100000, 0.01) = %d, want 1", got)
 	}
 	for _, in := range []struct {
 		h, m uint32
 		p    float64
 	}{{0, 100, 0.01}, {10, 0, 0.01}, {10, 100, 0}, {10, 100, 1}, {10, 100, math.NaN()}} {
-		if _, err := grudge.SuggestLevelsChecked(in.h, in.m, in.p); err == nil {
+		if _, err := grudge.SuggestLevels(in.h, in.m, in.p); err == nil {
 			t.Errorf("SuggestLevelsChecked(%d, %d, %v): no error", in.h, in.m, in.p)
 		}
 	}

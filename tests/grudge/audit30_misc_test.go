@@ -93,13 +93,13 @@ func audit30FPR(l, m, h uint32) float64 {
 
 // SuggestLevels: the smallest L in 1..8 with the stated false-positive
 // probability at most targetP (8 when none reaches it); degenerate inputs
-// give 0 and SuggestLevelsChecked's error names the argument.
+// give 0 and SuggestLevels's error names the argument.
 func TestAudit30SuggestLevels(t *testing.T) {
 	for _, h := range []uint32{1, 2, 10, 100, 1000, 10_000, 100_000, 1_000_000, math.MaxUint32} {
 		for _, m := range []uint32{1, 2, 10, 1000, 100_000, 1 << 20, math.MaxUint32} {
 			for _, p := range []float64{1e-300, 1e-12, 1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.999999, math.Nextafter(1, 0), 5e-324} {
-				l := grudge.SuggestLevels(h, m, p)
-				lc, err := grudge.SuggestLevelsChecked(h, m, p)
+				l := suggested(grudge.SuggestLevels(h, m, p))
+				lc, err := grudge.SuggestLevels(h, m, p)
 				if err != nil || lc != l {
 					t.Fatalf("Checked(%d,%d,%v) = %d, %v; SuggestLevels %d", h, m, p, lc, err, l)
 				}
@@ -135,16 +135,16 @@ func TestAudit30SuggestLevels(t *testing.T) {
 		{10, 100, math.Copysign(0, -1), "targetP"},
 	}
 	for _, b := range bad {
-		if l := grudge.SuggestLevels(b.h, b.m, b.p); l != 0 {
+		if l := suggested(grudge.SuggestLevels(b.h, b.m, b.p)); l != 0 {
 			t.Errorf("SuggestLevels(%d,%d,%v) = %d, want 0", b.h, b.m, b.p, l)
 		}
-		l, err := grudge.SuggestLevelsChecked(b.h, b.m, b.p)
+		l, err := grudge.SuggestLevels(b.h, b.m, b.p)
 		if err == nil || l != 0 {
-			t.Errorf("SuggestLevelsChecked(%d,%d,%v) = %d, %v; want 0 and an error", b.h, b.m, b.p, l, err)
+			t.Errorf("SuggestLevels(%d,%d,%v) = %d, %v; want 0 and an error", b.h, b.m, b.p, l, err)
 			continue
 		}
 		if !strings.HasPrefix(err.Error(), "grudge: ") || !strings.Contains(err.Error(), b.arg) {
-			t.Errorf("SuggestLevelsChecked(%d,%d,%v) error %q: want prefix \"grudge: \" naming %s", b.h, b.m, b.p, err, b.arg)
+			t.Errorf("SuggestLevels(%d,%d,%v) error %q: want prefix \"grudge: \" naming %s", b.h, b.m, b.p, err, b.arg)
 		}
 	}
 }

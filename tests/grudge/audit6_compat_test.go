@@ -239,17 +239,17 @@ func TestAudit6TickerRotator(t *testing.T) {
 // cellsPerLevel, targetP).
 func TestAudit6SuggestLevelsOrder(t *testing.T) {
 	// H=1000, M=100000: p1 = 1-(1-1e-5)^1000 ~ 0.00995 <= 0.01 -> L=1.
-	if got := grudge.SuggestLevels(1000, 100_000, 0.01); got != 1 {
+	if got := suggested(grudge.SuggestLevels(1000, 100_000, 0.01)); got != 1 {
 		t.Fatalf("SuggestLevels(1000, 100000, 0.01) = %d, want 1", got)
 	}
 	// p1 ~ 0.00995; p1^2 ~ 9.9e-5 <= 1e-4 -> L=2.
-	if got := grudge.SuggestLevels(1000, 100_000, 1e-4); got != 2 {
+	if got := suggested(grudge.SuggestLevels(1000, 100_000, 1e-4)); got != 2 {
 		t.Fatalf("SuggestLevels(1000, 100000, 1e-4) = %d, want 2", got)
 	}
-	if got := grudge.SuggestLevels(0, 100_000, 0.01); got != 0 {
+	if got := suggested(grudge.SuggestLevels(0, 100_000, 0.01)); got != 0 {
 		t.Fatalf("degenerate: %d", got)
 	}
-	if _, err := grudge.SuggestLevelsChecked(10, 0, 0.01); err == nil {
-		t.Fatal("SuggestLevelsChecked accepted M=0")
+	if _, err := grudge.SuggestLevels(10, 0, 0.01); err == nil {
+		t.Fatal("SuggestLevels accepted M=0")
 	}
 }

@@ -367,18 +367,18 @@ func TestConfigErrors(t *testing.T) {
 // TestSuggestLevels sizes from the false-positive formula and refuses
 // degenerate inputs.
 func TestSuggestLevels(t *testing.T) {
-	if l := grudge.SuggestLevels(1000, 100_000, 1e-8); l != 4 {
+	if l := suggested(grudge.SuggestLevels(1000, 100_000, 1e-8)); l != 4 {
 		t.Errorf("SuggestLevels(1000, 100000, 1e-8) = %d, want 4", l)
 	}
 	for _, in := range []struct {
 		h, m uint32
 		p    float64
 	}{{0, 100, 0.01}, {10, 0, 0.01}, {10, 100, 0}, {10, 100, 1}, {10, 100, math.NaN()}, {10, 100, -1}} {
-		l, err := grudge.SuggestLevelsChecked(in.h, in.m, in.p)
+		l, err := grudge.SuggestLevels(in.h, in.m, in.p)
 		if err == nil || !strings.HasPrefix(err.Error(), "grudge: ") {
 			t.Errorf("SuggestLevelsChecked(%d, %d, %v) = %d, %v; want an error", in.h, in.m, in.p, l, err)
 		}
-		if l := grudge.SuggestLevels(in.h, in.m, in.p); l != 0 {
+		if l := suggested(grudge.SuggestLevels(in.h, in.m, in.p)); l != 0 {
 			t.Errorf("SuggestLevels(%d, %d, %v) = %d, want 0", in.h, in.m, in.p, l)
 		}
 	}

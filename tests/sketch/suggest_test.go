@@ -47,7 +47,7 @@ func TestSuggestLevelsAgreesWithRoot(t *testing.T) {
 		m := rapid.Uint32Range(1, 1<<24).Draw(rt, "m")
 		p := math.Pow(10, -rapid.Float64Range(0.01, 12).Draw(rt, "exp"))
 		got := sketch.SuggestLevels(hot, m, p)
-		if root := grudge.SuggestLevels(hot, m, p); root != got {
+		if root := suggested(grudge.SuggestLevels(hot, m, p)); root != got {
 			rt.Fatalf("sketch.SuggestLevels(%d, %d, %v) = %d, grudge.SuggestLevels = %d", hot, m, p, got, root)
 		}
 		if got < 1 || got > sketch.MaxLevels {
