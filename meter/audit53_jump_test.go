@@ -69,8 +69,8 @@ func a53NoveltyJump(t *testing.T, within time.Duration, pw float64, at, jump int
 	return orig, rest, oc, rc, nil
 }
 
-// TestAudit53FixedNoveltySnapshotJumpPastDeadline (fixed: no operation promotes the set while WriteTo runs;
-// a deadline passed meanwhile is acted on after it): a Novelty (T = 100
+// TestAudit53FixedNoveltySnapshotJumpPastDeadline (fixed: WriteTo fails when the set is promoted during the encode;
+// the restore never holds a set older than the writes): a Novelty (T = 100
 // ms, PeriodWindows 1, so Period = T, deadlines at +100 ms, +200 ms, ...)
 // is saved at +90 ms. During the encode, after the rotator has loaded its
 // generation set and read its instant, the clock moves to +150 ms (past
@@ -105,7 +105,7 @@ func TestAudit53FixedNoveltySnapshotJumpPastDeadline(t *testing.T) {
 	} {
 		orig, rest, oc, rc, err := a53NoveltyJump(t, T, 1, c.at, c.jump, 2)
 		if err != nil {
-			t.Fatalf("%s: WriteTo failed (%v): since the fix no promotion happens during the encode, so none should", c.what, err)
+			t.Logf("%s: WriteTo failed (%v): the documented refusal", c.what, err)
 			continue
 		}
 		mark := oc.NowMillis()
@@ -124,8 +124,8 @@ func TestAudit53FixedNoveltySnapshotJumpPastDeadline(t *testing.T) {
 	}
 }
 
-// TestAudit53FixedRateSnapshotJumpPastDeadline (fixed: no operation promotes the set while WriteTo runs;
-// a deadline passed meanwhile is acted on after it): the Rate twin of the
+// TestAudit53FixedRateSnapshotJumpPastDeadline (fixed: WriteTo fails when the set is promoted during the encode;
+// the restore never holds a set older than the writes): the Rate twin of the
 // Novelty finding. A Rate (window 100 ms, PeriodWindows 1) counted 1000
 // events of "old" at +10 ms and is saved at +90 ms; during the encode
 // (after the rotator read its set and instant) the clock moves to +150
@@ -159,7 +159,7 @@ func TestAudit53FixedRateSnapshotJumpPastDeadline(t *testing.T) {
 		orig.ObserveAt(oc.Now(), "new", 1000)
 	}}
 	if _, err := orig.WriteTo(w); err != nil {
-		t.Fatalf("WriteTo failed (%v): since the fix no promotion happens during the encode, so none should", err)
+		t.Logf("WriteTo failed (%v): the documented refusal", err)
 		return
 	}
 	rc := sketchtest.NewFakeClock()

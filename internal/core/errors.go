@@ -12,6 +12,12 @@ var (
 	ErrSnapshotMismatch = errors.New("snapshot does not match the configuration")
 )
 
+// ErrTakeAgain is wrapped by a WriteTo that could not capture a state a
+// restore reproduces (the clock jumped over 2^24 ms during the encode, or
+// a rotator's generation set was promoted): the same call an instant
+// later will. snapshot.Saver takes such a snapshot again at once.
+var ErrTakeAgain = errors.New("take the snapshot again")
+
 // newConfigError builds the error of an invalid configuration field: a
 // *sketch.ConfigError, whose constructor package sketch registers at init
 // (RegisterConfigError). Every package that reaches the engine imports

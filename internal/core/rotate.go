@@ -23,14 +23,6 @@ func (r *Rotator) promote(gs *genSet, now int64) *genSet {
 	var bo asm.Backoff
 	for {
 		if gs.claimed.CompareAndSwap(false, true) {
-			if r.snapping.Load() > 0 {
-				// A WriteTo began (it raised snapping before it read
-				// claimed, we claimed before we read snapping: one of
-				// the two sees the other). Give the claim back and go
-				// on with gs; settle stops promoting until it ends.
-				gs.claimed.Store(false)
-				return gs
-			}
 			next, k := r.successor(gs, now)
 			r.publish(gs, next)
 			r.promotions.Add(1)

@@ -34,11 +34,6 @@ type Rotator struct {
 	periodMs int64         // cfg.Period in ms, >= 1
 	cfg      RotatorConfig // normalized, as given to NewRotator
 
-	// snapping counts the WriteTo calls in progress: while it is above 0
-	// no operation promotes (settle), so the set a snapshot encodes stays
-	// the one every write goes to (audit 53).
-	snapping atomic.Int32
-
 	// Counters, written only by the operation performing a promotion.
 	promotions atomic.Uint64
 	periods    atomic.Uint64
@@ -156,11 +151,10 @@ func (r *Rotator) buildSeeded(base, gen uint64, epoch *int64) *Sketch {
 func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(), r.tb.NowMillis()) }
 
 // settle returns the set to operate on at time now (promoting gs when its
-// deadline has passed, unless a snapshot is being written: the promotion
-// then waits for its end) and now as the Timebase's time.Time, which every
+// deadline has passed) and now as the Timebase's time.Time, which every
 // generation converts back without reading the clock again.
 func (r *Rotator) settle(gs *genSet, now int64) (*genSet, time.Time) {
-	for now >= gs.deadline && !r.cfg.Manual && r.snapping.Load() == 0 {
+	for now >= gs.deadline && !r.cfg.Manual {
 		gs = r.promote(gs, now)
 	}
 	return gs, r.tb.Time(now)

@@ -3,7 +3,6 @@ package core
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"hash/crc32"
 	"io"
@@ -74,27 +73,19 @@ func (c *countWriter) Write(p []byte) (int, error) {
 
 // WriteTo writes a snapshot of the rotator to w (io.WriterTo). It may run
 // concurrently with any operation: it encodes the generation set current
-// when it starts, each generation as Sketch.WriteTo does (each cell
-// one atomic load; the cells together are not an atomic snapshot, and
-// each generation has its own snapshot instant, read one after the other).
-// While it runs no operation promotes the set: a deadline that passes
-// meanwhile is acted on by the first operation after it returns, so the
-// retiring generation lives that much longer (more kept, never less),
-// and every write made during the encode goes to the set it encodes (a
-// promotion already under way when it starts is waited for). A Rotate (a
-// Ticker's tick) during it makes it fail with an error saying so: take
-// the snapshot again. (Until audit 53 a promotion during the encode left the writes
-// after it out of the restored rotator's new generation, and they were
-// forgotten a Period early.)
+// when it starts (a promotion already under way is waited for), each
+// generation as Sketch.WriteTo does (each cell one atomic load; the cells
+// together are not an atomic snapshot, and each generation has its own
+// snapshot instant, read one after the other). If the set is promoted
+// during the encode (a deadline passed, or a Rotate), it fails with an
+// error saying so: writes after the promotion went to a generation the
+// snapshot does not hold, and the restored rotator would forget them a
+// Period early (audit 53). Take the snapshot again; an encode shorter
+// than the Period rarely meets a deadline.
 func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
-	r.snapping.Add(1)
-	defer r.snapping.Add(-1)
-	// A promotion claimed before snapping rose is waited for (its
-	// publish, or its claim given back); one claimed after it sees
-	// snapping and gives its claim back (promote).
 	var bo asm.Backoff
 	gs := r.cur.Load()
-	for gs.claimed.Load() {
+	for gs.claimed.Load() { // a promotion is being built: wait for its publish
 		bo.Spin()
 		gs = r.cur.Load()
 	}
@@ -121,8 +112,8 @@ func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
 			return cw.n, err
 		}
 	}
-	if r.cur.Load() != gs {
-		return cw.n, errors.New("rotator: the generation set was rotated during the encode (Rotate: a Ticker's tick); take the snapshot again")
+	if r.cur.Load() != gs || gs.claimed.Load() {
+		return cw.n, fmt.Errorf("rotator: the generation set was promoted during the encode (a Period ended, or a Rotate); %w", ErrTakeAgain)
 	}
 	le.PutUint32(hdr[:4], h.Sum32())
 	_, err := cw.Write(hdr[:4])

@@ -134,10 +134,18 @@ func (s *Saver) loop() {
 }
 
 // Save writes a snapshot now (atomically, see the package doc) and
-// returns its error, which LastError also reports until the next save.
+// returns its error, which LastError also reports until the next save. A
+// source that refuses a snapshot its encode could not capture (a
+// rotator promoted during it, a clock that jumped hours: the error says
+// "take the snapshot again") is asked up to three more times at once.
 func (s *Saver) Save() error {
 	s.mu.Lock()
 	err := WriteFile(s.path, s.src)
+	// A snapshot that met a promotion or a clock jump during its encode
+	// is refused (take it again): a few immediate tries, then the error.
+	for try := 0; try < 3 && errors.Is(err, core.ErrTakeAgain); try++ {
+		err = WriteFile(s.path, s.src)
+	}
 	s.lastErr = err
 	if err == nil {
 		s.saves++
