@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/hw"
+	"github.com/lfgrudge/grudge/internal/testchild"
 )
 
 // fracClock is a clock with Now whose readings carry a sub-millisecond
@@ -35,10 +36,12 @@ func TestAnchorConvertsToItsMillisecond(t *testing.T) {
 
 // TestAnchorSystemClockNeverEarly: on the default clock a time.Now()
 // read between two readings of the runtime's clock converts to at least
-// the first (never early); it may be one millisecond past the second only
-// within the few ns between the anchor's two reads.
+// the first (never early); it is later than the second only within the
+// narrow bracket of the anchor's two reads (anchorOf), rarely. Under an
+// emulator (make test-arm64) the bracket is wider and the rate of late
+// conversions is not checked.
 func TestAnchorSystemClockNeverEarly(t *testing.T) {
-	late := 0
+	late, n := 0, 0
 	for range 20000 {
 		tb := NewTimebase(nil)
 		for range 4 {
@@ -46,15 +49,16 @@ func TestAnchorSystemClockNeverEarly(t *testing.T) {
 			now := time.Now()
 			after := hw.Nanotime() / 1e6
 			got := tb.convert(now)
-			if got < before || got > after+1 {
-				t.Fatalf("convert(time.Now()) = %d, outside [%d, %d+1] of the runtime clock around it", got, before, after)
+			if got < before {
+				t.Fatalf("convert(time.Now()) = %d, before the runtime clock's %d read just before it", got, before)
 			}
 			if got > after {
 				late++
 			}
+			n++
 		}
 	}
-	if late > 800 { // 1%: the window is a few ns of every ms (µs under an emulator)
-		t.Errorf("convert(time.Now()) was a millisecond late %d times in 80000", late)
+	if late*100 > n && !testchild.Emulated() {
+		t.Errorf("convert(time.Now()) was late %d times in %d", late, n)
 	}
 }

@@ -91,9 +91,10 @@ func NewTimebase(c Clock) *Timebase {
 //   - A clock with Now (the fake clocks, the root package's adapter) tells
 //     the time of its reading, NowMillis being Now().UnixMilli(): the
 //     anchor is the start of that Unix millisecond, exact. A clock whose
-//     two readings straddle a tick or a concurrent move is read again; one
-//     whose scales differ (NowMillis not Now().UnixMilli()) keeps its Now
-//     as read, as it did before.
+//     two readings straddle a tick or a concurrent move is read again (4
+//     tries, then its Now alone, at its Unix millisecond); one whose
+//     scales differ (NowMillis more than 2 ms from Now().UnixMilli())
+//     keeps its Now as read, as it did before.
 //   - The default clock is the runtime's monotonic clock, which also
 //     carries time.Now()'s monotonic reading: the anchor is time.Now() less
 //     the fraction of a nanotime read just after it. The few ns between the
@@ -113,11 +114,34 @@ func anchorOf(c Clock) (time.Time, int64) {
 				return t.Add(-time.Duration(t.Nanosecond() % 1e6)), ms
 			}
 		}
+		if d := ms - t.UnixMilli(); d >= -2 && d <= 2 {
+			// One scale whose every pair of reads straddled a tick (a
+			// clock that moves on every read): t alone, at its own
+			// millisecond (audit 55: the raw pair converted early).
+			return t.Add(-time.Duration(t.Nanosecond() % 1e6)), t.UnixMilli()
+		}
 		return t, ms
 	case systemClock:
-		t := time.Now()
-		ns := hw.Nanotime()
-		return t.Add(-time.Duration(ns % 1e6)), ns / 1e6
+		// The pair is bracketed by two runtime readings and taken again
+		// while the bracket is wide (the goroutine was preempted between
+		// the reads: milliseconds under load or emulation, which would
+		// make every conversion of this Timebase that much late); the
+		// narrowest of a few is kept.
+		var bt time.Time
+		var bns int64
+		gap := int64(math.MaxInt64)
+		for range 8 {
+			ns1 := hw.Nanotime()
+			t := time.Now()
+			ns2 := hw.Nanotime()
+			if ns2-ns1 < gap {
+				gap, bt, bns = ns2-ns1, t, ns2
+			}
+			if gap <= 20_000 {
+				break
+			}
+		}
+		return bt.Add(-time.Duration(bns % 1e6)), bns / 1e6
 	}
 	return time.Now(), c.NowMillis()
 }
