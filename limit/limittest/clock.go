@@ -33,8 +33,14 @@ func (c *FakeClock) NowMillis() int64 { return c.ms.Load() }
 func (c *FakeClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
 
 // Advance moves the clock by d (truncated to whole milliseconds) and
-// fires the timers due; a negative d moves it backwards.
-func (c *FakeClock) Advance(d time.Duration) { c.Set(c.ms.Load() + d.Milliseconds()) }
+// fires the timers due; a negative d moves it backwards. Concurrent
+// Advances add up (each reads and moves the time under the lock; audit
+// 55: reading it outside lost moves).
+func (c *FakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setLocked(c.ms.Load() + d.Milliseconds())
+}
 
 // SetTime puts the clock at t and fires the timers due.
 func (c *FakeClock) SetTime(t time.Time) { c.Set(t.UnixMilli()) }
@@ -43,6 +49,11 @@ func (c *FakeClock) SetTime(t time.Time) { c.Set(t.UnixMilli()) }
 func (c *FakeClock) Set(ms int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.setLocked(ms)
+}
+
+// setLocked is Set with c.mu held.
+func (c *FakeClock) setLocked(ms int64) {
 	c.ms.Store(ms)
 	for t := range c.timers {
 		if t.at <= ms {
