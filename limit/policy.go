@@ -100,7 +100,7 @@ func (l *Limiter) refill(p *params) common.Refill {
 		debt = float64(atom.RoundUp(debt))
 	}
 	ms := debt / l.drain
-	if m := math.Round(ms); math.Abs(ms-m) <= 0x1p-50*m {
+	if m := math.Round(ms); math.Abs(ms-m) <= 4*(math.Nextafter(m, math.Inf(1))-m) {
 		ms = m
 	}
 	r.Refill = l.ms(math.Ceil(ms))

@@ -71,6 +71,9 @@ func policyField(quotedName string, p limit.Policy, refill time.Duration) string
 	return quotedName + ";q=" + strconv.FormatInt(sfInt(p.Burst), 10) + ";w=" + strconv.FormatInt(windowSeconds(p, refill), 10)
 }
 
+// ulp returns the spacing of float64s at x >= 0 (the gap to the next).
+func ulp(x float64) float64 { return math.Nextafter(x, math.Inf(1)) - x }
+
 // windowSeconds is ceil(burst/rate), or of refill (the limiter's own,
 // 0 when it does not say) when that is longer, in whole seconds, in [1,
 // maxSFInteger], computed in float64 seconds (a Duration overflows past
@@ -81,7 +84,7 @@ func policyField(quotedName string, p limit.Policy, refill time.Duration) string
 // and more down by up to a second: audit 52.)
 func windowSeconds(p limit.Policy, refill time.Duration) int64 {
 	w := float64(p.Burst) / float64(p.Limit)
-	if r := math.Round(w); math.Abs(w-r) <= 0x1p-50*r {
+	if r := math.Round(w); math.Abs(w-r) <= 4*ulp(r) {
 		w = r
 	}
 	// The refill as the limiter holds the policy, when it says: an
