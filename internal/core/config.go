@@ -161,19 +161,43 @@ func kindName(d decay.Decay) string {
 
 // FalsePositiveRate is the probability that a cold key shares all L cells
 // with at least one of hotKeys concurrently hot keys, in a sketch of L
-// levels of m cells: (1 - (1 - 1/m)^hotKeys)^L (0 for no hot keys). Under
-// Min aggregation that is the chance a cold key is scored like a hot one.
-// It is the float64 rounding of the rate; SuggestLevels decides on the
-// rate itself.
+// levels of m cells: (1 - (1 - 1/m)^hotKeys)^L (0 for no hot keys, 1 for
+// no cells). Under Min aggregation that is the chance a cold key is
+// scored like a hot one. It is the float64 rounding of the rate
+// SuggestLevels decides on (fpPerLevel).
 func FalsePositiveRate(levels, m uint32, hotKeys uint64) float64 {
 	if m == 0 {
 		return 1
 	}
-	if hotKeys == 0 {
-		return 0
+	p := fpPerLevel(m, hotKeys)
+	rate := newFP().SetInt64(1)
+	for range levels {
+		rate.Mul(rate, p)
 	}
-	perLevel := -math.Expm1(float64(hotKeys) * math.Log1p(-1/float64(m)))
-	return math.Pow(perLevel, float64(levels))
+	f, _ := rate.Float64()
+	return f
+}
+
+// fpPrec is the precision of the false-positive rate's arithmetic: far
+// past float64's, so that a target equal to a level's rate as float64
+// (31/256 for 2 hot keys in 16 cells) compares equal, not an ulp above.
+const fpPrec = 512
+
+func newFP() *big.Float { return new(big.Float).SetPrec(fpPrec) }
+
+// fpPerLevel returns 1 - (1 - 1/m)^hotKeys (m > 0) to fpPrec bits, the
+// power by squaring.
+func fpPerLevel(m uint32, hotKeys uint64) *big.Float {
+	one := newFP().SetInt64(1)
+	base := newFP().Sub(one, newFP().Quo(one, newFP().SetUint64(uint64(m))))
+	miss := newFP().SetInt64(1)
+	for h := hotKeys; h > 0; h >>= 1 {
+		if h&1 == 1 {
+			miss.Mul(miss, base)
+		}
+		base.Mul(base, base)
+	}
+	return miss.Sub(one, miss)
 }
 
 // SuggestLevels returns the smallest L in 1..MaxLevels whose
@@ -190,30 +214,19 @@ func SuggestLevels(m uint32, hotKeys uint64, target float64) uint32 {
 	if math.IsNaN(target) {
 		return MaxLevels
 	}
-	const prec = 512
-	// miss = (1 - 1/m)^hotKeys, by squaring; perLevel = 1 - miss.
-	base := new(big.Float).SetPrec(prec).Quo(big.NewFloat(1).SetPrec(prec), new(big.Float).SetPrec(prec).SetUint64(uint64(m)))
-	base.Sub(big.NewFloat(1).SetPrec(prec), base)
-	miss := big.NewFloat(1).SetPrec(prec)
-	for h := hotKeys; h > 0; h >>= 1 {
-		if h&1 == 1 {
-			miss.Mul(miss, base)
-		}
-		base.Mul(base, base)
-	}
-	perLevel := new(big.Float).SetPrec(prec).Sub(big.NewFloat(1).SetPrec(prec), miss)
-	want := new(big.Float).SetPrec(prec)
+	want := newFP()
 	if math.IsInf(target, 0) {
 		want.SetInf(target < 0)
 	} else {
 		want.SetFloat64(target)
 	}
-	rate := new(big.Float).SetPrec(prec).Set(perLevel)
+	p := fpPerLevel(m, hotKeys)
+	rate := newFP().Set(p)
 	for l := uint32(1); l < MaxLevels; l++ {
 		if rate.Cmp(want) <= 0 {
 			return l
 		}
-		rate.Mul(rate, perLevel)
+		rate.Mul(rate, p)
 	}
 	return MaxLevels
 }
