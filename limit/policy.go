@@ -84,9 +84,10 @@ func policyRefills(x any) []common.Refill {
 
 // refill is how long an empty key takes to get p's whole burst back, as
 // ResetAfter counts a full burst's debt: whole ms, rounded up (a quotient
-// within 4 ulps of a whole ms is that ms: the float division of an exact
-// policy's units; a relative 1e-9 rounded long windows down, audit 52). The count-min stores that debt in a float32 cell,
-// rounded up: above 2^24 units that is more than the burst, and the
+// within 4 ulps of a whole ms is that ms, common.SnapWhole: the float
+// division of an exact policy's units; a relative 1e-9 rounded long
+// windows down, audit 52). The count-min stores that debt in a float32
+// cell, rounded up: above 2^24 units that is more than the burst, and the
 // refill is the rounded debt's (audit 52: Every(3s) x 999999 announced
 // 0.2 s less than a full burst took to come back). 0 without an engine
 // (Inf) or a burst. It comes with p's rate and burst.
@@ -99,10 +100,6 @@ func (l *Limiter) refill(p *params) common.Refill {
 	if l.b == nil {
 		debt = float64(atom.RoundUp(debt))
 	}
-	ms := debt / l.drain
-	if m := math.Round(ms); math.Abs(ms-m) <= 4*(math.Nextafter(m, math.Inf(1))-m) {
-		ms = m
-	}
-	r.Refill = l.ms(math.Ceil(ms))
+	r.Refill = l.ms(math.Ceil(common.SnapWhole(debt / l.drain)))
 	return r
 }

@@ -1,6 +1,9 @@
 package common
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // PolicyRefills returns, for a limiter whose package registered a refill
 // reader (package limit: a *limit.Limiter, *limit.Tier or *limit.Multi;
@@ -36,4 +39,16 @@ type Refill struct {
 	Limit  float64
 	Burst  int
 	Refill time.Duration
+}
+
+// SnapWhole returns the whole number within 4 ulps of x (x >= 0), else x:
+// a refill time or window that is whole for a rate the limiter holds
+// exactly comes out of a float division a few ulps off it, and rounded up
+// from there would be a unit too long. Package limit snaps its refill in
+// ms, httplimit the RateLimit-Policy window in seconds.
+func SnapWhole(x float64) float64 {
+	if r := math.Round(x); math.Abs(x-r) <= 4*(math.Nextafter(r, math.Inf(1))-r) {
+		return r
+	}
+	return x
 }

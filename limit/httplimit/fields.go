@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/limit"
 )
 
@@ -71,9 +72,6 @@ func policyField(quotedName string, p limit.Policy, refill time.Duration) string
 	return quotedName + ";q=" + strconv.FormatInt(sfInt(p.Burst), 10) + ";w=" + strconv.FormatInt(windowSeconds(p, refill), 10)
 }
 
-// ulp returns the spacing of float64s at x >= 0 (the gap to the next).
-func ulp(x float64) float64 { return math.Nextafter(x, math.Inf(1)) - x }
-
 // windowSeconds is ceil(burst/rate), or of refill (the limiter's own,
 // 0 when it does not say) when that is longer, in whole seconds, in [1,
 // maxSFInteger], computed in float64 seconds (a Duration overflows past
@@ -83,10 +81,7 @@ func ulp(x float64) float64 { return math.Nextafter(x, math.Inf(1)) - x }
 // announce a second too many. (A relative 1e-9 rounded windows of 5e8 s
 // and more down by up to a second: audit 52.)
 func windowSeconds(p limit.Policy, refill time.Duration) int64 {
-	w := float64(p.Burst) / float64(p.Limit)
-	if r := math.Round(w); math.Abs(w-r) <= 4*ulp(r) {
-		w = r
-	}
+	w := common.SnapWhole(float64(p.Burst) / float64(p.Limit))
 	// The refill as the limiter holds the policy, when it says: an
 	// inexact policy refills a little slower than Burst/Limit (audit26:
 	// Every(999ms) x 10000 announced 9990 s for a 10000 s refill).
