@@ -99,21 +99,31 @@ func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (
 	return s, nil
 }
 
+// tmpInfix follows path's base name in the name of WriteFile's temporary
+// file (base + tmpInfix + random), which removeStrays matches.
+const tmpInfix = ".tmp-"
+
+// splitPath returns path's directory ("." for a bare name) and base name.
+func splitPath(path string) (dir, base string) {
+	dir, base = filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	return dir, base
+}
+
 // removeStrays removes path's stray temporary files (path + ".tmp-*",
 // what a crash in the middle of WriteFile leaves), matched by name: not
 // a glob of path, whose metacharacters ("state[1].snap") would match
 // another path's files and miss its own (audit 49).
 func removeStrays(path string) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
+	dir, base := splitPath(path)
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), base+".tmp-") && !e.IsDir() {
+		if strings.HasPrefix(e.Name(), base+tmpInfix) && !e.IsDir() {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
@@ -189,11 +199,8 @@ func (s *Saver) Close() error {
 // WriteFile writes src's snapshot to path atomically: a temporary file in
 // path's directory, fsync, rename over path, fsync of the directory.
 func WriteFile(path string, src Source) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	f, err := os.CreateTemp(dir, base+".tmp-*")
+	dir, base := splitPath(path)
+	f, err := os.CreateTemp(dir, base+tmpInfix+"*")
 	if err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
