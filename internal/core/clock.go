@@ -111,14 +111,14 @@ func anchorOf(c Clock) (time.Time, int64) {
 		for range 4 {
 			t, ms = c.Now(), c.NowMillis()
 			if t.UnixMilli() == ms {
-				return t.Add(-time.Duration(t.Nanosecond() % 1e6)), ms
+				return msStart(t), ms
 			}
 		}
 		if d := ms - t.UnixMilli(); d >= -2 && d <= 2 {
 			// One scale whose every pair of reads straddled a tick (a
 			// clock that moves on every read): t alone, at its own
 			// millisecond (audit 55: the raw pair converted early).
-			return t.Add(-time.Duration(t.Nanosecond() % 1e6)), t.UnixMilli()
+			return msStart(t), t.UnixMilli()
 		}
 		return t, ms
 	case systemClock:
@@ -145,6 +145,10 @@ func anchorOf(c Clock) (time.Time, int64) {
 	}
 	return time.Now(), c.NowMillis()
 }
+
+// msStart returns the start of t's Unix millisecond (its monotonic
+// reading, if any, kept).
+func msStart(t time.Time) time.Time { return t.Add(-time.Duration(t.Nanosecond() % 1e6)) }
 
 // NowMillis returns the clock's reading through the high-water mark. It
 // implements Clock, so a Timebase can be shared as Config.Clock. On the
