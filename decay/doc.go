@@ -30,8 +30,9 @@
 //
 // # Pseudo-code of a lazy read
 //
+//	var law decay.Decay = decay.Exponential(0.1)
 //	now := clock()
-//	s := decay.Apply(cell.score, now-cell.stamp)
+//	s := law.Apply(cell.score, now-cell.stamp)
 //
 // Custom laws may implement Decay; they should keep the guarantees above and
 // may implement Validator and Drainer so that sketch.New can check them.
