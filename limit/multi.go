@@ -33,6 +33,10 @@ import (
 // request that ends up denied: it can only make that reader deny more,
 // never admit more.
 //
+// A decision does not allocate when every count-min window keeps at most
+// two generations (the default); each window with more allocates the
+// receipts of its younger generations.
+//
 // A Multi is safe for concurrent use. Its windows' own options apply
 // except the mode: a Multi always decides strictly. Each window's
 // RejectCost is charged only by the window that denies. The zero Multi

@@ -414,16 +414,18 @@ func (r *Rotator) addYounger(gs *genSet, st *stripe, ms int64, key string, ks []
 		}
 		return
 	}
-	rcs := make([]Receipt, len(gs.gens))
-	rcs[0] = rc
+	*res = Reservation{gs: gs}
+	if n := len(gs.gens) - len(res.first); n > 0 {
+		res.rest = make([]Receipt, n)
+	}
+	*res.rc(0) = rc
 	for i := 1; i < len(gs.gens); i++ {
 		if s := gs.gens[i]; i < len(ks) {
-			rcs[i] = s.add(s.mine("Add", ks[i]), delta, ms)
+			*res.rc(i) = s.add(s.mine("Add", ks[i]), delta, ms)
 		} else {
-			rcs[i] = s.add(s.sum64String(key), delta, ms)
+			*res.rc(i) = s.add(s.sum64String(key), delta, ms)
 		}
 	}
-	*res = Reservation{gs: gs, rcs: rcs}
 }
 
 // RotatorDetailed is Detailed on the primary (oldest) generation: its

@@ -98,13 +98,26 @@ func (r *Rotator) TryUpdateAndQueryStringAt(t time.Time, key string, delta, limi
 // Reservation is what an admitted TryReserve added to the generations it
 // was admitted by, so that Refund can take it back (a limiter's Cancel, or
 // a multi-window decision undone). The zero Reservation refunds nothing.
+// It holds the receipts of the first two generations inline, so a
+// reservation on a rotator of two generations (package limit's default)
+// does not allocate; more generations allocate the rest.
 type Reservation struct {
-	gs  *genSet
-	rcs []Receipt
+	gs    *genSet
+	first [2]Receipt // generations 0 and 1
+	rest  []Receipt  // generations 2 and later
+}
+
+// rc returns the receipt of generation i.
+func (res *Reservation) rc(i int) *Receipt {
+	if i < len(res.first) {
+		return &res.first[i]
+	}
+	return &res.rest[i-len(res.first)]
 }
 
 // TryReserveAt is TryUpdateAt that also returns a Reservation of what
-// the admitted call added. It allocates the Reservation's receipts.
+// the admitted call added. It allocates only on a rotator of more than
+// two generations (see Reservation).
 func (r *Rotator) TryReserveAt(t time.Time, key []byte, delta, limit float64) (Reservation, bool) {
 	var res Reservation
 	ok := r.tryUpdate(&t, bytesView(key), delta, limit, &res, nil)
@@ -129,7 +142,7 @@ func (r *Rotator) Reserved(res *Reservation) (ms int64, v float64) {
 	if res.gs == nil {
 		return 0, 0
 	}
-	return res.gs.gens[0].Reserved(&res.rcs[0])
+	return res.gs.gens[0].Reserved(res.rc(0))
 }
 
 // Refund takes back what res added to each generation that is still
@@ -147,7 +160,7 @@ func (r *Rotator) Refund(res *Reservation) bool {
 	for i, s := range res.gs.gens {
 		for _, l := range live {
 			if l == s {
-				all = s.Refund(&res.rcs[i]) && all
+				all = s.Refund(res.rc(i)) && all
 				break
 			}
 		}
