@@ -48,8 +48,9 @@
 //
 // Every answer carries the fields of draft-ietf-httpapi-ratelimit-headers-10
 // (the version followed, see Draft), as Structured Fields (RFC 9651)
-// Lists of one Item whose value is the policy name (limit.WithName, an
-// sf-string):
+// Lists of Items whose values are policy names (limit.WithName, an
+// sf-string): RateLimit-Policy one per policy of the limiter, RateLimit
+// one for the policy the Decision names:
 //
 //	RateLimit-Policy: "default";q=20;w=2
 //	RateLimit: "default";r=13;t=1
@@ -76,6 +77,14 @@
 // never be admitted: 429 without Retry-After, and the body says not to
 // retry. WithLegacyHeaders adds X-RateLimit-Limit/Remaining/Reset;
 // WithHook sees every decision.
+//
+// Stacked middlewares (a global limit around a per-route one) each add
+// their items to the fields the outer ones set, so the answer lists
+// every policy that decided it; an item naming one of a middleware's own
+// policies is replaced, not repeated (give stacked limiters distinct
+// names: an inner policy of the same name replaces the outer one's).
+// The legacy fields keep the least Remaining of the middlewares that set
+// them, and Retry-After the latest.
 //
 // A request whose key cannot be extracted, or whose cost is invalid, goes
 // to the error handler (WithErrorHandler) with a typed error (ErrNoClientIP,

@@ -2,6 +2,7 @@ package httplimit
 
 import (
 	"math"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -110,3 +111,89 @@ func rateLimitField(quotedName string, d limit.Decision) string {
 // (15 digits): a burst or Remaining above it (the Redis module's bursts
 // reach 2^53) is announced as that, less than the truth, never more.
 func sfInt(n int) int64 { return min(int64(n), maxSFInteger) }
+
+// addItem sets field in h to add appended to the List the field already
+// holds, less every member that names one of own: stacked middlewares
+// (a global limit around a per-route one) each list their policies,
+// and a Middleware that sets the field again replaces its own items
+// instead of repeating them. The field's lines are taken as one List
+// (RFC 9110 §5.3); a field not set yet is just add, and so is one
+// whose sf-strings do not close (a recipient would discard the whole
+// field, and the added item with it: RFC 9651 §4.2).
+func addItem(h http.Header, field string, own []policy, add string) {
+	old := h.Values(field)
+	if len(old) == 0 {
+		h.Set(field, add)
+		return
+	}
+	var b strings.Builder
+	for _, line := range old {
+		members, ok := listMembers(line)
+		if !ok {
+			h.Set(field, add)
+			return
+		}
+		for _, member := range members {
+			if names(own, bareItem(member)) {
+				continue
+			}
+			b.WriteString(member)
+			b.WriteString(", ")
+		}
+	}
+	b.WriteString(add)
+	h.Set(field, b.String())
+}
+
+// names reports whether item is the sf-string of one of own's names
+// (serialized the one way sfString writes it).
+func names(own []policy, item string) bool {
+	for _, p := range own {
+		if p.quoted == item {
+			return true
+		}
+	}
+	return false
+}
+
+// listMembers splits a Structured Field List (RFC 9651 §3.1) into its
+// members' text, trimmed of spaces and tabs, at the commas outside an
+// sf-string (a policy name may hold a comma); empty members are
+// dropped. ok is false when an sf-string does not close.
+func listMembers(v string) (out []string, ok bool) {
+	start, quoted := 0, false
+	for i := 0; i < len(v); i++ {
+		switch c := v[i]; {
+		case quoted && c == '\\':
+			i++ // the escaped character
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == ',':
+			if m := strings.Trim(v[start:i], " \t"); m != "" {
+				out = append(out, m)
+			}
+			start = i + 1
+		}
+	}
+	if m := strings.Trim(v[start:], " \t"); m != "" {
+		out = append(out, m)
+	}
+	return out, !quoted
+}
+
+// bareItem returns a List member's Item without its parameters: the
+// text up to the first ';' outside an sf-string.
+func bareItem(member string) string {
+	quoted := false
+	for i := 0; i < len(member); i++ {
+		switch c := member[i]; {
+		case quoted && c == '\\':
+			i++
+		case c == '"':
+			quoted = !quoted
+		case !quoted && c == ';':
+			return member[:i]
+		}
+	}
+	return member
+}

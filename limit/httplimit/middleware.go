@@ -402,12 +402,20 @@ func (m *Middleware) find(d limit.Decision) policy {
 // earlier than the RateLimit field's t (d.NextAfter <= d.RetryAfter). A
 // limiter whose policies are all Inf gets none; a Decision of an Inf
 // policy gets no RateLimit field.
+//
+// Fields already in h are kept (stacked middlewares: a global limit
+// around a per-route one): RateLimit-Policy and RateLimit get m's items
+// appended, after removing any item that names one of m's policies (so
+// a second call replaces m's own, and a stacked limiter with a policy
+// of the same name replaces the other's: give stacked limiters distinct
+// names); the legacy fields keep the least Remaining; Retry-After the
+// later time.
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	v := m.policyValue()
 	if v == "" {
 		return
 	}
-	h.Set("RateLimit-Policy", v)
+	addItem(h, "RateLimit-Policy", m.policies, v)
 	if p := m.find(d); !isInf(d.Limit) {
 		f := d
 		if len(m.policies) > 1 && !d.Allowed && !d.Never && f.NextAfter < f.RetryAfter {
@@ -419,15 +427,23 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 			// its own.
 			f.NextAfter = f.RetryAfter
 		}
-		h.Set("RateLimit", rateLimitField(p.quoted, f))
+		addItem(h, "RateLimit", m.policies, rateLimitField(p.quoted, f))
 	}
 	if m.legacy {
-		h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
-		h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
-		h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
+		// One value each: the least Remaining of the middlewares that
+		// set them (an outer one's stay when they say less).
+		if old, err := strconv.Atoi(h.Get("X-RateLimit-Remaining")); err != nil || d.Remaining < old {
+			h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
+			h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
+		}
 	}
 	if !d.Allowed && !d.Never {
-		h.Set("Retry-After", strconv.FormatInt(max(ceilSeconds(d.RetryAfter), 1), 10))
+		// The later of this denial's and one already set.
+		ra := max(ceilSeconds(d.RetryAfter), 1)
+		if old, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err != nil || old < ra {
+			h.Set("Retry-After", strconv.FormatInt(ra, 10))
+		}
 	}
 }
 
