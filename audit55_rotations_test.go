@@ -9,21 +9,9 @@ import (
 
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-type a55Hook struct {
-	n, calls int
-	hook     func()
-}
-
-func (h *a55Hook) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return len(p), nil
-}
 
 // TestAudit55FixedRotationsUndercountDuringWriteTo (fixed: promotions are
 // no longer held off during WriteTo, which fails instead): a lazy rotator
@@ -39,7 +27,7 @@ func TestAudit55FixedRotationsUndercountDuringWriteTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	var during int64
-	if _, err := rot.Native().WriteTo(&a55Hook{n: 1, hook: func() {
+	if _, err := rot.Native().WriteTo(&testhook.Writer{N: 1, Hook: func() {
 		clk.Advance(time.Second)
 		during = rot.Rotations()
 	}}); err != nil && !strings.Contains(err.Error(), "take the snapshot again") {

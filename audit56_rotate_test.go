@@ -8,21 +8,8 @@ import (
 
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testhook"
 )
-
-type a56HookWriter struct {
-	buf  bytes.Buffer
-	hook func()
-	done bool
-}
-
-func (w *a56HookWriter) Write(p []byte) (int, error) {
-	if !w.done {
-		w.done = true
-		w.hook()
-	}
-	return w.buf.Write(p)
-}
 
 // docs/snapshots.md: "a `Rotate` (a grudge `Ticker`'s tick) during the
 // encode makes `WriteTo` fail (take it again)"; docs/design.md: "A manual
@@ -39,7 +26,7 @@ func TestAudit56TickDuringWriteToFails(t *testing.T) {
 	}
 	defer r.Close()
 	r.Update([]byte("k"), 3)
-	w := &a56HookWriter{hook: func() { ticker.Tick() }}
+	w := &testhook.Writer{Hook: func() { ticker.Tick() }}
 	_, err = r.Native().WriteTo(w)
 	if err == nil {
 		t.Fatal("WriteTo succeeded across a tick's rotation; snapshots.md: it fails")

@@ -2,28 +2,13 @@ package limit_test
 
 import (
 	"bytes"
-	"io"
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-type a53Hook struct {
-	w     io.Writer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (h *a53Hook) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return h.w.Write(p)
-}
 
 // TestAudit53FixedLimiterSnapshotAcrossDeadline (fixed: WriteTo fails when the set is promoted during the encode;
 // the restore never holds a set older than the writes): the count-min
@@ -56,7 +41,7 @@ func TestAudit53FixedLimiterSnapshotAcrossDeadline(t *testing.T) {
 	clk.Set(t0 + 1990) // the first deadline is at +2000
 	var buf bytes.Buffer
 	admitted := 0
-	_, err := orig.WriteTo(&a53Hook{w: &buf, n: 2, hook: func() {
+	_, err := orig.WriteTo(&testhook.Writer{W: &buf, N: 2, Hook: func() {
 		clk.Set(t0 + 3900)
 		for range 10 {
 			if orig.Allow("k") {

@@ -6,24 +6,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-type a55Hook struct {
-	w     io.Writer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (h *a55Hook) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return h.w.Write(p)
-}
 
 // TestAudit55FixedLiveLimiterForgetsDebtSpentDuringWriteTo (fixed:
 // promotions are no longer held off during WriteTo, which fails instead): a count-min
@@ -54,7 +40,7 @@ func TestAudit55FixedLiveLimiterForgetsDebtSpentDuringWriteTo(t *testing.T) {
 	saved, twin := mk(sc), mk(tc)
 	sc.Set(t0 + 1990)
 	a, b := 0, 0
-	if _, err := saved.WriteTo(&a55Hook{w: io.Discard, n: 2, hook: func() {
+	if _, err := saved.WriteTo(&testhook.Writer{W: io.Discard, N: 2, Hook: func() {
 		sc.Set(t0 + 3900)
 		for range 10 {
 			if saved.Allow("k") {

@@ -2,32 +2,13 @@ package meter_test
 
 import (
 	"bytes"
-	"io"
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-// a53HookWriter runs hook once, before the n-th Write (1-based) is passed
-// on to w. A meter's WriteTo writes its own header (Write 1), then the
-// rotator's header (Write 2, after the rotator loaded its generation set
-// and read its instant), then each generation's header and cells.
-type a53HookWriter struct {
-	w     io.Writer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (h *a53HookWriter) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return h.w.Write(p)
-}
 
 const a53T0 = 1_700_000_000_000
 
@@ -48,7 +29,7 @@ func a53NoveltyJump(t *testing.T, within time.Duration, pw float64, at, jump int
 	}
 	oc.Set(a53T0 + at)
 	var buf bytes.Buffer
-	w := &a53HookWriter{w: &buf, n: n, hook: func() {
+	w := &testhook.Writer{W: &buf, N: n, Hook: func() {
 		oc.Set(a53T0 + at + jump)
 		if orig.Seen("k") {
 			t.Fatalf("k reported seen before any mark")
@@ -154,7 +135,7 @@ func TestAudit53FixedRateSnapshotJumpPastDeadline(t *testing.T) {
 	orig.ObserveAt(oc.Now(), "old", 1000)
 	oc.Set(a53T0 + 90)
 	var buf bytes.Buffer
-	w := &a53HookWriter{w: &buf, n: 2, hook: func() {
+	w := &testhook.Writer{W: &buf, N: 2, Hook: func() {
 		oc.Set(a53T0 + 150)
 		orig.ObserveAt(oc.Now(), "new", 1000)
 	}}
@@ -219,11 +200,11 @@ func TestAudit53SnapshotJumpWithinPeriod(t *testing.T) {
 			oc.Set(a53T0 + 10)
 			oc2.Set(a53T0 + 10)
 			var nb, rb bytes.Buffer
-			_, nerr := nv.WriteTo(&a53HookWriter{w: &nb, n: n, hook: func() {
+			_, nerr := nv.WriteTo(&testhook.Writer{W: &nb, N: n, Hook: func() {
 				oc.Set(a53T0 + 10 + J)
 				nv.Seen("k")
 			}})
-			_, rerr := rt.WriteTo(&a53HookWriter{w: &rb, n: n, hook: func() {
+			_, rerr := rt.WriteTo(&testhook.Writer{W: &rb, N: n, Hook: func() {
 				oc2.Set(a53T0 + 10 + J)
 				rt.ObserveAt(oc2.Now(), "k", 1000)
 			}})

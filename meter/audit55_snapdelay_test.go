@@ -5,22 +5,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-type a55Hook struct {
-	n, calls int
-	hook     func()
-}
-
-func (h *a55Hook) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return len(p), nil
-}
 
 // TestAudit55FixedLiveNoveltyFalseNegativeAfterSave (fixed: promotions are no longer held off
 // during WriteTo, which fails instead): a Novelty (T = 100
@@ -45,7 +33,7 @@ func TestAudit55FixedLiveNoveltyFalseNegativeAfterSave(t *testing.T) {
 	tc.Set(t0)
 	saved, twin := mk(sc), mk(tc)
 	sc.Set(t0 + 99)
-	if _, err := saved.WriteTo(&a55Hook{n: 2, hook: func() {
+	if _, err := saved.WriteTo(&testhook.Writer{N: 2, Hook: func() {
 		sc.Set(t0 + 101)
 		saved.Seen("k")
 	}}); err != nil && !strings.Contains(err.Error(), "take the snapshot again") {

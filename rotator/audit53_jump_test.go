@@ -2,33 +2,15 @@ package rotator_test
 
 import (
 	"bytes"
-	"io"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-// a53Hook runs hook once, before the n-th Write (1-based) reaches w. A
-// rotator's WriteTo writes its header first (Write 1: the set is loaded
-// and the instant read), then each generation's header, cells and sum.
-type a53Hook struct {
-	w     io.Writer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (h *a53Hook) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return h.w.Write(p)
-}
 
 const a53T0 = 1_700_000_000_000
 
@@ -79,7 +61,7 @@ func TestAudit53FixedRotatorSnapshotJumpPastDeadline(t *testing.T) {
 		orig := a53New(t, oc, 2, 100*time.Millisecond, 53)
 		oc.Set(a53T0 + 90)
 		var buf bytes.Buffer
-		_, err := orig.WriteTo(&a53Hook{w: &buf, n: 1, hook: func() {
+		_, err := orig.WriteTo(&testhook.Writer{W: &buf, N: 1, Hook: func() {
 			oc.Set(a53T0 + c.to)
 			orig.UpdateString("k", 1)
 		}})

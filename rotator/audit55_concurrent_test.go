@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -108,7 +109,7 @@ func TestAudit55WriteToBlockedWriterDoesNotBlockOps(t *testing.T) {
 	entered := make(chan struct{})
 	done := make(chan error)
 	go func() {
-		_, err := r.WriteTo(&a55Hook{w: io.Discard, n: 1, hook: func() { close(entered); <-release }})
+		_, err := r.WriteTo(&testhook.Writer{W: io.Discard, N: 1, Hook: func() { close(entered); <-release }})
 		done <- err
 	}()
 	<-entered

@@ -8,27 +8,13 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 const a55T0 = 1_700_000_000_000
-
-type a55Hook struct {
-	w     io.Writer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (h *a55Hook) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return h.w.Write(p)
-}
 
 func a55New(t *testing.T, clk sketch.Clock, n uint32, period time.Duration) *rotator.Rotator {
 	t.Helper()
@@ -66,7 +52,7 @@ func TestAudit55FixedLiveRotatorForgetsWritesMadeDuringWriteTo(t *testing.T) {
 		sc.Set(a55T0 + 90)
 		tc.Set(a55T0 + 90)
 		var buf bytes.Buffer
-		if _, err := saved.WriteTo(&a55Hook{w: &buf, n: 1, hook: func() {
+		if _, err := saved.WriteTo(&testhook.Writer{W: &buf, N: 1, Hook: func() {
 			sc.Set(a55T0 + 150)
 			saved.UpdateString("k", 1)
 		}}); err != nil && !strings.Contains(err.Error(), "take the snapshot again") {
@@ -107,7 +93,7 @@ func TestAudit55FixedTryUpdateAdmitsTwiceAfterDelayedPromotion(t *testing.T) {
 	saved, twin := a55New(t, sc, 2, 100*time.Millisecond), a55New(t, tc, 2, 100*time.Millisecond)
 	sc.Set(a55T0 + 90)
 	var first bool
-	if _, err := saved.WriteTo(&a55Hook{w: io.Discard, n: 1, hook: func() {
+	if _, err := saved.WriteTo(&testhook.Writer{W: io.Discard, N: 1, Hook: func() {
 		sc.Set(a55T0 + 150)
 		first = saved.TryUpdateString("k", 1, 1)
 	}}); err != nil && !strings.Contains(err.Error(), "take the snapshot again") {
@@ -144,7 +130,7 @@ func TestAudit55FixedSlowWriteToKeepsScoresPastGenerationsTimesPeriod(t *testing
 	r.UpdateString("k", 1)
 	var q float64
 	var admitted bool
-	if _, err := r.WriteTo(&a55Hook{w: io.Discard, n: 1, hook: func() {
+	if _, err := r.WriteTo(&testhook.Writer{W: io.Discard, N: 1, Hook: func() {
 		clk.Set(a55T0 + 1000)
 		q = r.QueryString("k")
 		admitted = r.TryUpdateString("k", 1, 1)

@@ -7,26 +7,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-// hookWriter runs hook once, at its first Write (the rotator writes its
-// header before any generation).
-type hookWriter56 struct {
-	buf  bytes.Buffer
-	hook func()
-	done bool
-}
-
-func (w *hookWriter56) Write(p []byte) (int, error) {
-	if !w.done {
-		w.done = true
-		w.hook()
-	}
-	return w.buf.Write(p)
-}
 
 // docs/snapshots.md: "If the set is promoted during the encode (a Period
 // ends, or a grudge Ticker ticks), writes after the promotion go to a
@@ -48,7 +33,7 @@ func TestAudit56PromotionDuringWriteToRefused(t *testing.T) {
 		r.UpdateString("old", 7)
 		before := r.Stats()
 		var during rotator.Stats
-		w := &hookWriter56{hook: func() {
+		w := &testhook.Writer{Hook: func() {
 			clock.Advance(jump)
 			r.UpdateString("x", 50)
 			if !r.TryUpdateString("y", 5, 100) {

@@ -2,31 +2,15 @@ package sketch_test
 
 import (
 	"bytes"
-	"io"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-// a49HookWriter runs hook once, at its first Write (WriteTo writes the
-// header before it loads any cell), then passes everything to w.
-type a49HookWriter struct {
-	w    io.Writer
-	hook func()
-}
-
-func (h *a49HookWriter) Write(p []byte) (int, error) {
-	if h.hook != nil {
-		f := h.hook
-		h.hook = nil
-		f()
-	}
-	return h.w.Write(p)
-}
 
 // a49JumpCase: a sketch saved while its clock jumps by jump ms during the
 // encode, and a write at the new time; restored on a clock that reads
@@ -39,7 +23,7 @@ func a49JumpCase(t *testing.T, lambda float64, t0, jump int64) (restored, origin
 	cfg := sketch.Config{Levels: 2, CellsPerLevel: 64, Decay: decay.Exponential(lambda), Hi: 1e9, Seed: 49, Clock: clk}
 	s := mustNewSketch(t, cfg)
 	var buf bytes.Buffer
-	w := &a49HookWriter{w: &buf, hook: func() {
+	w := &testhook.Writer{W: &buf, Hook: func() {
 		// The clock jumps during the encode (after T was read), and a
 		// write lands at the new time.
 		clk.Set(t0 + jump)

@@ -7,24 +7,10 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-type a55Hook struct {
-	w     *bytes.Buffer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (h *a55Hook) Write(p []byte) (int, error) {
-	h.calls++
-	if h.calls == h.n && h.hook != nil {
-		h.hook()
-	}
-	return h.w.Write(p)
-}
 
 // TestAudit55WriteToJumpDuringEncode: during a sketch's encode (after
 // its header) the clock jumps by j ms and k is written (Exponential
@@ -50,7 +36,7 @@ func TestAudit55WriteToJumpDuringEncode(t *testing.T) {
 			o.UpdateString("k", 100)
 			o.UpdateString("z", 5)
 			var buf bytes.Buffer
-			_, err = o.WriteTo(&a55Hook{w: &buf, n: at, hook: func() {
+			_, err = o.WriteTo(&testhook.Writer{W: &buf, N: at, Hook: func() {
 				oc.Set(t0 + j)
 				o.UpdateString("k", 100)
 			}})

@@ -1,7 +1,6 @@
 package sketch_test
 
 import (
-	"bytes"
 	"encoding/binary"
 	"math"
 	"strings"
@@ -9,23 +8,10 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-type hookWriter56 struct {
-	buf  bytes.Buffer
-	hook func()
-	done bool
-}
-
-func (w *hookWriter56) Write(p []byte) (int, error) {
-	if !w.done {
-		w.done = true
-		w.hook()
-	}
-	return w.buf.Write(p)
-}
 
 // docs/snapshots.md: "A restore caps a negative age at 2^24 ms (4.66
 // hours) ...; a clock that jumps further than that during an encode,
@@ -48,7 +34,7 @@ func TestAudit56WriteToJumpDuringEncode(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		w := &hookWriter56{hook: func() {
+		w := &testhook.Writer{Hook: func() {
 			clock.Advance(c.jump)
 			s.UpdateString("k", 50)
 		}}
@@ -69,7 +55,7 @@ func TestAudit56WriteToJumpDuringEncode(t *testing.T) {
 		c2 := sketchtest.NewFakeClock()
 		c2.Advance(c.jump)
 		r, _ := sketch.New(cfg(c2))
-		if err := r.UnmarshalBinary(w.buf.Bytes()); err != nil {
+		if err := r.UnmarshalBinary(w.Buf.Bytes()); err != nil {
 			t.Fatalf("jump %v: restore: %v", c.jump, err)
 		}
 		if got := r.QueryString("k"); got < 50*(1-1e-5) {

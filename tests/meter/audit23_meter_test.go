@@ -15,28 +15,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 const audit23T0 = 1_700_000_000_000
-
-// audit23HookWriter passes every Write to buf and runs hook once, before
-// the n-th Write (1-based) is stored.
-type audit23HookWriter struct {
-	buf   bytes.Buffer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (w *audit23HookWriter) Write(p []byte) (int, error) {
-	w.calls++
-	if w.calls == w.n && w.hook != nil {
-		w.hook()
-	}
-	return w.buf.Write(p)
-}
 
 // TestAudit23FixedRateWriteToLaterWriteLosesMass: a Rate (window 1 s)
 // counted 1000 events of k at T. Its WriteTo writes the meter header
@@ -61,7 +45,7 @@ func TestAudit23FixedRateWriteToLaterWriteLosesMass(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.ObserveAt(clk.Now(), "k", 1000)
-	w := &audit23HookWriter{n: 3, hook: func() {
+	w := &testhook.Writer{N: 3, Hook: func() {
 		clk.Advance(time.Second)
 		r.Observe("k")
 	}}
@@ -71,7 +55,7 @@ func TestAudit23FixedRateWriteToLaterWriteLosesMass(t *testing.T) {
 	clk2 := sketchtest.NewFakeClock()
 	clk2.Set(clk.NowMillis())
 	b, _ := meter.NewRate(time.Second, append(opts[1:], meter.WithClock(clk2))...)
-	if _, err := b.ReadFrom(bytes.NewReader(w.buf.Bytes())); err != nil {
+	if _, err := b.ReadFrom(bytes.NewReader(w.Buf.Bytes())); err != nil {
 		t.Fatal(err)
 	}
 	truth := 1000 * math.Exp(-1)
@@ -95,7 +79,7 @@ func TestAudit23NoveltyWriteToLaterWrite(t *testing.T) {
 	n.Seen("x")
 	mark := clk.NowMillis()
 	clk.Advance(T / 2)
-	w := &audit23HookWriter{n: 3, hook: func() {
+	w := &testhook.Writer{N: 3, Hook: func() {
 		clk.Advance(3 * T / 10)
 		for i := range 6 { // some of x's cells (8 per level)
 			n.Seen(fmt.Sprint("y", i))
@@ -107,7 +91,7 @@ func TestAudit23NoveltyWriteToLaterWrite(t *testing.T) {
 	clk2 := sketchtest.NewFakeClock()
 	clk2.Set(clk.NowMillis())
 	b, _ := meter.NewNovelty(T, append(opts[1:], meter.WithClock(clk2))...)
-	if _, err := b.ReadFrom(bytes.NewReader(w.buf.Bytes())); err != nil {
+	if _, err := b.ReadFrom(bytes.NewReader(w.Buf.Bytes())); err != nil {
 		t.Fatal(err)
 	}
 	for clk2.NowMillis() <= mark+T.Milliseconds() {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testhook"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -27,24 +28,6 @@ import (
 )
 
 const audit23T0 = 1_700_000_000_000
-
-// audit23HookWriter passes every Write to buf and runs hook once, before
-// the n-th Write (1-based) is stored: what a slow writer (a network, a
-// disk) lets happen while WriteTo runs, made deterministic.
-type audit23HookWriter struct {
-	buf   bytes.Buffer
-	n     int
-	calls int
-	hook  func()
-}
-
-func (w *audit23HookWriter) Write(p []byte) (int, error) {
-	w.calls++
-	if w.calls == w.n && w.hook != nil {
-		w.hook()
-	}
-	return w.buf.Write(p)
-}
 
 func audit23ExpCfg(clk sketch.Clock) sketch.Config {
 	return sketch.Config{Levels: 4, CellsPerLevel: 1024, Hi: 1e12, Seed: 7,
@@ -71,7 +54,7 @@ func TestAudit23FixedWriteToLaterWriteLosesMass(t *testing.T) {
 	}
 	k := []byte("k")
 	s.Update(k, 1000)
-	w := &audit23HookWriter{n: 1, hook: func() {
+	w := &testhook.Writer{N: 1, Hook: func() {
 		clk.Advance(time.Second)
 		s.Update(k, 1) // a writer running alongside the save
 	}}
@@ -81,7 +64,7 @@ func TestAudit23FixedWriteToLaterWriteLosesMass(t *testing.T) {
 	clk2 := sketchtest.NewFakeClock()
 	clk2.Set(clk.NowMillis()) // restored at the original's time: no downtime
 	r, _ := sketch.New(audit23ExpCfg(clk2))
-	if _, err := r.ReadFrom(bytes.NewReader(w.buf.Bytes())); err != nil {
+	if _, err := r.ReadFrom(bytes.NewReader(w.Buf.Bytes())); err != nil {
 		t.Fatal(err)
 	}
 	truth := 1000 * math.Exp(-1) // completed before WriteTo, decayed to now
@@ -105,7 +88,7 @@ func TestAudit23FixedRotatorWriteToLaterWriteLosesMass(t *testing.T) {
 	}
 	k := []byte("k")
 	rt.Update(k, 1000)
-	w := &audit23HookWriter{n: 2, hook: func() {
+	w := &testhook.Writer{N: 2, Hook: func() {
 		clk.Advance(time.Second)
 		rt.Update(k, 1)
 	}}
@@ -113,7 +96,7 @@ func TestAudit23FixedRotatorWriteToLaterWriteLosesMass(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "r.snap")
-	if err := os.WriteFile(path, w.buf.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(path, w.Buf.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	clk2 := sketchtest.NewFakeClock()
