@@ -62,7 +62,10 @@ func WithTrustedProxies(n int) IPOption { return func(c *ipConfig) { c.trusted =
 // RemoteIP returns a KeyFunc keying requests by the client's IP address
 // (http.Request.RemoteAddr, or X-Forwarded-For with WithTrustedProxies),
 // folded to a prefix: IPv6 to /64 and IPv4 to /32 by default. IPv4-mapped
-// IPv6 addresses count as IPv4. The key is the prefix in CIDR form
+// IPv6 addresses count as IPv4; other IPv6 forms that embed an IPv4
+// address do not: behind a NAT64 gateway (64:ff9b::/96) every IPv4
+// client shares the gateway's /64 key (WithIPv6Prefix(128) keeps the
+// embedded address, or key with Func). The key is the prefix in CIDR form
 // ("2001:db8:1:2::/64", "203.0.113.7/32"). It panics, with a message
 // that starts "httplimit:", on a prefix length out of range or a negative
 // proxy count.
