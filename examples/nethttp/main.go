@@ -16,7 +16,7 @@ import (
 
 // handler limits every route with api (it skips /healthz), and POST
 // /login with login as well: a login counts against both, and its answer
-// carries login's fields (the inner middleware sets them last).
+// lists api's policies and login's (each middleware adds its items).
 func handler(f check.Flags) http.Handler {
 	api, login := check.Middlewares(f)
 	mux := http.NewServeMux()

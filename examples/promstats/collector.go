@@ -19,6 +19,7 @@ package promstats
 
 import (
 	"maps"
+	"reflect"
 	"slices"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -41,11 +42,12 @@ type Collector struct {
 
 // New returns a collector of the given limiters, by name (the limiter
 // label). namespace prefixes every metric name ("" for none). It panics
-// on a nil Source.
+// on a nil Source, a nil pointer in one (a nil *limit.Limiter) included:
+// here, not in a scrape.
 func New(namespace string, limiters map[string]Source) *Collector {
 	c := &Collector{names: slices.Sorted(maps.Keys(limiters))}
 	for _, n := range c.names {
-		if limiters[n] == nil {
+		if src := limiters[n]; src == nil || isNilPointer(src) {
 			panic("promstats: nil Source for limiter " + n)
 		}
 		c.srcs = append(c.srcs, limiters[n])
@@ -80,4 +82,11 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.bytes, prometheus.GaugeValue, float64(st.Bytes), name)
 		ch <- prometheus.MustNewConstMetric(c.info, prometheus.GaugeValue, 1, name, st.Engine.String())
 	}
+}
+
+// isNilPointer reports whether src holds a nil pointer (an interface
+// holding one is not == nil).
+func isNilPointer(src Source) bool {
+	v := reflect.ValueOf(src)
+	return v.Kind() == reflect.Pointer && v.IsNil()
 }

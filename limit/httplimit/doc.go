@@ -84,7 +84,10 @@
 // policies is replaced, not repeated (give stacked limiters distinct
 // names: an inner policy of the same name replaces the outer one's).
 // The legacy fields keep the least Remaining of the middlewares that set
-// them, and Retry-After the latest.
+// them. A denial's Retry-After is never earlier than the t of any listed
+// item with no quota left (r=0), nor than a Retry-After already set: a
+// retry at that second is not denied again by a policy the answer lists
+// as empty.
 //
 // A request whose key cannot be extracted, or whose cost is invalid, goes
 // to the error handler (WithErrorHandler) with a typed error (ErrNoClientIP,

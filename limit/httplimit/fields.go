@@ -117,7 +117,8 @@ func sfInt(n int) int64 { return min(int64(n), maxSFInteger) }
 // (a global limit around a per-route one) each list their policies,
 // and a Middleware that sets the field again replaces its own items
 // instead of repeating them. The field's lines are taken as one List
-// (RFC 9110 §5.3); a field not set yet is just add, and so is one
+// (RFC 9110 §5.3, RFC 9651 §4.2: joined by ", "); a field not set yet
+// is just add, and so is one
 // whose sf-strings do not close (a recipient would discard the whole
 // field, and the added item with it: RFC 9651 §4.2).
 func addItem(h http.Header, field string, own []policy, add string) {
@@ -126,23 +127,71 @@ func addItem(h http.Header, field string, own []policy, add string) {
 		h.Set(field, add)
 		return
 	}
+	members, ok := listMembers(strings.Join(old, ", "))
+	if !ok {
+		h.Set(field, add)
+		return
+	}
 	var b strings.Builder
-	for _, line := range old {
-		members, ok := listMembers(line)
-		if !ok {
-			h.Set(field, add)
-			return
+	for _, member := range members {
+		if names(own, bareItem(member)) {
+			continue
 		}
-		for _, member := range members {
-			if names(own, bareItem(member)) {
-				continue
-			}
-			b.WriteString(member)
-			b.WriteString(", ")
-		}
+		b.WriteString(member)
+		b.WriteString(", ")
 	}
 	b.WriteString(add)
 	h.Set(field, b.String())
+}
+
+// exhaustedT returns the largest t of the RateLimit members in lines
+// (the field's lines, taken as one List) that have no quota left (r=0),
+// 0 if none: a retry before it is denied by that policy again.
+func exhaustedT(lines []string) int64 {
+	if len(lines) == 0 {
+		return 0
+	}
+	members, _ := listMembers(strings.Join(lines, ", "))
+	var t int64
+	for _, m := range members {
+		if r, ok := param(m, "r"); ok && r == 0 {
+			if v, ok := param(m, "t"); ok {
+				t = max(t, v)
+			}
+		}
+	}
+	return t
+}
+
+// param returns the Integer parameter key of a List member, if it has
+// one (the parameters follow the bare Item, each ";key=value").
+func param(member, key string) (int64, bool) {
+	rest := member[len(bareItem(member)):]
+	for rest != "" {
+		rest = rest[1:] // the ';'
+		p := bareItem(rest)
+		rest = rest[len(p):]
+		k, v, _ := strings.Cut(strings.TrimLeft(p, " "), "=")
+		if k == key {
+			n, err := strconv.ParseInt(v, 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
+}
+
+// laterRetry reports whether old, a Retry-After value already set
+// (delay-seconds, or an HTTP-date: RFC 9110 §10.2.3), is not earlier
+// than secs seconds from now. An unreadable value is not.
+func laterRetry(old string, secs int64) bool {
+	if old == "" {
+		return false
+	}
+	if n, err := strconv.ParseInt(old, 10, 64); err == nil {
+		return n >= secs
+	}
+	at, err := http.ParseTime(old)
+	return err == nil && !at.Before(time.Now().Add(time.Duration(secs)*time.Second))
 }
 
 // names reports whether item is the sf-string of one of own's names

@@ -408,8 +408,10 @@ func (m *Middleware) find(d limit.Decision) policy {
 // appended, after removing any item that names one of m's policies (so
 // a second call replaces m's own, and a stacked limiter with a policy
 // of the same name replaces the other's: give stacked limiters distinct
-// names); the legacy fields keep the least Remaining; Retry-After the
-// later time.
+// names); the legacy fields keep the least Remaining; on a denial,
+// Retry-After is the latest of this one's, one already set (seconds or
+// an HTTP-date) and the t of every listed item with r=0 (an outer
+// policy with no quota left denies a retry before its t).
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	v := m.policyValue()
 	if v == "" {
@@ -439,9 +441,11 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		}
 	}
 	if !d.Allowed && !d.Never {
-		// The later of this denial's and one already set.
-		ra := max(ceilSeconds(d.RetryAfter), 1)
-		if old, err := strconv.ParseInt(h.Get("Retry-After"), 10, 64); err != nil || old < ra {
+		// Not before this denial's RetryAfter, nor the t of a listed
+		// policy with no quota left (an outer middleware's: a retry
+		// before it is denied there), nor a Retry-After already set.
+		ra := max(ceilSeconds(d.RetryAfter), 1, exhaustedT(h.Values("RateLimit")))
+		if !laterRetry(h.Get("Retry-After"), ra) {
 			h.Set("Retry-After", strconv.FormatInt(ra, 10))
 		}
 	}

@@ -34,7 +34,7 @@ func Server(t *testing.T, h http.Handler) {
 		t.Fatalf("GET /: %d RateLimit-Policy %q; want %q", resp.StatusCode, got, want)
 	}
 	for i := range 2 {
-		if resp := do("POST", "/login"); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Policy") != `"login";q=2;w=24` {
+		if resp := do("POST", "/login"); resp.StatusCode != 200 || resp.Header.Get("RateLimit-Policy") != `"per-second";q=20;w=2, "per-hour";q=1000;w=3600, "login";q=2;w=24` {
 			t.Fatalf("login %d: %d %v", i, resp.StatusCode, resp.Header)
 		}
 	}
