@@ -70,7 +70,9 @@
 // was. WriteTo runs concurrently with everything else and stops nothing:
 // each cell is one atomic load, so a snapshot under traffic is not a
 // global cut (an event in flight may be in it or not; see
-// sketch.Sketch.WriteTo). Inflight has none (see Inflight).
+// sketch.Sketch.WriteTo); an encode that a rotation (the end of a
+// Period) overtakes fails with an error matching sketch.ErrTakeAgain,
+// and is taken again. Inflight has none (see Inflight).
 //
 // Errors from the constructors are *sketch.ConfigError values
 // (errors.Is(err, sketch.ErrInvalidConfig)) naming the field, a nil

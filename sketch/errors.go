@@ -17,6 +17,14 @@ var (
 	// well-formed snapshot (or a sketch given to Merge) whose
 	// configuration differs from the receiver's.
 	ErrSnapshotMismatch = core.ErrSnapshotMismatch
+	// ErrTakeAgain is matched by the error of a WriteTo (sketch, rotator,
+	// meter, a count-min limiter) that could not capture a state a
+	// restore reproduces: the clock jumped over 2^24 ms during the encode
+	// with a cell written after the jump, or a rotator's generation set
+	// was promoted during it. Nothing is wrong with the receiver: the
+	// same call an instant later succeeds; snapshot.Saver takes it again
+	// at once.
+	ErrTakeAgain = core.ErrTakeAgain
 )
 
 // ConfigError reports one invalid configuration field: its name, the

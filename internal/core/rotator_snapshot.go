@@ -75,8 +75,10 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // concurrently with any operation: it encodes the generation set current
 // when it starts (a promotion already under way is waited for), each
 // generation as Sketch.WriteTo does (each cell one atomic load; the cells
-// together are not an atomic snapshot, and each generation has its own
-// snapshot instant, read one after the other). If the set is promoted
+// together are not an atomic snapshot), every one stated at the
+// rotator's snapshot instant, the one clock reading taken at the start
+// (a cell written after it has a negative age), so that a restore maps
+// every generation's cells to the same times. If the set is promoted
 // during the encode (a deadline passed, or a Rotate), it fails with an
 // error saying so: writes after the promotion went to a generation the
 // snapshot does not hold, and the restored rotator would forget them a
@@ -108,7 +110,7 @@ func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
 		return cw.n, err
 	}
 	for _, g := range gs.gens {
-		if _, err := g.WriteTo(mw); err != nil {
+		if _, err := g.writeAt(mw, ms); err != nil {
 			return cw.n, err
 		}
 	}

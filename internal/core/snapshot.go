@@ -304,8 +304,15 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // that jump, WriteTo fails with an error saying so: such a cell cannot be
 // restored at its stamp, and a snapshot restored below the truth is
 // worse than none. Take it again.
-func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
-	ms := s.nowMillis()
+func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.writeAt(w, s.nowMillis()) }
+
+// writeAt is WriteTo with the snapshot instant T = ms, a reading of s's
+// Timebase already taken: a rotator states every generation at its own
+// one instant, so that a restore maps every generation's cells to the
+// same times (each generation at its own instant, a restoring clock
+// behind them clamped each one's downtime to 0 separately, and the later
+// generations kept the encode's length as extra age: audit 58).
+func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 	s.maintain(ms) // after it, ms - floor < 2^31: every age fits 32 bits
 	floor := s.sweep.floor.Load()
 	fs := s.stamp(floor)
