@@ -33,9 +33,11 @@ import (
 // request that ends up denied: it can only make that reader deny more,
 // never admit more.
 //
-// A decision does not allocate when every count-min window keeps at most
-// two generations (the default); each window with more allocates the
-// receipts of its younger generations.
+// A decision of a Multi of at most four windows does not allocate when
+// every count-min window keeps at most two generations (the default);
+// each window with more allocates the receipts of its younger
+// generations, and a fifth window on allocates the decision's
+// bookkeeping.
 //
 // A Multi is safe for concurrent use. Its windows' own options apply
 // except the mode: a Multi always decides strictly. Each window's

@@ -100,7 +100,11 @@ func (r *Rotator) TryUpdateAndQueryStringAt(t time.Time, key string, delta, limi
 // a multi-window decision undone). The zero Reservation refunds nothing.
 // It holds the receipts of the first two generations inline, so a
 // reservation on a rotator of two generations (package limit's default)
-// does not allocate; more generations allocate the rest.
+// does not allocate; more generations allocate the rest. Refund one
+// value only: a copy carries its own receipts of the first two
+// generations (as a copy of a Sketch's Receipt does), so refunding two
+// copies may give back twice where a cell still allows it (audit 59);
+// package limit keeps one and refunds it once.
 type Reservation struct {
 	gs    *genSet
 	first [2]Receipt // generations 0 and 1
