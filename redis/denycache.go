@@ -64,6 +64,8 @@ type denyCache struct {
 	burst   float64
 	slack   time.Duration // sweepSlack: added to the waits check answers
 	learn   float64       // learnSlack: how far a learned debt may read above the server's
+	excess  time.Duration // capExcess of burst: the drain a debt read at the cap may hide
+	tokens  bool          // a limit counting tokens: the server's waits carry its rebase slack
 	// rebaseAt is the server sketch's rebase threshold (ms), for the
 	// slack the server adds to its waits (rebaseSlackBound).
 	rebaseAt func() int64
@@ -81,11 +83,12 @@ func rebaseSlackBound(w, rebaseAt int64) int64 {
 // server calls in flight the cache counts.
 const denyStripes = 256
 
-func newDenyCache(rate, burst float64, exact bool, cells uint32, seed uint64, lt *localTime, rebaseAt func() int64) (*denyCache, error) {
-	d := &denyCache{lt: lt, rebaseAt: rebaseAt, rate: rate, burst: burst, slack: sweepSlack(rate, burst, exact), learn: learnSlack(burst, exact), cfg: sketch.Config{
-		Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(rate), Lo: 0, Hi: burst,
-		Aggregator: sketch.Min, Seed: seed ^ 0xD1E5CAC4E, Clock: lt.tb,
-	}}
+func newDenyCache(rate, burst float64, exact bool, cells uint32, hasher sketch.HasherFactory, seed uint64, lt *localTime, rebaseAt func() int64) (*denyCache, error) {
+	d := &denyCache{lt: lt, rebaseAt: rebaseAt, rate: rate, burst: burst, slack: sweepSlack(rate, burst, exact), learn: learnSlack(burst, exact),
+		excess: capExcess(burst, rate), tokens: !exact, cfg: sketch.Config{
+			Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(rate), Lo: 0, Hi: burst,
+			Aggregator: sketch.Min, Hasher: hasher, Seed: seed ^ 0xD1E5CAC4E, Clock: lt.tb,
+		}}
 	sk, err := sketch.New(d.cfg)
 	if err != nil {
 		return nil, err
@@ -194,6 +197,14 @@ func (d *denyCache) dated(est float64, resetMs int64) (float64, bool) {
 	// learned 3.3 tokens above the server's debt and denied a request
 	// the server admits).
 	own := int64(resetAfter(est, d.rate) / time.Millisecond)
+	if est >= d.burst {
+		// A debt at the cap is read capped at Burst while the server's
+		// cells hold Burst rounded up to float32 and drain from there:
+		// that drain is not a lead either (audit 60: for a Burst a
+		// float32 does not hold, the abusive key at its cap was never
+		// learned, and its reply emptied the cache).
+		own += int64(d.excess / time.Millisecond)
+	}
 	if resetMs <= own+rebaseSlackBound(own, d.rebaseAt()) {
 		return est, true
 	}
@@ -219,7 +230,41 @@ func (d *denyCache) check(key string, n float64) (denied bool, debt float64, ret
 	if debt-d.learn-d.rate*d.slack.Seconds()+n <= d.burst {
 		return false, debt, 0, 0
 	}
-	return true, debt, withSlack(retryAfter(debt, n, d.burst, d.rate), d.slack), withSlack(resetAfter(debt, d.rate), d.slack)
+	return true, debt, d.wait(retryAfter(debt, n, d.burst, d.rate), debt), d.wait(resetAfter(debt, d.rate), debt)
+}
+
+// wait is a wait w computed from the local debt, made never early
+// against the server's: plus the drain a debt read at the cap hides
+// (capExcess), the server's rebase slack for a limit counting tokens
+// (the cache copies the server's debt, which its rebases may raise:
+// audit 60), and the local sweeps' (sweepSlack).
+func (d *denyCache) wait(w time.Duration, debt float64) time.Duration {
+	if w <= 0 {
+		return w
+	}
+	if debt >= d.burst {
+		w += d.excess
+	}
+	if d.tokens {
+		w += time.Duration(rebaseSlackBound(int64(w/time.Millisecond), d.rebaseAt())) * time.Millisecond
+	}
+	return withSlack(w, d.slack)
+}
+
+// capExcess is the time, rounded up to the ms, that rate per second
+// takes to drain what a cell stored at the cap holds above burst: a
+// sketch stores burst rounded up to float32 and reads it back capped at
+// burst, so a debt read at the cap drains that much longer than the
+// read says (0 when a float32 holds burst).
+func capExcess(burst, rate float64) time.Duration {
+	up := float64(float32(burst))
+	if up < burst {
+		up = float64(math.Nextafter32(float32(burst), float32(math.Inf(1))))
+	}
+	if !(up > burst) || !(rate > 0) {
+		return 0
+	}
+	return time.Duration(math.Ceil((up-burst)/rate*1000)) * time.Millisecond
 }
 
 // sweepSlack is what a local sketch's waits add so that they are never

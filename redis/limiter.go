@@ -51,8 +51,12 @@ type Decision struct {
 	// before it (one after the generation's first 2^31 ms, then at most
 	// one per 2^30 ms); the deny cache's or the LocalFallback's by
 	// floor(Burst/Rate / 2^29 ms) ms (a horizon sweep every 6.2 days at
-	// most), and the deny cache's also by up to one float32 step of
-	// Burst of drain (it stores the server's debt rounded up).
+	// most), and by one float32 step of their Burst of drain when the
+	// debt is at the cap (a cell stores Burst rounded up and reads it
+	// capped); the deny cache's also by up to one float32 step of Burst
+	// of drain (it stores the server's debt rounded up) and by the
+	// server's rebase slack bound (2 + wait / 2^30 ms: it copies the
+	// server's debt, which a rebase may raise).
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to 0.
 	ResetAfter time.Duration
@@ -72,7 +76,9 @@ type LimiterConfig struct {
 	// sketch.SipHash() with a secret Seed, the same on every instance
 	// (from the deployment's secrets, as a session key is): unlike the
 	// local limit package, the module cannot draw a random seed, since
-	// every instance must map a key to the same cells.
+	// every instance must map a key to the same cells. The deny cache
+	// and the LocalFallback hash with it too (under seeds derived from
+	// Seed), so a crafted collision cannot deny a victim locally either.
 	Hasher  sketch.HasherFactory
 	Seed    uint64
 	Shards  uint32        // as Config.Shards
@@ -166,6 +172,7 @@ type Limiter struct {
 	lt       *localTime     // the deny cache's and the fallback's time
 	fbLimit  Limit          // Rate/N, Burst/N
 	fbSlack  time.Duration  // sweepSlack of the fallback: added to its waits
+	fbExcess time.Duration  // capExcess of the fallback: added to a wait from a debt at its cap
 	degraded atomic.Bool
 	c        counters
 }
@@ -244,7 +251,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	}
 	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, rateU: rateU, exactU: exactU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt}
 	if cfg.DenyCacheCells > 0 {
-		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Seed, l.lt, func() int64 { return sk.rebaseAt }); err != nil {
+		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Hasher, cfg.Seed, l.lt, func() int64 { return sk.rebaseAt }); err != nil {
 			return bad("deny cache: %v", err)
 		}
 	}
@@ -259,9 +266,10 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		}
 		l.fbLimit = Limit{Rate: lim.Rate / float64(n), Burst: lim.Burst / float64(n)}
 		l.fbSlack = sweepSlack(l.fbLimit.Rate, l.fbLimit.Burst, false) // the fallback counts in tokens
+		l.fbExcess = capExcess(l.fbLimit.Burst, l.fbLimit.Rate)
 		l.fallback, err = sketch.New(sketch.Config{
 			Levels: 4, CellsPerLevel: cells, Decay: decay.Linear(l.fbLimit.Rate), Lo: 0, Hi: l.fbLimit.Burst,
-			Aggregator: sketch.Min, Seed: cfg.Seed ^ 0xFA11BAC, Clock: l.lt.tb,
+			Aggregator: sketch.Min, Hasher: cfg.Hasher, Seed: cfg.Seed ^ 0xFA11BAC, Clock: l.lt.tb,
 		})
 		if err != nil {
 			return bad("local fallback: %v", err)
@@ -329,6 +337,12 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 	}
 	l.c.decisions.Add(1)
 	nU := min(n*l.unit, math.MaxFloat64) // a finite n of a small unit may overflow: it never fits either way
+	if n > l.limit.Burst {
+		// Decided in tokens: n one ulp above Burst may scale to
+		// Burst's units exactly (audit 60: 5.140000000000001 x 100 is
+		// 514), and must still never fit.
+		nU = max(nU, math.Nextafter(l.burstU, math.Inf(1)))
+	}
 	// A request above Burst never fits: the server answers it with the
 	// key's own debt (the cache would deny it on any debt).
 	if l.cache != nil && nU <= l.burstU {
@@ -415,16 +429,24 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 			break
 		}
 		d.Limit = fb
+		// A debt read at the cap drains from Burst/N rounded up to
+		// float32 (audit 60: 1 ms early with PerSecond(10, 100) over 3
+		// instances).
+		wait := func(w time.Duration, debt float64) time.Duration {
+			if w > 0 && debt >= fb.Burst {
+				w += l.fbExcess
+			}
+			return later(withSlack(w, l.fbSlack), l.lt.lag())
+		}
 		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
 			l.c.policyAdmits.Add(1)
 			debt := l.fallback.QueryString(key)
-			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), later(withSlack(resetAfter(debt, fb.Rate), l.fbSlack), l.lt.lag())
+			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
 		} else {
 			l.c.policyDenials.Add(1)
 			debt := l.fallback.QueryString(key)
-			lag := l.lt.lag()
-			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), later(withSlack(resetAfter(debt, fb.Rate), l.fbSlack), lag)
-			d.RetryAfter = later(withSlack(retryAfter(debt, n, fb.Burst, fb.Rate), l.fbSlack), lag)
+			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
+			d.RetryAfter = wait(retryAfter(debt, n, fb.Burst, fb.Rate), debt)
 		}
 	default: // FailClosed
 		l.c.policyDenials.Add(1)
