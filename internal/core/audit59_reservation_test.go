@@ -52,4 +52,3 @@ func TestAudit59RotatorSecondRefundDoesNothing(t *testing.T) {
 		})
 	}
 }
-
