@@ -116,13 +116,13 @@ func sfInt(n int) int64 { return min(int64(n), maxSFInteger) }
 // holds, less every member that names one of own: stacked middlewares
 // (a global limit around a per-route one) each list their policies,
 // and a Middleware that sets the field again replaces its own items
-// instead of repeating them. The field's lines are taken as one List
-// (RFC 9110 §5.3, RFC 9651 §4.2: joined by ", "); a field not set yet
-// is just add, and so is one
-// whose sf-strings do not close (a recipient would discard the whole
-// field, and the added item with it: RFC 9651 §4.2).
+// instead of repeating them. The field's lines, under any spelling of
+// its name, are taken as one List (RFC 9110 §5.3, RFC 9651 §4.2: joined
+// by ", "); a field not set yet is just add, and so is one whose
+// strings or inner lists do not close (a recipient would discard the
+// whole field, and the added item with it: RFC 9651 §4.2).
 func addItem(h http.Header, field string, own []policy, add string) {
-	old := h.Values(field)
+	old := fieldLines(h, field)
 	if len(old) == 0 {
 		h.Set(field, add)
 		return
@@ -144,10 +144,27 @@ func addItem(h http.Header, field string, own []policy, add string) {
 	h.Set(field, b.String())
 }
 
-// exhaustedT returns the largest t of the RateLimit members in lines
-// (the field's lines, taken as one List) that have no quota left (r=0),
-// 0 if none: a retry before it is denied by that policy again.
-func exhaustedT(lines []string) int64 {
+// fieldLines returns the lines of field in h, the canonical key's first,
+// then those set under another spelling (h["RateLimit"] = ..., which
+// h.Values does not see), which it moves to the canonical key: the
+// field is then written under one key.
+func fieldLines(h http.Header, field string) []string {
+	key := http.CanonicalHeaderKey(field)
+	for k, vs := range h {
+		if k != key && strings.EqualFold(k, field) {
+			h[key] = append(h[key], vs...)
+			delete(h, k)
+		}
+	}
+	return h[key]
+}
+
+// exhaustedT returns the largest t of the RateLimit members in h (the
+// field's lines, under any spelling, taken as one List) that have no
+// quota left (r=0), 0 if none: a retry before it is denied by that
+// policy again.
+func exhaustedT(h http.Header) int64 {
+	lines := fieldLines(h, "RateLimit")
 	if len(lines) == 0 {
 		return 0
 	}
@@ -164,34 +181,63 @@ func exhaustedT(lines []string) int64 {
 }
 
 // param returns the Integer parameter key of a List member, if it has
-// one (the parameters follow the bare Item, each ";key=value").
+// one: the parameters follow the bare Item, each ";key" or ";key=value",
+// and of a key given more than once the last counts (RFC 9651 §4.2.3.2).
+// An Integer beyond int64 reads as the largest.
 func param(member, key string) (int64, bool) {
 	rest := member[len(bareItem(member)):]
+	var n int64
+	found := false
 	for rest != "" {
 		rest = rest[1:] // the ';'
 		p := bareItem(rest)
 		rest = rest[len(p):]
 		k, v, _ := strings.Cut(strings.TrimLeft(p, " "), "=")
-		if k == key {
-			n, err := strconv.ParseInt(v, 10, 64)
-			return n, err == nil
+		if k != key {
+			continue
 		}
+		x, err := strconv.ParseInt(v, 10, 64)
+		if ne, ok := err.(*strconv.NumError); ok && ne.Err == strconv.ErrRange {
+			x, err = math.MaxInt64, nil
+			if strings.HasPrefix(v, "-") {
+				x = math.MinInt64
+			}
+		}
+		n, found = x, err == nil
 	}
-	return 0, false
+	return n, found
 }
 
-// laterRetry reports whether old, a Retry-After value already set
-// (delay-seconds, or an HTTP-date: RFC 9110 §10.2.3), is not earlier
-// than secs seconds from now. An unreadable value is not.
+// retrySeconds reads a Retry-After value (delay-seconds, with or without
+// surrounding spaces, or an HTTP-date: RFC 9110 §10.2.3) as seconds from
+// now, rounded up; false if it is neither. A delay beyond int64 reads as
+// the largest.
+func retrySeconds(v string) (int64, bool) {
+	v = strings.Trim(v, " \t")
+	if v == "" {
+		return 0, false
+	}
+	if strings.Trim(v, "0123456789") == "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return math.MaxInt64, true // all digits: only out of range
+		}
+		return n, true
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return 0, false
+	}
+	// In whole Unix seconds: no Duration to overflow past 292 years; an
+	// HTTP-date has whole seconds, so this is the difference rounded up.
+	return max(at.Unix()-time.Now().Unix(), 0), true
+}
+
+// laterRetry reports whether old, a Retry-After value already set, is
+// not earlier than secs seconds from now. An unreadable value is not.
 func laterRetry(old string, secs int64) bool {
-	if old == "" {
-		return false
-	}
-	if n, err := strconv.ParseInt(old, 10, 64); err == nil {
-		return n >= secs
-	}
-	at, err := http.ParseTime(old)
-	return err == nil && !at.Before(time.Now().Add(time.Duration(secs)*time.Second))
+	n, ok := retrySeconds(old)
+	return ok && n >= secs
 }
 
 // names reports whether item is the sf-string of one of own's names
@@ -206,18 +252,22 @@ func names(own []policy, item string) bool {
 }
 
 // listMembers splits a Structured Field List (RFC 9651 §3.1) into its
-// members' text, trimmed of spaces and tabs, at the commas outside an
-// sf-string (a policy name may hold a comma); empty members are
-// dropped. ok is false when an sf-string does not close.
+// members' text, trimmed of spaces and tabs, at the commas outside a
+// String, a Display String and an Inner List (a policy name may hold a
+// comma); empty members are dropped. ok is false when one of them does
+// not close.
 func listMembers(v string) (out []string, ok bool) {
-	start, quoted := 0, false
+	start := 0
 	for i := 0; i < len(v); i++ {
-		switch c := v[i]; {
-		case quoted && c == '\\':
-			i++ // the escaped character
-		case c == '"':
-			quoted = !quoted
-		case !quoted && c == ',':
+		j, closed := skipNested(v, i)
+		if !closed {
+			return out, false
+		}
+		if j > i {
+			i = j - 1
+			continue
+		}
+		if v[i] == ',' {
 			if m := strings.Trim(v[start:i], " \t"); m != "" {
 				out = append(out, m)
 			}
@@ -227,22 +277,63 @@ func listMembers(v string) (out []string, ok bool) {
 	if m := strings.Trim(v[start:], " \t"); m != "" {
 		out = append(out, m)
 	}
-	return out, !quoted
+	return out, true
 }
 
-// bareItem returns a List member's Item without its parameters: the
-// text up to the first ';' outside an sf-string.
+// bareItem returns a List member's Item (or Inner List) without its
+// parameters: the text up to the first ';' outside a String, a Display
+// String and an Inner List.
 func bareItem(member string) string {
-	quoted := false
 	for i := 0; i < len(member); i++ {
-		switch c := member[i]; {
-		case quoted && c == '\\':
-			i++
-		case c == '"':
-			quoted = !quoted
-		case !quoted && c == ';':
+		j, closed := skipNested(member, i)
+		if !closed {
+			return member
+		}
+		if j > i {
+			i = j - 1
+			continue
+		}
+		if member[i] == ';' {
 			return member[:i]
 		}
 	}
 	return member
+}
+
+// skipNested returns the index just past the String (`"..."`, where a
+// backslash escapes the next character), Display String (`%"..."`,
+// where it does not: RFC 9651 §3.3.8) or Inner List (`(...)`, which may
+// hold Strings) starting at v[i], or i if none starts there; closed is
+// false when it runs to the end of v unclosed.
+func skipNested(v string, i int) (int, bool) {
+	switch v[i] {
+	case '"':
+		display := i > 0 && v[i-1] == '%'
+		for j := i + 1; j < len(v); j++ {
+			switch v[j] {
+			case '\\':
+				if !display {
+					j++
+				}
+			case '"':
+				return j + 1, true
+			}
+		}
+		return len(v), false
+	case '(':
+		for j := i + 1; j < len(v); j++ {
+			switch v[j] {
+			case ')':
+				return j + 1, true
+			case '"':
+				k, closed := skipNested(v, j)
+				if !closed {
+					return len(v), false
+				}
+				j = k - 1
+			}
+		}
+		return len(v), false
+	}
+	return i, true
 }

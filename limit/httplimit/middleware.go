@@ -418,6 +418,13 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		return
 	}
 	addItem(h, "RateLimit-Policy", m.policies, v)
+	// An empty policy the outer middlewares listed, read before this
+	// one replaces an item of its name (a stacked policy of the same
+	// name: its t still binds a retry).
+	var listedT int64
+	if !d.Allowed && !d.Never {
+		listedT = exhaustedT(h)
+	}
 	if p := m.find(d); !isInf(d.Limit) {
 		f := d
 		if len(m.policies) > 1 && !d.Allowed && !d.Never && f.NextAfter < f.RetryAfter {
@@ -444,7 +451,7 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		// Not before this denial's RetryAfter, nor the t of a listed
 		// policy with no quota left (an outer middleware's: a retry
 		// before it is denied there), nor a Retry-After already set.
-		ra := max(ceilSeconds(d.RetryAfter), 1, exhaustedT(h.Values("RateLimit")))
+		ra := max(ceilSeconds(d.RetryAfter), 1, listedT, exhaustedT(h))
 		if !laterRetry(h.Get("Retry-After"), ra) {
 			h.Set("Retry-After", strconv.FormatInt(ra, 10))
 		}
@@ -474,7 +481,12 @@ func (m *Middleware) deny(w http.ResponseWriter, d limit.Decision) {
 	if d.Never {
 		detail = "the request costs more than the burst of " + strconv.Itoa(d.Burst) + "; it can never be admitted: do not retry"
 	} else {
+		// The Retry-After field SetHeaders set (a stacked one may be
+		// later than this decision's own: audit 63).
 		s := max(ceilSeconds(d.RetryAfter), 1)
+		if v, ok := retrySeconds(w.Header().Get("Retry-After")); ok {
+			s = max(s, min(v, maxSFInteger))
+		}
 		ra = &s
 	}
 	if !m.problem {
