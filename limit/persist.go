@@ -94,7 +94,11 @@ func (l *Limiter) snapHeader() [limiterSnapHeader]byte {
 // engine's snapshot with the hash seed. It may run concurrently with
 // every other method and never blocks them (each cell or line is read
 // with atomic loads; the snapshot is not a global cut: see "Saving and
-// restoring"). It panics on the zero Limiter.
+// restoring"). On the count-min engine it fails with an error matching
+// sketch.ErrTakeAgain when a Period ends during the encode (or the clock
+// jumps over 2^24 ms with a cell written or re-stamped after it): take
+// it again (snapshot.Saver does, at once); an encode longer than the
+// Period, under traffic, is never taken. It panics on the zero Limiter.
 func (l *Limiter) WriteTo(w io.Writer) (int64, error) {
 	if l.none() && !l.inf {
 		panic(errZero)

@@ -124,9 +124,11 @@ func (r *Rate) SnapshotSize() int64 { return meterSnapHeader + r.rot().SnapshotS
 // is read with one atomic load, so the snapshot is not a global cut (the
 // sketch's WriteTo says what it holds). It fails with an error matching
 // sketch.ErrTakeAgain when a Period ended during the encode (or the
-// clock jumped over 2^24 ms with a write after the jump): take it again
-// (snapshot.Saver does, at once); an encode longer than the Period,
-// under traffic, is never taken: raise WithPeriodWindows.
+// clock jumped over 2^24 ms with a cell written or re-stamped after the
+// jump: a write, or a read that runs a horizon sweep after a jump of
+// days): take it again (snapshot.Saver does, at once); an encode longer
+// than the Period, under traffic, is never taken: raise
+// WithPeriodWindows.
 func (r *Rate) WriteTo(w io.Writer) (int64, error) {
 	return writeMeter(w, meterRate, r.window, r.rot())
 }

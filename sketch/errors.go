@@ -20,7 +20,7 @@ var (
 	// ErrTakeAgain is matched by the error of a WriteTo (sketch, rotator,
 	// meter, a count-min limiter) that could not capture a state a
 	// restore reproduces: the clock jumped over 2^24 ms during the encode
-	// with a cell written after the jump, or a rotator's generation set
+	// with a cell written or re-stamped after the jump, or a rotator's generation set
 	// was promoted during it. Nothing is wrong with the receiver: the
 	// same call an instant later succeeds; snapshot.Saver takes it again
 	// at once.

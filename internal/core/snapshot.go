@@ -267,7 +267,7 @@ func aggName(b uint8) string {
 // jumped is WriteTo's error for a cell stamped lead ms after the
 // snapshot instant, beyond what a snapshot can state.
 func jumped(lead int64) error {
-	return fmt.Errorf("sketch: the clock moved %v past the snapshot instant during the encode and a cell was written after that (at most %v can be stated); %w",
+	return fmt.Errorf("sketch: the clock moved %v past the snapshot instant during the encode and a cell was written or re-stamped after that (at most %v can be stated); %w",
 		time.Duration(min(lead, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, time.Duration(maxAhead)*time.Millisecond, ErrTakeAgain)
 }
 
