@@ -52,9 +52,10 @@
 //     Seed, as in grudge. Use package sketch for a fixed Seed.
 //   - Levels is at most 8; SuggestLevels answers at most 8 and refuses
 //     degenerate inputs with an error.
-//   - The Ticker interface is C() <-chan time.Time and Stop(), what
-//     *time.Ticker offers; Close stops it. grudgetest.FakeTicker.Tick
-//     returns once its rotation is visible.
+//   - The Ticker interface is C() <-chan time.Time and Stop(): a
+//     *time.Ticker has a C field, not a method, so wrap one (see Ticker);
+//     Close stops it. grudgetest.FakeTicker.Tick returns once its own
+//     rotation is visible, concurrent Ticks included.
 //   - New's and NewRotator's errors are the core's (prefix "sketch: " or
 //     "rotator: "), naming the field and the value, and match
 //     ErrInvalidConfig; SuggestLevels' start "grudge: ".

@@ -17,6 +17,7 @@ type FakeTicker struct {
 	c       chan time.Time
 	sent    atomic.Int64 // ticks delivered to the channel
 	handled atomic.Int64 // rotations reported through TickHandled
+	sendMu  sync.Mutex   // a tick's send and its number, together
 	mu      sync.Mutex
 	wake    chan struct{} // closed (and replaced) by each TickHandled: wakes every waiting Tick
 	stop    chan struct{} // closed by the first Stop
@@ -55,17 +56,24 @@ func (t *FakeTicker) Tick() {
 	if t.stopped.Load() {
 		return
 	}
+	// The send and its number are one step: two racing Ticks numbered
+	// out of their send order let the one sent second return after the
+	// first one's rotation, before its own (audit 64).
+	t.sendMu.Lock()
 	timer := time.NewTimer(handledWait)
-	defer timer.Stop()
 	select {
 	case t.c <- time.Now():
 	case <-t.stop:
+		t.sendMu.Unlock()
+		timer.Stop()
 		return
 	case <-timer.C:
+		t.sendMu.Unlock()
 		return // nobody reads the ticker
 	}
 	timer.Stop()
 	want := t.sent.Add(1)
+	t.sendMu.Unlock()
 	for {
 		t.mu.Lock()
 		wake := t.wake // taken before handled is read: no wake-up is missed

@@ -233,13 +233,6 @@ func retrySeconds(v string) (int64, bool) {
 	return max(at.Unix()-time.Now().Unix(), 0), true
 }
 
-// laterRetry reports whether old, a Retry-After value already set, is
-// not earlier than secs seconds from now. An unreadable value is not.
-func laterRetry(old string, secs int64) bool {
-	n, ok := retrySeconds(old)
-	return ok && n >= secs
-}
-
 // names reports whether item is the sf-string of one of own's names
 // (serialized the one way sfString writes it).
 func names(own []policy, item string) bool {

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -441,7 +442,15 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	if m.legacy {
 		// One value each: the least Remaining of the middlewares that
 		// set them (an outer one's stay when they say less).
-		if old, err := strconv.Atoi(h.Get("X-RateLimit-Remaining")); err != nil || d.Remaining < old {
+		// Every spelling of the three fields is one field (fieldLines).
+		fieldLines(h, "X-RateLimit-Limit")
+		fieldLines(h, "X-RateLimit-Reset")
+		old := fieldLines(h, "X-RateLimit-Remaining")
+		rem, err := 0, errors.New("none")
+		if len(old) > 0 {
+			rem, err = strconv.Atoi(strings.Trim(old[0], " \t"))
+		}
+		if err != nil || d.Remaining < rem {
 			h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
@@ -452,8 +461,23 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		// policy with no quota left (an outer middleware's: a retry
 		// before it is denied there), nor a Retry-After already set.
 		ra := max(ceilSeconds(d.RetryAfter), 1, listedT, exhaustedT(h))
-		if !laterRetry(h.Get("Retry-After"), ra) {
+		// Every spelling and line of the field is one: the latest
+		// readable value stays if it is not earlier, as one line; one
+		// beyond the largest Integer a field holds is written as that
+		// (the problem+json body says the same).
+		keep, kept := "", int64(-1)
+		for _, v := range fieldLines(h, "Retry-After") {
+			if n, ok := retrySeconds(v); ok && n > kept {
+				keep, kept = v, n
+			}
+		}
+		switch {
+		case kept < ra:
 			h.Set("Retry-After", strconv.FormatInt(ra, 10))
+		case kept > maxSFInteger:
+			h.Set("Retry-After", strconv.FormatInt(maxSFInteger, 10))
+		default:
+			h.Set("Retry-After", keep)
 		}
 	}
 }
