@@ -27,7 +27,13 @@ func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.D
 		panic("redis: DecideContext: n must be > 0; got " + strconv.Itoa(n))
 	}
 	d, err := l.AllowN(ctx, key, float64(n))
-	return toDecision(d, float64(n), l.sk.cfg.Name), err
+	// A key read at its cap drains from Burst rounded up to float32: its
+	// next token is that much later (audit 61).
+	excess := l.excess
+	if err != nil && l.policy == LocalFallback {
+		excess = l.fbExcess
+	}
+	return toDecision(d, float64(n), l.sk.cfg.Name, excess), err
 }
 
 // Policies returns the limiter's one policy: its Name, Rate and Burst
@@ -69,8 +75,10 @@ func (l *Limiter) refill() common.Refill {
 // wholeTokens returns floor(x) as an int, within [0, 2^53].
 func wholeTokens(x float64) int { return int(min(max(math.Floor(x), 0), 1<<53)) }
 
-// toDecision converts AllowN's Decision for n tokens.
-func toDecision(d Decision, n float64, name string) limit.Decision {
+// toDecision converts AllowN's Decision for n tokens; excess is the
+// drain a debt read at the cap hides (capExcess), added to NextAfter
+// when Remaining is 0.
+func toDecision(d Decision, n float64, name string, excess time.Duration) limit.Decision {
 	out := limit.Decision{
 		Allowed: d.Allowed, Limit: limit.Limit(d.Limit.Rate), Burst: wholeTokens(d.Limit.Burst), Policy: name,
 		Remaining: min(wholeTokens(d.Remaining), wholeTokens(d.Limit.Burst)), ResetAfter: max(d.ResetAfter, 0),
@@ -90,6 +98,9 @@ func toDecision(d Decision, n float64, name string) limit.Decision {
 		// (Every(13ms)) the quotient comes out a few ulps above it
 		// (audit 60: 14 ms, where package limit says 13).
 		ms := math.Ceil(common.SnapWhole(next / d.Limit.Rate * 1000))
+		if r <= 0 {
+			ms += float64(excess / time.Millisecond)
+		}
 		if ms >= float64(math.MaxInt64/int64(time.Millisecond)) {
 			out.NextAfter = limit.InfDuration
 		} else {

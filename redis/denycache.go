@@ -18,8 +18,8 @@ import (
 // the moment the answer arrived (no earlier than the server computed it),
 // its estimate is >= the server's debt at every later instant, counting
 // only the debt already reported: it can only over-estimate (collisions
-// under Min raise, never lower, and a racing double feed raises too, up
-// to Burst). So a request it denies, the server would have denied: the
+// under Min raise, never lower; racing feeds of one key raise it to the
+// larger debt, see raise). So a request it denies, the server would have denied: the
 // cache never admits, and it is stale only toward denial, by at most the
 // round trip times Rate plus collision over-estimates, which drain at
 // Rate (so never longer than Burst/Rate).
@@ -172,6 +172,28 @@ func (d *denyCache) observe(c call, key string, est float64, resetMs int64, hold
 			d.empty()
 		}
 		return
+	}
+	d.raise(sk, key, q, v)
+}
+
+// raise raises the key's minimum in sk from q (just read) to v: racing
+// feeds of one key each read q before the other's write, and adding
+// v - q each drove a hot key to Burst (audit 61: Every(13ms) x 7 waited
+// 55 ms where the server said 10). TryUpdate adds v - q only while the
+// minimum is still at most q (its limit v, exact under contention), so
+// the racing feeds raise it to the larger v, not to their sum. After a
+// few lost races it adds anyway: an over-estimate, the safe side.
+func (d *denyCache) raise(sk *sketch.Sketch, key string, q, v float64) {
+	limit := math.Nextafter(math.Nextafter(v, math.Inf(1)), math.Inf(1)) // q + (v-q) may round an ulp above v
+	for range 4 {
+		if q >= v {
+			return
+		}
+		if sk.TryUpdateString(key, v-q, limit) {
+			d.fed.Store(true)
+			return
+		}
+		q = sk.QueryString(key)
 	}
 	if q < v {
 		sk.UpdateString(key, v-q)

@@ -56,7 +56,13 @@ type Decision struct {
 	// capped); the deny cache's also by up to one float32 step of Burst
 	// of drain (it stores the server's debt rounded up) and by the
 	// server's rebase slack bound (2 + wait / 2^30 ms: it copies the
-	// server's debt, which a rebase may raise).
+	// server's debt, which a rebase may raise). One limitation: the
+	// LocalFallback's wait is computed from its decayed read, which can
+	// be an ulp of a token below what its cell decays to, so at rates
+	// whose drain a float does not hold (1000/13 per s over 3 instances)
+	// a retry exactly at its RetryAfter is now and then denied once more
+	// (audit 61: 8 of 60, owing 1e-10 token); the degraded mode's waits
+	// are otherwise exact.
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to 0.
 	ResetAfter time.Duration
@@ -173,6 +179,7 @@ type Limiter struct {
 	fbLimit  Limit          // Rate/N, Burst/N
 	fbSlack  time.Duration  // sweepSlack of the fallback: added to its waits
 	fbExcess time.Duration  // capExcess of the fallback: added to a wait from a debt at its cap
+	excess   time.Duration  // capExcess of the server's cells (in units): DecideContext's NextAfter at the cap
 	degraded atomic.Bool
 	c        counters
 }
@@ -249,7 +256,8 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, rateU: rateU, exactU: exactU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt}
+	l := &Limiter{sk: sk, limit: lim, unit: unit, burstU: burstU, rateU: rateU, exactU: exactU, policy: cfg.Policy, precheck: cfg.PreCheck, lt: lt,
+		excess: capExcess(burstU, rateU)}
 	if cfg.DenyCacheCells > 0 {
 		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Hasher, cfg.Seed, l.lt, func() int64 { return sk.rebaseAt }); err != nil {
 			return bad("deny cache: %v", err)
