@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/atom"
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 )
@@ -279,10 +280,7 @@ func (d *denyCache) wait(w time.Duration, debt float64) time.Duration {
 // burst, so a debt read at the cap drains that much longer than the
 // read says (0 when a float32 holds burst).
 func capExcess(burst, rate float64) time.Duration {
-	up := float64(float32(burst))
-	if up < burst {
-		up = float64(math.Nextafter32(float32(burst), float32(math.Inf(1))))
-	}
+	up := float64(atom.RoundUp(burst)) // what a cell stores at the cap
 	if !(up > burst) || !(rate > 0) {
 		return 0
 	}

@@ -440,11 +440,12 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		// A debt read at the cap drains from Burst/N rounded up to
 		// float32 (audit 60: 1 ms early with PerSecond(10, 100) over 3
 		// instances).
+		lag := l.lt.lag()
 		wait := func(w time.Duration, debt float64) time.Duration {
 			if w > 0 && debt >= fb.Burst {
 				w += l.fbExcess
 			}
-			return later(withSlack(w, l.fbSlack), l.lt.lag())
+			return later(withSlack(w, l.fbSlack), lag)
 		}
 		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
 			l.c.policyAdmits.Add(1)

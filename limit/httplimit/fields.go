@@ -250,47 +250,53 @@ func names(own []policy, item string) bool {
 // comma); empty members are dropped. ok is false when one of them does
 // not close.
 func listMembers(v string) (out []string, ok bool) {
-	start := 0
-	for i := 0; i < len(v); i++ {
-		j, closed := skipNested(v, i)
+	for {
+		i, closed := indexTop(v, ',')
 		if !closed {
 			return out, false
 		}
-		if j > i {
-			i = j - 1
-			continue
+		m := v
+		if i >= 0 {
+			m = v[:i]
 		}
-		if v[i] == ',' {
-			if m := strings.Trim(v[start:i], " \t"); m != "" {
-				out = append(out, m)
-			}
-			start = i + 1
+		if m = strings.Trim(m, " \t"); m != "" {
+			out = append(out, m)
 		}
+		if i < 0 {
+			return out, true
+		}
+		v = v[i+1:]
 	}
-	if m := strings.Trim(v[start:], " \t"); m != "" {
-		out = append(out, m)
-	}
-	return out, true
 }
 
 // bareItem returns a List member's Item (or Inner List) without its
 // parameters: the text up to the first ';' outside a String, a Display
 // String and an Inner List.
 func bareItem(member string) string {
-	for i := 0; i < len(member); i++ {
-		j, closed := skipNested(member, i)
+	if i, closed := indexTop(member, ';'); closed && i >= 0 {
+		return member[:i]
+	}
+	return member
+}
+
+// indexTop returns the index of the first c in v outside a String, a
+// Display String and an Inner List (skipNested), or -1; closed is false
+// when one of them runs to the end of v unclosed.
+func indexTop(v string, c byte) (int, bool) {
+	for i := 0; i < len(v); i++ {
+		j, closed := skipNested(v, i)
 		if !closed {
-			return member
+			return -1, false
 		}
 		if j > i {
 			i = j - 1
 			continue
 		}
-		if member[i] == ';' {
-			return member[:i]
+		if v[i] == c {
+			return i, true
 		}
 	}
-	return member
+	return -1, true
 }
 
 // skipNested returns the index just past the String (`"..."`, where a

@@ -445,12 +445,11 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		// Every spelling of the three fields is one field (fieldLines).
 		fieldLines(h, "X-RateLimit-Limit")
 		fieldLines(h, "X-RateLimit-Reset")
-		old := fieldLines(h, "X-RateLimit-Remaining")
-		rem, err := 0, errors.New("none")
-		if len(old) > 0 {
-			rem, err = strconv.Atoi(strings.Trim(old[0], " \t"))
+		var first string // "" (not set) fails Atoi: set ours
+		if old := fieldLines(h, "X-RateLimit-Remaining"); len(old) > 0 {
+			first = strings.Trim(old[0], " \t")
 		}
-		if err != nil || d.Remaining < rem {
+		if rem, err := strconv.Atoi(first); err != nil || d.Remaining < rem {
 			h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
