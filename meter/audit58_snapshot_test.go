@@ -293,17 +293,19 @@ func TestAudit58WriteToRefusalTypedForBothMeters(t *testing.T) {
 // times at once"), and the retry, whose instant is after the jump,
 // succeeds: the previous file is replaced in the same Save. The two
 // documents disagreed; snapshots.md now says what Save does, and this
-// test holds it.
+// test holds it. A Novelty: its marks sit at its Hi and keep their
+// stamps, so a write 5 h after the instant is refused (a Rate's cell is
+// read back to the instant by its law since stop 47, and is not).
 func TestAudit58FixedSnapshotsDocSaverClockJump(t *testing.T) {
 	const t0 = 1_700_000_000_000
 	c := sketchtest.NewFakeClock()
 	c.Set(t0)
-	// window 1 h, Period 16 h: a 5 h jump promotes nothing.
-	r, err := meter.NewRate(time.Hour, meter.WithSize(4, 64<<10), meter.WithClock(c), meter.WithSeed(3))
+	// within 1 h, Period 16 h: a 5 h jump promotes nothing.
+	r, err := meter.NewNovelty(time.Hour, meter.WithSize(4, 64<<10), meter.WithClock(c), meter.WithSeed(3))
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.Observe("old")
+	r.Seen("old")
 	src := &a58Src{src: r, n: 3}
 	path := filepath.Join(t.TempDir(), "r.snap")
 	sv, err := snapshot.NewSaver(path, time.Hour, src)
@@ -321,7 +323,7 @@ func TestAudit58FixedSnapshotsDocSaverClockJump(t *testing.T) {
 		if call == 1 {
 			c.Advance(5 * time.Hour)
 			for i := 0; i < 200; i++ { // some cell lands after the first chunk
-				r.Observe("new" + string(rune('A'+i%50)) + string(rune('A'+i/50)))
+				r.Seen("new" + string(rune('A'+i%50)) + string(rune('A'+i/50)))
 			}
 		}
 	}

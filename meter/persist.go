@@ -125,8 +125,9 @@ func (r *Rate) SnapshotSize() int64 { return meterSnapHeader + r.rot().SnapshotS
 // sketch's WriteTo says what it holds). It fails with an error matching
 // sketch.ErrTakeAgain when a Period ended during the encode (or the
 // clock jumped over 2^24 ms with a cell written or re-stamped after the
-// jump: a write, or a read that runs a horizon sweep after a jump of
-// days): take it again (snapshot.Saver does, at once); an encode longer
+// jump, a write or a read that runs a horizon sweep after a jump of
+// days, that only its stamp can state: a Novelty's mark, a Rate's count
+// near its Hi; docs/snapshots.md): take it again (snapshot.Saver does, at once); an encode longer
 // than the Period, under traffic, is never taken: raise
 // WithPeriodWindows.
 func (r *Rate) WriteTo(w io.Writer) (int64, error) {

@@ -130,11 +130,15 @@ func TestAudit62RotatorEncodeMovesNeverBelowOracle(t *testing.T) {
 // of 60 days saved while the clock jumps forward by d (2^20 ms to 2^32 +
 // 5 ms, past the horizon sweep and the 32-bit stamp wrap) before write N,
 // with or without an update there: WriteTo fails, with an error matching
-// sketch.ErrTakeAgain, exactly when d > 2^24 ms and the update reached a
-// generation not yet loaded (N <= 8); sketch/errors.go: ErrTakeAgain "the
-// clock jumped over 2^24 ms during the encode with a cell written after
-// the jump". Then the same call an instant later succeeds ("Nothing is
-// wrong with the receiver: the same call an instant later succeeds").
+// sketch.ErrTakeAgain, exactly when the update reached a generation not
+// yet loaded (N <= 8) and its cell cannot be stated within 2^24 ms of
+// the instant: read back to the instant it exceeds Hi (1e12), so it is
+// stated at Hi as far after it as Hi takes to decay to 11, d - 36.04 s
+// (since stop 47; before, every d > 2^24 ms was refused). sketch/errors.go:
+// ErrTakeAgain "a cell written after the jump that can only be stated
+// more than 2^24 ms after the instant". Then the same call an instant
+// later succeeds ("Nothing is wrong with the receiver: the same call an
+// instant later succeeds").
 func TestAudit62RotatorJumpRefusedExactly(t *testing.T) {
 	S := a62T0 + 500
 	for _, d := range []int64{1 << 20, 1<<24 - 1, 1 << 24, 1<<24 + 1, 86_400_000, 1<<29 + 5, 1<<30 + 5, 1 << 31, 1 << 32, 1<<32 + 5} {
@@ -158,7 +162,8 @@ func TestAudit62RotatorJumpRefusedExactly(t *testing.T) {
 					}
 				}}
 				_, err = r.WriteTo(hw)
-				want := write && N <= 8 && d > 1<<24
+				hiLead := int64(math.Log(1e12/11) / a62Lambda * 1000) // 36043 ms
+				want := write && N <= 8 && d-hiLead > 1<<24
 				if (err != nil) != want || (err != nil && !errors.Is(err, sketch.ErrTakeAgain)) {
 					t.Errorf("d=%d N=%d write=%v: WriteTo = %v; want an error matching ErrTakeAgain: %v", d, N, write, err, want)
 				}

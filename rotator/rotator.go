@@ -154,14 +154,16 @@ func (r *Rotator) UnmarshalBinary(data []byte) error { return r.e.UnmarshalBinar
 // the generation set current when it starts, each generation in
 // sketch.Sketch.WriteTo's format but every one stated at the rotator's
 // snapshot instant, the one clock reading taken at the start (a cell
-// written after it has a negative age), so a restore maps every
+// written after it is read back to it by the law, or keeps its stamp: a
+// negative age), so a restore maps every
 // generation to the same times. It may run concurrently with any
 // operation. It fails with an error matching sketch.ErrTakeAgain ("take
 // the snapshot again") if the set rotates during the encode (a Period
 // ends: writes after the rotation went to a generation the snapshot does
 // not hold, and a restore would forget them a Period early), or if the
-// clock moves more than 2^24 ms past the instant and a cell is written
-// or re-stamped after that, as Sketch.WriteTo does.
+// clock moves more than 2^24 ms past the instant and a cell written or
+// re-stamped after that can only be stated by its stamp, as
+// Sketch.WriteTo does.
 func (r *Rotator) WriteTo(w io.Writer) (int64, error) { return r.e.WriteTo(w) }
 
 // ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom). A refused

@@ -20,7 +20,9 @@ var (
 	// ErrTakeAgain is matched by the error of a WriteTo (sketch, rotator,
 	// meter, a count-min limiter) that could not capture a state a
 	// restore reproduces: the clock jumped over 2^24 ms during the encode
-	// with a cell written or re-stamped after the jump, or a rotator's generation set
+	// and a cell written or re-stamped after the jump can only be stated
+	// by its stamp (a score near Hi, a credit, a custom law's: the others
+	// are read back to the snapshot instant by the law), or a rotator's generation set
 	// was promoted during it. Nothing is wrong with the receiver: the
 	// same call an instant later succeeds; snapshot.Saver takes it again
 	// at once.

@@ -150,9 +150,12 @@ func (s *Sketch) UnmarshalBinary(data []byte) error { return s.e.UnmarshalBinary
 
 // WriteTo writes a checksummed snapshot of the sketch to w (io.WriterTo).
 // It may run concurrently with any operation: each cell is one atomic
-// load, the cells together are not an atomic snapshot. It fails if the
-// clock jumps over 2^24 ms (4.66 hours) during the encode and a cell is
-// written after the jump (docs/snapshots.md): take the snapshot again.
+// load, the cells together are not an atomic snapshot; a cell written
+// during the encode is read back to the snapshot instant by the decay
+// law. It fails if the clock jumps over 2^24 ms (4.66 hours) during the
+// encode and a cell written after the jump can only be stated by its
+// stamp (a score near Hi, a credit, a custom law's; docs/snapshots.md):
+// take the snapshot again.
 func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.e.WriteTo(w) }
 
 // ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom), reading

@@ -13,7 +13,8 @@ var (
 )
 
 // ErrTakeAgain is wrapped by a WriteTo that could not capture a state a
-// restore reproduces (the clock jumped over 2^24 ms during the encode, or
+// restore reproduces (the clock jumped over 2^24 ms during the encode and
+// a cell written after the jump can only be stated by its stamp, or
 // a rotator's generation set was promoted): the same call an instant
 // later will. snapshot.Saver takes such a snapshot again at once.
 var ErrTakeAgain = errors.New("take the snapshot again")

@@ -77,7 +77,8 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // generation as Sketch.WriteTo does (each cell one atomic load; the cells
 // together are not an atomic snapshot), every one stated at the
 // rotator's snapshot instant, the one clock reading taken at the start
-// (a cell written after it has a negative age), so that a restore maps
+// (a cell written after it is read back to it, or keeps its stamp as a
+// negative age: Sketch.restate), so that a restore maps
 // every generation's cells to the same times. If the set is promoted
 // during the encode (a deadline passed, or a Rotate), it fails with an
 // error saying so: writes after the promotion went to a generation the

@@ -290,8 +290,14 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // it then captures: the snapshot instant T is one clock reading taken at
 // the start; each cell is read with one atomic load, so each record is a
 // value the cell really held, at some moment during the encode, stated as
-// its age at T (a cell written at a time after T has a negative age, and
-// is restored stamped that far after T). The
+// its age at T. A cell written after T (during the encode) holds a
+// positive score that is read back to T by the decay law, rounded up, at
+// age 0: at or above its value at every instant from T on, and its own
+// value again from its write on; where that would exceed Hi it is stated
+// at Hi, stamped after T (a negative age) as little as lets Hi decay to
+// its value by the write; a custom law, which has no inverse, and a
+// score at or below 0 keep the stamp (a negative age, restored that far
+// after T). The
 // set of cells is not an atomic snapshot: cells are read one after the
 // other, so each lies between its value at the start of the encode and
 // its value at the end. With non-negative deltas, every update that
@@ -299,11 +305,12 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // T); an update in flight may be included at some of its L cells and not
 // others, which under Min aggregation can only lower that key's estimate
 // to what it was before the update, never below. A TryUpdate is likewise
-// included or not per cell. If the clock jumps more than 2^24 ms (4.66
-// hours) during the encode and a cell is written or re-stamped after
-// that jump, WriteTo fails with an error saying so: such a cell cannot be
-// restored at its stamp, and a snapshot restored below the truth is
-// worse than none. Take it again.
+// included or not per cell. If a cell would be stated more than 2^24 ms
+// (4.66 hours) after T (the clock jumped that far during the encode and
+// the cell was written or re-stamped after the jump, and it is one that
+// keeps its stamp), WriteTo fails with an error saying so (it matches
+// ErrTakeAgain): such a cell cannot be restored at its stamp, and a
+// snapshot restored below the truth is worse than none. Take it again.
 func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.writeAt(w, s.nowMillis()) }
 
 // writeAt is WriteTo with the snapshot instant T = ms, a reading of s's
@@ -342,15 +349,15 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 			// The cell's absolute time: at or after floor (horizon
 			// invariant), so the offset from floor's stamp is exact.
 			age := ms - (floor + int64(c.Stamp()-fs))
-			// A cell written after T (during the encode) has a negative
-			// age: it is restored stamped that far after T, so it does
-			// not decay before it was written (stated at age 0 it lost
-			// its earlier mass's decay over the gap twice).
+			score := c.Score()
+			if age < 0 { // written after T, during the encode
+				score, age = s.restate(score, -age)
+			}
 			if age < -maxAhead {
 				return total, jumped(-age)
 			}
 			age = min(age, math.MaxInt32)
-			le.PutUint32(buf[pos:], uint32(c>>32))
+			le.PutUint32(buf[pos:], math.Float32bits(score))
 			le.PutUint32(buf[pos+4:], uint32(int32(age)))
 			pos += snapCellSize
 			if pos == len(buf) {
@@ -375,6 +382,54 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 	le.PutUint32(buf[:4], crc)
 	n, err = w.Write(buf[:4])
 	return total + int64(n), err
+}
+
+// restate returns the record (score, age at T) of a cell that holds v
+// stamped lead > 0 ms after the snapshot instant T: it was written
+// during the encode. Stated at age 0 with v, its earlier mass would
+// decay twice over the lead (audit 23); stamped lead ms after T (a
+// negative age), it reads v before its stamp, below its earlier mass
+// decayed to that instant (a restore on a clock at T read 15.95 where
+// the updates before the encode summed to 16.56: audit 62). So a
+// positive score of a law with an inverse (None, Exponential, Linear)
+// is read back to T by it, rounded up, at age 0, as Merge does with a
+// cell written during a merge: at or above the value at every instant
+// from T on, for non-negative deltas, and v again from its stamp on.
+// Where that exceeds Hi, the cell is stated at Hi, stamped the least
+// whole ms after T from which Hi decays to v or more by the stamp:
+// never below a clamped score before it, and v or more from the stamp
+// on. A score of 0 under a provided law is 0 at every instant: age 0.
+// Other cells (a custom law, a credit, which every provided law moves
+// toward 0 and which so stays at or above its earlier truth before its
+// stamp) keep the negative age -lead.
+func (s *Sketch) restate(v float32, lead int64) (float32, int64) {
+	custom := s.rules.Kind() == law.KindCustom
+	switch {
+	case v == 0 && !custom: // every provided law keeps 0 at 0
+		return 0, 0
+	case v <= 0 || custom:
+		return v, -lead
+	}
+	hi := s.rules.Hi()
+	switch up, _ := law.Undecay(s.cfg.Decay, float64(v), lead); {
+	case up <= hi:
+		return s.rules.Round(up), 0
+	}
+	// The least a in (0, lead] with Undecay(v, lead-a) <= hi: a = lead
+	// (v itself at its stamp) always qualifies, a = 0 does not.
+	lo, a := int64(0), lead
+	for a-lo > 1 {
+		mid := lo + (a-lo)/2
+		if up, _ := law.Undecay(s.cfg.Decay, float64(v), lead-mid); up <= hi {
+			a = mid
+		} else {
+			lo = mid
+		}
+	}
+	if a == lead {
+		return v, -lead
+	}
+	return float32(hi), -a
 }
 
 // UnmarshalBinary restores s from a snapshot (encoding.BinaryUnmarshaler).
