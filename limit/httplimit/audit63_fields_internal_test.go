@@ -399,11 +399,15 @@ func a63Check(before http.Header, h http.Header, own []string, addPol, addRL str
 		}
 		return nil
 	}
-	ra := h.Get("Retry-After")
+	// A kept value is kept verbatim, padding included: optional
+	// whitespace is not part of a field value (RFC 9110, 5.5), and
+	// Header.Write trims it on the wire.
+	ows := func(v string) string { return strings.Trim(v, " \t") }
+	ra := ows(h.Get("Retry-After"))
 	n, err := strconv.ParseInt(ra, 10, 64)
 	if err != nil {
 		at, err := http.ParseTime(ra)
-		if err != nil || ra != before.Get("Retry-After") {
+		if err != nil || ra != ows(before.Get("Retry-After")) {
 			return fmt.Errorf("Retry-After %q (was %q)", ra, before.Get("Retry-After"))
 		}
 		n = int64(time.Until(at)/time.Second) + 1 // not before it: checked as a bound below
@@ -412,8 +416,12 @@ func a63Check(before http.Header, h http.Header, own []string, addPol, addRL str
 	if ms, err := a63ParseList(strings.Join(h.Values("RateLimit"), ", ")); err == nil {
 		floor = max(floor, a63ExhaustedT(ms))
 	}
-	if old, err := strconv.ParseInt(before.Get("Retry-After"), 10, 64); err == nil {
-		floor = max(floor, old)
+	// delay-seconds is 1*DIGIT (RFC 9110, 10.2.3): "+7" or "-1" is no
+	// value to keep
+	if old, err := strconv.ParseInt(ows(before.Get("Retry-After")), 10, 64); err == nil && strings.Trim(ows(before.Get("Retry-After")), "0123456789") == "" {
+		// beyond the largest sf-Integer it is written as the largest
+		// (migrating.md, Stop 46), as the problem body says
+		floor = max(floor, min(old, 999_999_999_999_999))
 	}
 	if n < floor {
 		return fmt.Errorf("Retry-After %q (was %q), want >= %d; RateLimit %q", ra, before.Get("Retry-After"), floor, h.Values("RateLimit"))
@@ -520,6 +528,11 @@ func FuzzAudit63SetHeaders(f *testing.F) {
 	f.Add(`"a,b";p="x;r=0";r=0;t=7`, `:AQID:;r=0;t=2`, `"a"`, "Sat, 01 Jan 2000 00:00:00 GMT", true)
 	f.Add(`"\"`, `",`, `;,;`, "-1", true)
 	f.Add(` "a";r=0;t=40 ,	"b"`, `?1;r=0;t=41`, `%"x";q=1`, "99", true)
+	f.Add(`"a";r=1`, ``, ``, " 10", true)            // kept padded (stop 47: the checker trims OWS)
+	f.Add(``, ``, ``, " 0077 ", true)                // kept verbatim, read as 77
+	f.Add(``, ``, ``, "\t1\t", true)                 // replaced: 1 is before the decision's 3
+	f.Add(``, ``, ``, "123456789012345678901", true) // beyond the largest Integer
+	f.Add(``, ``, ``, "+7", true)                    // not delay-seconds: replaced
 	m, err := New(limit.MustNew(1, 5, limit.WithName("mine")), WithLegacyHeaders(true))
 	if err != nil {
 		f.Fatal(err)
