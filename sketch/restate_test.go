@@ -1,6 +1,7 @@
 package sketch_test
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"testing"
@@ -142,5 +143,57 @@ func TestSnapshotRestateHiStamp(t *testing.T) {
 	}
 	if got, want := fmt.Sprint(age), "-678"; got != want && got != "-677" && got != "-679" {
 		t.Errorf("age %s, want about %s", got, want)
+	}
+}
+
+// TestSnapshotLegacyNegativeAgeRestated: a record as WriteTo wrote it
+// before stop 47 for a cell written lead ms after T (its value at the
+// write, a negative age) is read back to T by the law when restored on
+// a clock at T: at or above the updates before T plus the write at every
+// instant before the write, and the never-saved sketch's from it on.
+func TestSnapshotLegacyNegativeAgeRestated(t *testing.T) {
+	const t0, lead = 5_000_000, 400
+	cfg := func(c sketch.Clock) sketch.Config {
+		return sketch.Config{Levels: 1, CellsPerLevel: 1, Decay: decay.Exponential(0.7), Hi: 1e6, Clock: c}
+	}
+	clk, tclk := sketchtest.NewFakeClock(), sketchtest.NewFakeClock()
+	s, _ := sketch.New(cfg(clk))
+	twin, _ := sketch.New(cfg(tclk))
+	clk.Set(t0 - 100)
+	tclk.Set(t0 - 100)
+	s.UpdateString("k", 20)
+	twin.UpdateString("k", 20)
+	clk.Set(t0)
+	b, err := s.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Set(t0 + lead)
+	s.UpdateString("k", 1)
+	v := float32(s.QueryString("k")) // the cell's value at its stamp
+	binary.LittleEndian.PutUint32(b[88:], math.Float32bits(v))
+	neg := int32(-lead)
+	binary.LittleEndian.PutUint32(b[92:], uint32(neg))
+	fixCRC56(b)
+	rclk := sketchtest.NewFakeClock()
+	rclk.Set(t0)
+	r, _ := sketch.New(cfg(rclk))
+	if err := r.UnmarshalBinary(b); err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []int64{t0, t0 + 100, t0 + lead - 1, t0 + lead, t0 + 3*lead} {
+		rclk.Set(at)
+		got := r.QueryString("k")
+		var want float64
+		if at < t0+lead {
+			tclk.Set(at)
+			want = twin.QueryString("k") + 1
+		} else {
+			clk.Set(at)
+			want = s.QueryString("k")
+		}
+		if got < want {
+			t.Errorf("%d ms after T: restored %v, below %v", at-t0, got, want)
+		}
 	}
 }

@@ -228,10 +228,15 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	case next < uint64(n):
 		return nil, cr.n, rotCorrupt("Next", next, n, nil, "creation counter %d is below Generations %d", next, n)
 	}
+	// Wall times are bounded so that forged ones cannot overflow: +-2^61
+	// ms is 73 million years.
+	const far = int64(1) << 61
+	bound := func(x int64) int64 { return max(-far, min(x, far)) }
+	instWall := bound(int64(le.Uint64(hdr[40:])))
 	gs := &genSet{gens: make([]*Sketch, n), next: next, seed: seed}
 	for i := range gs.gens {
 		g := r.buildSeeded(seed, next-uint64(n)+uint64(i), nil)
-		if _, err := g.ReadFrom(tr); err != nil {
+		if _, err := g.readFrom(tr, instWall, true); err != nil {
 			return nil, cr.n, fmt.Errorf("rotator: snapshot generation %d of %d: %w", i, n, err)
 		}
 		gs.gens[i] = g
@@ -252,12 +257,7 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	// instant, less the downtime: 0 when the restoring clock is behind
 	// (as for the cells: a clock behind never extends a generation's
 	// life), and at most one Period (a snapshot's deadline is at most one
-	// Period after its instant; a forged one cannot stop rotation). Wall
-	// times are bounded so that forged ones cannot overflow: +-2^61 ms is
-	// 73 million years.
-	const far = int64(1) << 61
-	bound := func(x int64) int64 { return max(-far, min(x, far)) }
-	instWall := bound(int64(le.Uint64(hdr[40:])))
+	// Period after its instant; a forged one cannot stop rotation).
 	nowWall := bound(r.tb.Time(ms).UnixMilli())
 	left := min(bound(deadlineWall)-instWall, r.periodMs)
 	d := max(left-max(nowWall-instWall, 0), -far)

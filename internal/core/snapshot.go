@@ -456,7 +456,11 @@ func (s *Sketch) restate(v float32, lead int64) (float32, int64) {
 // float32, and the two sketches sweep on their own schedules), and
 // within one float32 ulp, upward, after it; an older cell is decayed
 // once (Rules.Decay over the int64 age, years included), rounded up and
-// stamped now. The horizon restarts 2^29 ms before now.
+// stamped now. A negative total age (a record stated after the snapshot
+// instant, capped at 2^24 ms: one WriteTo wrote before stop 47 for a
+// cell written during the encode, or a forged one) is read back to now
+// by the law as WriteTo now states such a cell (see WriteTo), or keeps
+// its lead as a stamp after now. The horizon restarts 2^29 ms before now.
 //
 // Like Reset, it is not atomic: call it on a sketch nobody else is using.
 // It allocates nothing in proportion to the header: lengths come from s's
@@ -501,7 +505,17 @@ func (s *Sketch) readHeader(b []byte) (snapHeader, error) {
 // mismatch) leaves s reset (empty), never half restored, as does a
 // custom decay law that panics while a cell is restored (the panic goes
 // on to the caller). Not concurrent with other use of s.
-func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
+func (s *Sketch) ReadFrom(r io.Reader) (int64, error) { return s.readFrom(r, 0, false) }
+
+// readFrom is ReadFrom; in a rotator snapshot (rot), inst is the
+// rotator's snapshot instant (wall ms, bounded to +-2^61), the one its
+// generations are mapped to the restoring clock by: a generation stated
+// after it (its own encode's start, as rotators before stop 46 wrote
+// them) has its cells' ages shifted by the difference, at most 2^24 ms,
+// so that every generation's cells land at the same times (audit 58's
+// skew, for the old format too); one stated before it (only a forged
+// snapshot) is taken at it.
+func (s *Sketch) readFrom(r io.Reader, inst int64, rot bool) (int64, error) {
 	buf := make([]byte, snapChunk*snapCellSize)
 	var total int64
 	read := func(b []byte) error {
@@ -523,9 +537,16 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 
 	ms := s.nowMillis()
 	// downtime >= 0, saturated: a forged instant near the ends of int64
-	// must not overflow it.
+	// must not overflow it. In a rotator, max(now, inst) - at: negative
+	// (at most 2^24 ms) for a generation stated after the rotator's
+	// instant and restored on a clock behind it.
 	var downtime int64
-	if nowWall := s.tb.Time(ms).UnixMilli(); nowWall > h.atWall {
+	nowWall := s.tb.Time(ms).UnixMilli()
+	if rot {
+		const far = int64(1) << 61
+		at := min(max(h.atWall, inst), inst+maxAhead)
+		downtime = max(min(nowWall, far), inst) - at
+	} else if nowWall > h.atWall {
 		downtime = nowWall - h.atWall
 		if downtime < 0 {
 			downtime = math.MaxInt64
@@ -579,6 +600,16 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
 			total := age + downtime
 			if age > 0 && downtime > math.MaxInt64-age {
 				total = math.MaxInt64 // a forged instant decades back
+			}
+			if total < 0 {
+				// Stated after the instant the restore maps to now: a
+				// record of a snapshot older than stop 47, or of an old
+				// rotator's later generation. Read back by the law as
+				// WriteTo now states such a cell (a record WriteTo
+				// restated already is unchanged by it).
+				score, total = s.restate(score, -total)
+				total = max(total, -maxAhead)
+				v = float64(score)
 			}
 			s.markNegative(v)
 			w := atom.Pack(score, s.stamp(ms-total))
