@@ -96,8 +96,10 @@ func (l *Limiter) snapHeader() [limiterSnapHeader]byte {
 // with atomic loads; the snapshot is not a global cut: see "Saving and
 // restoring"). On the count-min engine it fails with an error matching
 // sketch.ErrTakeAgain when a Period ends during the encode (or the clock
-// jumps over 2^24 ms with a cell written or re-stamped after it that only
-// its stamp can state, a debt near MaxDebt: docs/snapshots.md): take
+// jumps during the encode and a cell written or re-stamped after it can
+// only be stated over 2^24 ms after the instant: any debt once the jump
+// passes 2^24 ms plus the time MaxDebt takes to drain to it;
+// docs/snapshots.md): take
 // it again (snapshot.Saver does, at once); an encode longer than the
 // Period, under traffic, is never taken. It panics on the zero Limiter.
 func (l *Limiter) WriteTo(w io.Writer) (int64, error) {

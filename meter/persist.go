@@ -124,10 +124,11 @@ func (r *Rate) SnapshotSize() int64 { return meterSnapHeader + r.rot().SnapshotS
 // is read with one atomic load, so the snapshot is not a global cut (the
 // sketch's WriteTo says what it holds). It fails with an error matching
 // sketch.ErrTakeAgain when a Period ended during the encode (or the
-// clock jumped over 2^24 ms with a cell written or re-stamped after the
-// jump, a write or a read that runs a horizon sweep after a jump of
-// days, that only its stamp can state: a Novelty's mark, a Rate's count
-// near its Hi; docs/snapshots.md): take it again (snapshot.Saver does, at once); an encode longer
+// clock jumped during the encode and a cell written or re-stamped after
+// the jump, by a write or by a read that runs a horizon sweep after a
+// jump of days, can only be stated over 2^24 ms after the instant: a
+// Novelty's mark past 2^24 ms, a Rate's count once its value read back
+// passes its Hi; docs/snapshots.md): take it again (snapshot.Saver does, at once); an encode longer
 // than the Period, under traffic, is never taken: raise
 // WithPeriodWindows.
 func (r *Rate) WriteTo(w io.Writer) (int64, error) {

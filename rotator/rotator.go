@@ -161,8 +161,8 @@ func (r *Rotator) UnmarshalBinary(data []byte) error { return r.e.UnmarshalBinar
 // the snapshot again") if the set rotates during the encode (a Period
 // ends: writes after the rotation went to a generation the snapshot does
 // not hold, and a restore would forget them a Period early), or if the
-// clock moves more than 2^24 ms past the instant and a cell written or
-// re-stamped after that can only be stated by its stamp, as
+// clock jumps during the encode and a cell written or re-stamped after
+// that can only be stated over 2^24 ms after the instant, as
 // Sketch.WriteTo does.
 func (r *Rotator) WriteTo(w io.Writer) (int64, error) { return r.e.WriteTo(w) }
 

@@ -19,10 +19,11 @@ var (
 	ErrSnapshotMismatch = core.ErrSnapshotMismatch
 	// ErrTakeAgain is matched by the error of a WriteTo (sketch, rotator,
 	// meter, a count-min limiter) that could not capture a state a
-	// restore reproduces: the clock jumped over 2^24 ms during the encode
-	// and a cell written or re-stamped after the jump can only be stated
-	// by its stamp (a score near Hi, a credit, a custom law's: the others
-	// are read back to the snapshot instant by the law), or a rotator's generation set
+	// restore reproduces: the clock jumped during the encode and a cell
+	// written or re-stamped after the jump can only be stated by a stamp
+	// more than 2^24 ms after the instant (its value read back by the law
+	// passes Hi, or it is a credit or a custom law's; see Sketch.WriteTo),
+	// or the stamps read span over 2^31 ms, or a rotator's generation set
 	// was promoted during it. Nothing is wrong with the receiver: the
 	// same call an instant later succeeds; snapshot.Saver takes it again
 	// at once.

@@ -152,10 +152,13 @@ func (s *Sketch) UnmarshalBinary(data []byte) error { return s.e.UnmarshalBinary
 // It may run concurrently with any operation: each cell is one atomic
 // load, the cells together are not an atomic snapshot; a cell written
 // during the encode is read back to the snapshot instant by the decay
-// law. It fails if the clock jumps over 2^24 ms (4.66 hours) during the
-// encode and a cell written after the jump can only be stated by its
-// stamp (a score near Hi, a credit, a custom law's; docs/snapshots.md):
-// take the snapshot again.
+// law. It fails if the clock jumps during the encode and a cell written
+// or re-stamped after the jump can only be stated by a stamp more than
+// 2^24 ms (4.66 hours) after the instant (its value read back passes Hi:
+// a score near Hi, or, after a jump of hours or days, almost any score,
+// a drained one and one the horizon sweep rounded up included; a credit;
+// a custom law's), or if the stamps read span over 2^31 ms (a jump of
+// weeks; docs/snapshots.md): take the snapshot again.
 func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.e.WriteTo(w) }
 
 // ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom), reading

@@ -13,9 +13,10 @@ var (
 )
 
 // ErrTakeAgain is wrapped by a WriteTo that could not capture a state a
-// restore reproduces (the clock jumped over 2^24 ms during the encode and
-// a cell written after the jump can only be stated by its stamp, or
-// a rotator's generation set was promoted): the same call an instant
+// restore reproduces (the clock jumped during the encode and a cell
+// written or re-stamped after the jump can only be stated by a stamp
+// more than 2^24 ms after the instant, or the stamps read span over 2^31
+// ms, or a rotator's generation set was promoted): the same call an instant
 // later will. snapshot.Saver takes such a snapshot again at once.
 var ErrTakeAgain = errors.New("take the snapshot again")
 

@@ -265,10 +265,21 @@ func aggName(b uint8) string {
 }
 
 // jumped is WriteTo's error for a cell stamped lead ms after the
-// snapshot instant, beyond what a snapshot can state.
+// snapshot instant that only its stamp can state, beyond maxAhead.
 func jumped(lead int64) error {
-	return fmt.Errorf("sketch: the clock moved %v past the snapshot instant during the encode and a cell was written or re-stamped after that (at most %v can be stated); %w",
-		time.Duration(min(lead, math.MaxInt64/int64(time.Millisecond)))*time.Millisecond, time.Duration(maxAhead)*time.Millisecond, ErrTakeAgain)
+	return fmt.Errorf("sketch: the clock jumped during the encode and a cell was written or re-stamped %v after the snapshot instant, which only its stamp can state (at most %v after it); %w",
+		msDuration(lead), msDuration(maxAhead), ErrTakeAgain)
+}
+
+// spanned is WriteTo's error when the stamps read span more than their
+// 32 bits convert exactly: a re-base after a clock jump of weeks.
+func spanned(span int64) error {
+	return fmt.Errorf("sketch: the clock jumped during the encode and cells were re-stamped: the stamps read span %v, more than a snapshot can convert (%v); %w",
+		msDuration(span), msDuration(horizonWindow), ErrTakeAgain)
+}
+
+func msDuration(ms int64) time.Duration {
+	return time.Duration(min(ms, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 }
 
 // MarshalBinary returns a snapshot of s (encoding.BinaryMarshaler). It is
@@ -290,14 +301,15 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // it then captures: the snapshot instant T is one clock reading taken at
 // the start; each cell is read with one atomic load, so each record is a
 // value the cell really held, at some moment during the encode, stated as
-// its age at T. A cell written after T (during the encode) holds a
-// positive score that is read back to T by the decay law, rounded up, at
-// age 0: at or above its value at every instant from T on, and its own
-// value again from its write on; where that would exceed Hi it is stated
-// at Hi, stamped after T (a negative age) as little as lets Hi decay to
-// its value by the write; a custom law, which has no inverse, and a
-// score at or below 0 keep the stamp (a negative age, restored that far
-// after T). The
+// its age at T. A cell written or re-stamped after T (during the
+// encode) is read back to T by the decay law, rounded up, at age 0: at
+// or above its value at every instant from T on (a loose bound between
+// T and its stamp: up to e^(lambda x lead) above), and its own value
+// again from its stamp on; where that would exceed Hi it is stated at
+// Hi, stamped after T (a negative age) as little as lets Hi decay to its
+// value by the stamp; a custom law's score, which has no inverse, and a
+// credit keep the stamp (a negative age, restored that far after T);
+// restate has the details. The
 // set of cells is not an atomic snapshot: cells are read one after the
 // other, so each lies between its value at the start of the encode and
 // its value at the end. With non-negative deltas, every update that
@@ -306,11 +318,14 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // others, which under Min aggregation can only lower that key's estimate
 // to what it was before the update, never below. A TryUpdate is likewise
 // included or not per cell. If a cell would be stated more than 2^24 ms
-// (4.66 hours) after T (the clock jumped that far during the encode and
-// the cell was written or re-stamped after the jump, and it is one that
-// keeps its stamp), WriteTo fails with an error saying so (it matches
-// ErrTakeAgain): such a cell cannot be restored at its stamp, and a
-// snapshot restored below the truth is worse than none. Take it again.
+// (4.66 hours) after T (the clock jumped during the encode and the cell
+// was written or re-stamped after the jump: its value read back passes
+// Hi, which after a jump of hours or days holds for almost any score,
+// or it keeps its stamp), or if the stamps read span more than 2^31 ms
+// (a re-base after a jump of weeks), WriteTo fails with an error saying
+// so (it matches ErrTakeAgain): such a cell cannot be restored at its
+// stamp, and a snapshot restored below the truth is worse than none.
+// Take it again.
 func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.writeAt(w, s.nowMillis()) }
 
 // writeAt is WriteTo with the snapshot instant T = ms, a reading of s's
@@ -350,11 +365,11 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 			// invariant), so the offset from floor's stamp is exact.
 			age := ms - (floor + int64(c.Stamp()-fs))
 			score := c.Score()
-			if age < 0 { // written after T, during the encode
-				score, age = s.restate(score, -age)
-			}
-			if age < -maxAhead {
-				return total, jumped(-age)
+			if lead := -age; lead > 0 { // written after T, during the encode
+				score, age = s.restate(score, lead)
+				if age < -maxAhead {
+					return total, jumped(lead)
+				}
 			}
 			age = min(age, math.MaxInt32)
 			le.PutUint32(buf[pos:], math.Float32bits(score))
@@ -371,8 +386,8 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 	// last load) and at or after floor: the conversion above was exact
 	// if that span is within 2^32 ms, which only an urgent re-base past
 	// a clock jump of over 24.8 days during the encode breaks.
-	if lead := s.low.Load() - floor; lead > horizonWindow {
-		return total, jumped(lead)
+	if span := s.low.Load() - floor; span > horizonWindow {
+		return total, spanned(span)
 	}
 	if pos > 0 {
 		if err := flush(); err != nil {
@@ -390,44 +405,47 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 // decay twice over the lead (audit 23); stamped lead ms after T (a
 // negative age), it reads v before its stamp, below its earlier mass
 // decayed to that instant (a restore on a clock at T read 15.95 where
-// the updates before the encode summed to 16.56: audit 62). So a
-// positive score of a law with an inverse (None, Exponential, Linear)
-// is read back to T by it, rounded up, at age 0, as Merge does with a
-// cell written during a merge: at or above the value at every instant
-// from T on, for non-negative deltas, and v again from its stamp on.
-// Where that exceeds Hi, the cell is stated at Hi, stamped the least
-// whole ms after T from which Hi decays to v or more by the stamp:
-// never below a clamped score before it, and v or more from the stamp
-// on. A score of 0 under a provided law is 0 at every instant: age 0.
-// Other cells (a custom law, a credit, which every provided law moves
-// toward 0 and which so stays at or above its earlier truth before its
+// the updates before the encode summed to 16.56: audit 62). So a score
+// of a law with an inverse (None, Exponential, Linear) is read back to T
+// by it, rounded up, at age 0, as Merge does with a cell written during
+// a merge: at or above the value at every instant from T on, for
+// non-negative deltas, and v again from its stamp on. A 0 is read back
+// too, unless the law is None: a draining law may have brought a
+// positive score to 0 by the stamp (Linear: at most rate x lead before;
+// Exponential: a float64 underflow, read back from 2^-1022, far above
+// what underflows; audit 65: a delta-0 write, or a horizon sweep after a
+// jump, re-stamps a drained cell). Where the read-back value exceeds
+// Hi, the cell is stated at Hi, stamped the least whole ms after T from
+// which Hi decays to it or more by the stamp: never below a clamped
+// score before it, and v or more from the stamp on. Other cells (a
+// custom law, which has no inverse; a credit, which every provided law
+// moves toward 0, so that v is at or above its earlier truth before its
 // stamp) keep the negative age -lead.
 func (s *Sketch) restate(v float32, lead int64) (float32, int64) {
-	custom := s.rules.Kind() == law.KindCustom
-	switch {
-	case v == 0 && !custom: // every provided law keeps 0 at 0
-		return 0, 0
-	case v <= 0 || custom:
+	b := float64(v)
+	switch kind := s.rules.Kind(); {
+	case kind == law.KindCustom || v < 0:
 		return v, -lead
+	case v == 0 && kind == law.KindNone:
+		return 0, 0
+	case v == 0 && kind == law.KindExponential:
+		b = 0x1p-1022
 	}
 	hi := s.rules.Hi()
-	switch up, _ := law.Undecay(s.cfg.Decay, float64(v), lead); {
+	switch up, _ := law.Undecay(s.cfg.Decay, b, lead); {
 	case up <= hi:
 		return s.rules.Round(up), 0
 	}
-	// The least a in (0, lead] with Undecay(v, lead-a) <= hi: a = lead
-	// (v itself at its stamp) always qualifies, a = 0 does not.
+	// The least a in (0, lead] with Undecay(b, lead-a) <= hi: a = lead
+	// (Hi at the stamp, at or above v) always qualifies, a = 0 does not.
 	lo, a := int64(0), lead
 	for a-lo > 1 {
 		mid := lo + (a-lo)/2
-		if up, _ := law.Undecay(s.cfg.Decay, float64(v), lead-mid); up <= hi {
+		if up, _ := law.Undecay(s.cfg.Decay, b, lead-mid); up <= hi {
 			a = mid
 		} else {
 			lo = mid
 		}
-	}
-	if a == lead {
-		return v, -lead
 	}
 	return float32(hi), -a
 }
