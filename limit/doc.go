@@ -39,9 +39,14 @@
 //     61,438 ticks of at most a millisecond, a token and a millisecond
 //     each being a whole number of ticks, at most 16,384 ticks to the
 //     millisecond, and MaxDebt's ticks and a millisecond's together at
-//     most 65,534 (MaxDebt/limit <= 61.4 s for a rate that is a short
-//     fraction: limit.New(10, 20), New(1000, 1000), New(1, 30), Every(d)
-//     for d a whole number of ms with burst <= 30.7 s / d; not
+//     most 65,534 (MaxDebt/limit <= 61.4 s where a token is a whole
+//     number of milliseconds, or a millisecond a whole number of tokens:
+//     limit.New(10, 20), New(1000, 1000), New(1, 30), Every(d) for d a
+//     whole number of ms with burst <= 30.7 s / d; 61.4 s divided by the
+//     ticks a millisecond takes otherwise: New(0.3, 5) has a token of
+//     10000/3 ms, 3 ticks a millisecond, so MaxDebt must drain within
+//     20.48 s, and its default MaxDebt of 10 tokens, 33.3 s, runs on
+//     CountMin, as does New(7.3, 20), 73 ticks a millisecond; not
 //     New(18387, 1), whose millisecond is 18,387 ticks of a 1/18,387 ms
 //     token, nor New(8e6, 30000), whose 60,000 ticks of MaxDebt leave
 //     no room for a millisecond of 8,000). It does not rotate (Period
@@ -58,7 +63,8 @@
 //     keys at full debt (docs/capacity.md).
 //
 // Auto, the default, picks Buckets wherever it is exact and CountMin
-// elsewhere (slow rates whose MaxDebt takes longer than 61.4 s to drain,
+// elsewhere (rates whose MaxDebt takes longer than those 61,438 ticks to
+// drain: 61.4 s at most, less where a millisecond takes several ticks;
 // rates that are not a whole number of ticks per token); WithSize,
 // WithGenerations, WithPeriod and WithConservativeUpdate(true) select
 // CountMin. Both engines give the

@@ -2,13 +2,15 @@ package limit
 
 import (
 	"fmt"
-	"github.com/lfgrudge/grudge/internal/units"
 	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/units"
+
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/atom"
 	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/internal/core"
@@ -68,10 +70,15 @@ type Limiter struct {
 	// policy (New's, SetLimit's, a Tier's) prices its tokens in them.
 	unit, drain float64
 	maxDebtU    float64
-	exact       bool    // New's policy is the exact rational bucket at whole ms: see Exact
-	rate        float64 // float64(New's limit), > 0 and finite unless inf
-	maxDebt     float64 // MaxDebt in tokens of New's limit, >= its burst
-	rejectCost  float64 // >= 0, <= maxDebt
+	// heldU is the count-min cell's clamp, maxDebtU rounded up to a
+	// float32, when no float32 holds maxDebtU (else maxDebtU): a read at
+	// maxDebtU (reads are capped at it) may stand for a cell holding up
+	// to heldU, which drains from there (held).
+	heldU      float64
+	exact      bool    // New's policy is the exact rational bucket at whole ms: see Exact
+	rate       float64 // float64(New's limit), > 0 and finite unless inf
+	maxDebt    float64 // MaxDebt in tokens of New's limit, >= its burst
+	rejectCost float64 // >= 0, <= maxDebt
 	// A policy's cost per token is rounded up to what the engine stores
 	// exactly (costOf): a multiple of 2^-shift units, or, when bits > 0
 	// (units that are not whole: a rate that is not a short fraction on
@@ -273,6 +280,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	}
 	l.unit, l.drain, l.exact, l.bits = unit, drain, exact, fbits
 	l.maxDebtU = maxDebt * l.unit
+	l.heldU = max(l.maxDebtU, float64(atom.RoundUp(l.maxDebtU)))
 	if eng != Buckets && exact {
 		l.shift = gridShift(l.maxDebtU)
 	}
