@@ -1,7 +1,6 @@
 package httplimit_test
 
 import (
-	"fmt"
 	"math"
 	"math/rand/v2"
 	"net/http"
@@ -83,8 +82,8 @@ func TestAudit66WindowIsRefillAsHeld(t *testing.T) {
 		want := max(int64(math.Ceil(d.ResetAfter.Seconds())), 1)
 		checked++
 		if w != want {
-			t.Errorf("New(%v, %d) on %v (exact %v; limit now %v): w=%d, but a full burst reads ResetAfter %v (want w=%d)%s",
-				float64(r), b, l.Engine(), l.Exact(), float64(l.Limit()), w, d.ResetAfter, want, fmt.Sprint(""))
+			t.Errorf("New(%v, %d) on %v (exact %v; limit now %v): w=%d, but a full burst reads ResetAfter %v (want w=%d)",
+				float64(r), b, l.Engine(), l.Exact(), float64(l.Limit()), w, d.ResetAfter, want)
 		}
 	}
 	t.Logf("%d checked", checked)
