@@ -26,7 +26,10 @@ type Decision struct {
 	// RetryAfter is 0 when Allowed. Otherwise it is the time after which
 	// the same request would be admitted if nothing else happened to the
 	// key: a retry at t+RetryAfter is admitted and one 1 ms earlier is
-	// not. InfDuration when Never.
+	// not, except for a key read at MaxDebt on a count-min limiter whose
+	// MaxDebt no float32 holds (see "Exactness" in the package doc),
+	// where it may be late by up to the float32 step's drain. InfDuration
+	// when Never.
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to zero (the
 	// bucket is full again).

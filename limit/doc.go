@@ -94,14 +94,22 @@
 // 139 at 1/minute, 83886 at 10/s). Otherwise decisions are never
 // earlier than the exact bucket's and late by at most the float32
 // rounding of a stored value (a short fraction's units beyond 2^24), or
-// the rate is rounded down by at most 2^-8 of itself (2^-13 at MaxDebt
-// 2000) for a rate that is not a short fraction or whose token a float32
+// the rate is rounded down by less than 2^-7 of itself (2^-12 at
+// MaxDebt 2000: a token's ms rounded up to 8, or 13, significant bits
+// costs up to one step, 2^(1-bits) of a value just above a power of two)
+// for a rate that is not a short fraction or whose token a float32
 // cannot add exactly up to MaxDebt (5e-4 = 1/2000 at burst 1000: a token
 // of 2,000,128 units of a millisecond's drain, not 2,000,000), so that a token's adds
 // stay exact (internal/units has the derivation). Either way a full burst is
 // admitted at once from an empty key, and RetryAfter predicts the
 // limiter's own next decision to the millisecond: a retry at
-// t+RetryAfter is admitted and one 1 ms earlier is not.
+// t+RetryAfter is admitted and one 1 ms earlier is not. One exception:
+// on the count-min, a key read at MaxDebt where MaxDebt in units is not
+// a float32 (above about 65,536 tokens at such a rate) is held at the
+// float32 above MaxDebt, as its cells may be, and its durations may be
+// late by up to that step's drain, less than 2^-23 of MaxDebt's (audit
+// 67: 40 ms of a 1.06 s RetryAfter at 0.944/s with MaxDebt 958687),
+// never early (audit 66 found them early when read as MaxDebt).
 //
 // Under contention on one key, strict decisions never admit past the
 // burst on either engine. On Buckets a key's own racing requests can,

@@ -17,11 +17,17 @@ import (
 // generation, once per Period.
 //
 // Model: each of the key's L cells is a saturating latch, Hi = 1, that
-// decays as exp(-t/T). Marking a key sets its cells to 1; the key counts
-// as seen while the Min of its cells is above the threshold
-// theta = exp(-1), which the key's own mark stays above for exactly T.
-// Errors are one-sided, as a Bloom filter's: no false negatives within
-// T (float32 rounding is upward: a mark may last a hair longer); a false
+// decays as exp(-t/T'), T' being T rounded up to a whole millisecond.
+// Marking a key sets its cells to 1; the key counts as seen while the
+// Min of its cells is above the threshold theta = exp(-1), which the
+// key's own mark stays above for exactly T' of the clock's whole
+// milliseconds. Times count in whole milliseconds (a time within one is
+// that millisecond), so two times less than T apart are less than T'+1
+// whole milliseconds apart, at most T': errors are one-sided, as a
+// Bloom filter's: no false negatives within T (a mark may last a hair
+// longer: float32 rounding is upward, and up to T' + 1 ms for a T that
+// is not whole milliseconds; audit 68: T = 1.5 ms forgot a mark 1.499999
+// ms after it when the law was exp(-t/T)); a false
 // positive needs all L cells refreshed within T by other keys
 // ((1 - (1 - 1/M)^n)^L for n keys seen per T in L levels of M cells,
 // plus about n/M^2 for a key that shares every level with one other:
@@ -65,7 +71,7 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 		return nil, err
 	}
 	r, err := core.NewRotator(core.RotatorConfig{
-		Sketch:   o.Sketch(decay.Exponential(1/within.Seconds()), 0, 1, core.Min, o.Clock),
+		Sketch:   o.Sketch(decay.Exponential(1/wholeMs(within).Seconds()), 0, 1, core.Min, o.Clock),
 		Prefetch: !o.NoPrefetch,
 		Period:   periodOf(within, o.periods),
 	})
@@ -73,6 +79,11 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 		return nil, fmt.Errorf("meter: %w", err)
 	}
 	return &Novelty{r: r, theta: math.Exp(-1), t: within}, nil
+}
+
+// wholeMs returns d rounded up to a whole millisecond.
+func wholeMs(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }
 
 // Within returns T.

@@ -27,7 +27,12 @@ import (
 // estimate, never lower it, except the rotation term: a generation
 // becomes the primary after it has counted for (Generations-1) x Period
 // = 16 windows by default, so it misses a fraction exp(-16) (1e-7) of
-// the steady-state count.
+// the steady-state count. Times count in whole milliseconds, as
+// grudge's do: an event and a read are each taken at the millisecond
+// they fall in, so the decay between them may count up to 1 ms more
+// than elapsed (a factor down to exp(-1 ms/window): 0.999 for a 1 s
+// window, 0.37 for 1 ms; audit 68). The exactness above is of those
+// whole-millisecond times.
 type Rate struct {
 	r      *core.Rotator
 	window time.Duration

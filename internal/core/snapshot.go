@@ -529,10 +529,12 @@ func (s *Sketch) ReadFrom(r io.Reader) (int64, error) { return s.readFrom(r, 0, 
 // rotator's snapshot instant (wall ms, bounded to +-2^61), the one its
 // generations are mapped to the restoring clock by: a generation stated
 // after it (its own encode's start, as rotators before stop 46 wrote
-// them) has its cells' ages shifted by the difference, at most 2^24 ms,
+// them), restored on a clock behind its own instant, has its cells'
+// ages shifted by the difference from max(now, inst), at most 2^24 ms,
 // so that every generation's cells land at the same times (audit 58's
-// skew, for the old format too); one stated before it (only a forged
-// snapshot) is taken at it.
+// skew, for the old format too); on a clock at or past its instant its
+// downtime is counted from it, as always; one stated before inst (only
+// a forged snapshot) is taken at it.
 func (s *Sketch) readFrom(r io.Reader, inst int64, rot bool) (int64, error) {
 	buf := make([]byte, snapChunk*snapCellSize)
 	var total int64
@@ -561,9 +563,13 @@ func (s *Sketch) readFrom(r io.Reader, inst int64, rot bool) (int64, error) {
 	var downtime int64
 	nowWall := s.tb.Time(ms).UnixMilli()
 	if rot {
+		// now - at on a clock at or past the generation's own instant
+		// (as before stop 47, whatever the skew: audit 67), and mapped
+		// by the rotator's instant behind it; at is bounded so that a
+		// forged one cannot overflow.
 		const far = int64(1) << 61
-		at := min(max(h.atWall, inst), inst+maxAhead)
-		downtime = max(min(nowWall, far), inst) - at
+		at := min(max(h.atWall, inst), far)
+		downtime = max(max(min(nowWall, far), inst)-at, -maxAhead)
 	} else if nowWall > h.atWall {
 		downtime = nowWall - h.atWall
 		if downtime < 0 {

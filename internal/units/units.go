@@ -63,8 +63,10 @@ Other rates. unit = 1000/r ms rounded up to m significant bits, m = 24 -
 bits(MaxDebt) but at least 8, drain = 1: a token of m bits times up to
 MaxDebt tokens fits the 24 bits of a float32, so adds are exact (a full
 burst from an empty key is admitted), drains are exact, and the rate is
-rounded down (never early) by at most 2^-m of itself (2^-13 = 0.012% at
-MaxDebt 2000, 2^-20 at MaxDebt 15, 2^-8 = 0.4% from MaxDebt 32768 on).
+rounded down (never early) by less than 2^(1-m) of itself, one step of
+m bits on a value just above a power of two (2^-12 = 0.024% at MaxDebt
+2000, 2^-19 at MaxDebt 15, 2^-7 = 0.78% from MaxDebt 32768 on; audit 67
+measured 0.0233% and 0.726%).
 Beyond MaxDebt 65535 tokens adds may round up: a decision late by the
 rounding, never early. (24 bits hold MaxDebt tokens of a given
 precision, whatever the unit: this is the price of exact adds.)
