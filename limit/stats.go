@@ -38,9 +38,14 @@ type Stats struct {
 	Bytes int
 	// Saturation is the estimated probability that a fresh key (one the
 	// limiter has never seen) asking for one token now is denied: the
-	// limiter's rate of innocent denials, the number to alert on
-	// (docs/capacity.md has its accuracy against measured rates, and
-	// WithCapacity the cure). The Buckets engine reads its eviction-floor
+	// limiter's rate of innocent denials for one-token requests, the
+	// number to alert on. A request of n tokens meets a debt left by
+	// others up to n-1 tokens below a denying one, so it is denied more
+	// often: after a table at full debt has drained one token's time the
+	// reading falls to 0 while most fresh 2-token requests are still
+	// denied (audit 70: 0.000% read, 98.5% denied). docs/capacity.md
+	// has its accuracy against measured rates, and WithCapacity the
+	// cure. The Buckets engine reads its eviction-floor
 	// histogram and samples 4096 lines; the count-min the share of cells
 	// that would deny in a run of 16,384 cells of each level of its
 	// primary generation (their product: the Bloom filter's rate). Each

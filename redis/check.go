@@ -217,11 +217,16 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 //
 // maxmemory-policy is read with CONFIG GET, else from INFO memory; a
 // server that allows neither is reported (ErrPermission). Both can change
-// at run time (CONFIG SET): Check sees the moment it runs.
+// at run time (CONFIG SET): Check sees the moment it runs. Each of its
+// round trips is bounded by Config.Timeout when ctx has no deadline, as
+// every call is (audit 69: a paused server held it 5 s past a 200 ms
+// Timeout).
 func (s *Sketch) Check(ctx context.Context) error {
 	var errs []error
 	for _, keys := range s.keys {
-		denied, err := s.checkOp(ctx, keys)
+		c, cancel := s.bound(ctx)
+		denied, err := s.checkOp(c, keys)
+		cancel()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("redis: Check: %w", err))
 			break
@@ -232,12 +237,17 @@ func (s *Sketch) Check(ctx context.Context) error {
 			break
 		}
 	}
-	nodes, err := s.conn.nodes(ctx)
+	c, cancel := s.bound(ctx)
+	nodes, err := s.conn.nodes(c)
+	cancel()
 	if err != nil {
 		return errors.Join(append(errs, fmt.Errorf("redis: Check: listing the nodes: %w", err))...)
 	}
 	for _, n := range nodes {
-		if err := s.checkEviction(ctx, n); err != nil {
+		c, cancel := s.bound(ctx)
+		err := s.checkEviction(c, n)
+		cancel()
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}

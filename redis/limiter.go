@@ -333,8 +333,10 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // the server, one round trip), except that the deny cache may answer a
 // denial locally (see LimiterConfig.DenyCacheCells). n must be finite and
 // >= 0 (it panics otherwise, as a NaN would poison the cells). n = 0 only
-// reads (a peek, as in redis_rate): always allowed, with the key's
-// Remaining and ResetAfter, and it writes nothing.
+// reads (a peek, as in redis_rate): allowed, with the key's Remaining
+// and ResetAfter, and it writes nothing, on the server and in the
+// LocalFallback alike; under a fault FailOpen and LocalFallback allow
+// it and FailClosed denies it, as it denies everything.
 //
 // When the server fails or times out, the Policy decides, and AllowN
 // returns that decision with an error matching ErrDegraded that also
@@ -446,6 +448,15 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 				w += l.fbExcess
 			}
 			return later(withSlack(w, l.fbSlack), lag)
+		}
+		if n == 0 {
+			// A peek reads only: a TryUpdate of 0 re-stamps the cells
+			// and rounds them up to float32, and peeks made while
+			// waiting made the retry at RetryAfter 1 ms early (audit 69).
+			l.c.policyAdmits.Add(1)
+			debt := l.fallback.QueryString(key)
+			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
+			break
 		}
 		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
 			l.c.policyAdmits.Add(1)

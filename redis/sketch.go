@@ -167,19 +167,24 @@ func (s *Sketch) shard(h uint64) int {
 
 // call runs op for the key hash h. delta and limit must be finite.
 func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit float64) (reply, error) {
-	if s.cfg.Timeout > 0 {
-		if _, ok := ctx.Deadline(); !ok {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, s.cfg.Timeout)
-			defer cancel()
-		}
-	}
+	ctx, cancel := s.bound(ctx)
+	defer cancel()
 	args := scriptArgs(s.cfg, op, h, delta, limit, s.rebaseAt)
 	r, err := s.fcall(ctx, s.keys[s.shard(h)], args)
 	if err != nil {
 		return reply{}, fmt.Errorf("redis: %s: %w", opName(op), err)
 	}
 	return decodeReply(op, r)
+}
+
+// bound returns ctx bounded by Config.Timeout when it has no deadline.
+func (s *Sketch) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	if s.cfg.Timeout > 0 {
+		if _, ok := ctx.Deadline(); !ok {
+			return context.WithTimeout(ctx, s.cfg.Timeout)
+		}
+	}
+	return ctx, func() {}
 }
 
 // scriptArgs is sketch.lua's ARGV for op on the key hash h: op, the

@@ -95,6 +95,12 @@ func Units(rate, maxDebt float64) (unit, drain float64, exact bool, fbits int) {
 		}
 	}
 	m := max(24-bits.Len64(uint64(math.Ceil(maxDebt))), 8)
+	if ms := 1000 / rate; math.IsInf(ms, 1) {
+		// A token of more ms than a float64 holds (rate below about
+		// 5.6e-306 per second): +Inf units, which every caller's bound
+		// on MaxDebt's drain refuses (audit 69: a nil big.Rat panicked).
+		return ms, 1, false, m
+	}
 	return RoundUpBits(1000/rate, m, new(big.Rat).Quo(big.NewRat(1000, 1), new(big.Rat).SetFloat64(rate))), 1, false, m
 }
 
@@ -117,7 +123,11 @@ func RoundUpBits(x float64, m int, exact *big.Rat) float64 {
 // after at most a couple of roundings.
 func Fraction(r float64) (p, q *big.Int, ok bool) {
 	x := new(big.Rat).SetFloat64(r)
-	tol := new(big.Rat).SetFloat64(4 * (math.Nextafter(r, math.Inf(1)) - r))
+	ulp := math.Nextafter(r, math.Inf(1)) - r
+	if math.IsInf(ulp, 1) { // r = MaxFloat64: the ulp below it (audit 69)
+		ulp = r - math.Nextafter(r, 0)
+	}
+	tol := new(big.Rat).SetFloat64(4 * ulp)
 	// h/k are the convergents: h(-1)/k(-1) = 1/0, h(-2)/k(-2) = 0/1.
 	h0, h1 := big.NewInt(0), big.NewInt(1)
 	k0, k1 := big.NewInt(1), big.NewInt(0)
