@@ -52,8 +52,8 @@ func TestAudit70CapacityDocNumbers(t *testing.T) {
 // latter on the cliff: 1,302,256 keys); the ask rate (100,000 fresh keys
 // each writing one token) is logged against it.
 func TestAudit70DefaultAtCapacity(t *testing.T) {
-	if raceOn70 {
-		t.Skip("1.3M-key fill: too slow under -race")
+	if a70Small() {
+		t.Skip("1.3M-key fill: too slow under -race and -short")
 	}
 	for _, d := range []float64{0.01, 0.1} {
 		l, now := a70New(t, 1)

@@ -34,7 +34,7 @@ func (b *a70Bucket) tokens(t int64) float64 { return float64(2000-max(b.tat-t, 0
 // GOMAXPROCS 1, 2, 4, 8 (run it under -race).
 func TestAudit70OracleFlooded(t *testing.T) {
 	phases := 40
-	if raceOn70 {
+	if a70Small() {
 		phases = 15
 	}
 	for _, c := range []struct {

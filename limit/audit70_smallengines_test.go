@@ -36,7 +36,7 @@ func TestAudit70SuggestDocLines(t *testing.T) {
 // exceeds the target by 3 binomial standard deviations.
 func TestAudit70SmallEnginesOverSeeds(t *testing.T) {
 	seeds := uint64(40)
-	if raceOn70 {
+	if a70Small() {
 		seeds = 10
 	}
 	for _, c := range []struct {
