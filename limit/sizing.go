@@ -42,7 +42,7 @@ type CountMinSize struct {
 	// Bytes is its cells: Generations x Levels x Cells x 8, each row
 	// rounded up to whole cache lines (8 cells on amd64, 16 on arm64),
 	// what WithMaxBytes compares (each generation's three guard lines,
-	// 192 bytes, come on top: see WithMaxBytes).
+	// 192 bytes on amd64, come on top: see WithMaxBytes).
 	Bytes int
 	// Deny and Got are the Bloom filter formula's fresh-key denial rate,
 	// (1 - e^(-Keys/Cells))^Levels, and share of the Keys that got their
