@@ -15,7 +15,7 @@ import (
 
 // a69NewLimiterNoPanic calls NewLimiterGoRedis (CheckSkip: nothing is
 // sent) and turns a panic into an error string.
-func a69NewLimiterNoPanic(cfg LimiterConfig) (l *Limiter, err error, panicked string) {
+func a69NewLimiterNoPanic(cfg LimiterConfig) (l *Limiter, panicked string, err error) {
 	gc := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1})
 	defer gc.Close()
 	defer func() {
@@ -25,7 +25,7 @@ func a69NewLimiterNoPanic(cfg LimiterConfig) (l *Limiter, err error, panicked st
 	}()
 	cfg.ServerCheck = CheckSkip
 	l, err = NewLimiterGoRedis(gc, cfg)
-	return l, err, ""
+	return l, "", err
 }
 
 func toString(r any) string {
@@ -52,7 +52,7 @@ func TestAudit69FixedNewLimiterPanicsOnValidLimit(t *testing.T) {
 		if d := lim.Burst / lim.Rate; !(d <= 9e9) {
 			t.Fatalf("%+v is outside the contract (Burst/Rate %v s)", lim, d)
 		}
-		_, err, p := a69NewLimiterNoPanic(LimiterConfig{Name: "a69panic", Limit: lim})
+		_, p, err := a69NewLimiterNoPanic(LimiterConfig{Name: "a69panic", Limit: lim})
 		if p != "" {
 			t.Errorf("NewLimiter(%+v) (finite, > 0, Burst/Rate %v s <= 9e9) panicked: %s; want a Limiter or an error matching ErrInvalidConfig",
 				lim, lim.Burst/lim.Rate, p)
@@ -81,7 +81,7 @@ func TestAudit69BadInputs(t *testing.T) {
 		{Name: "x", Limit: PerSecond(1, 1), Policy: 3}, {Name: "x", Limit: PerSecond(1, 1), Timeout: -1},
 		{Name: "x", Limit: PerSecond(1, 1), PreCheck: true},
 	} {
-		l, err, p := a69NewLimiterNoPanic(cfg)
+		l, p, err := a69NewLimiterNoPanic(cfg)
 		if p != "" || l != nil || !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewLimiter(%+v): limiter %v, err %v, panic %q; want ErrInvalidConfig", cfg, l != nil, err, p)
 		}

@@ -134,7 +134,7 @@ func TestAudit69SketchCallsBoundedAndCanceled(t *testing.T) {
 func TestAudit69FixedCheckIgnoresTimeout(t *testing.T) {
 	sks, done, _ := a69PausedSketches(t, 5*time.Second)
 	defer done()
-	for _, lib := range []string{"rueidis", "go-redis"} {
+	for _, lib := range []string{"rueidis"} { // the first client shows it; the pause is spent after one
 		st := time.Now()
 		err := sks[lib].Check(context.Background())
 		el := time.Since(st)
@@ -142,6 +142,5 @@ func TestAudit69FixedCheckIgnoresTimeout(t *testing.T) {
 			t.Errorf("%s: Check(context.Background()) with Config.Timeout 200ms, server paused 5 s: returned %v after %v; "+
 				"want a deadline error after about 200 ms (doc.go: \"Config.Timeout supplies one when the context has none\")", lib, err, el.Round(time.Millisecond))
 		}
-		break // the first client shows it; the pause is spent
 	}
 }
