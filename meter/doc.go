@@ -14,10 +14,11 @@
 //     forgets, for streaming dedup; exactly one of racing callers is told
 //     a key is new.
 //
-// Keys are strings; each operation has a short form at the clock's
-// reading and one full form taking t first (ObserveAt, PerSecondAt,
-// SeenAt, ContainsAt: the module's naming rule, package sketch,
-// "Naming").
+// Keys are strings; each operation of Rate and Novelty has a short form
+// at the clock's reading and one full form taking t first (ObserveAt,
+// PerSecondAt, SeenAt, ContainsAt: the module's naming rule, package
+// sketch, "Naming"). Inflight's counts do not decay, so its Acquire,
+// TryAcquire and Count take no time.
 //
 // All three hash with SipHash keyed from crypto/rand by default and read
 // with Min aggregation, so errors are one-sided: a collision can only

@@ -35,8 +35,8 @@ func WithSize(levels, cells uint32) Option {
 // together (Rate and Novelty have two generations, Inflight one sketch;
 // default sketch.DefaultMaxBytes, 4 GiB): a size above it is refused with
 // a *sketch.ConfigError instead of allocated. The cap counts the cell
-// rows; each sketch also allocates three cache-line guard lines (192
-// bytes on amd64, 384 on arm64), which Sizes().Cells includes.
+// rows; each sketch also allocates three cache-line guard lines beside
+// them (192 bytes on amd64, 384 on arm64), which the cap does not count.
 func WithMaxBytes(n int64) Option { return func(o *options) { o.MaxBytes = n } }
 
 // WithPrefetch sets the rotator's Prefetch (default true) for Rate and

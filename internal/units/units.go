@@ -105,12 +105,15 @@ func Units(rate, maxDebt float64) (unit, drain float64, exact bool, fbits int) {
 }
 
 // RoundUpBits returns the least float64 with at most m significant bits
-// that is >= both x and exact.
+// that is >= both x and exact, or +Inf where that passes MaxFloat64 (a
+// value within a step of it: audit 71's rate of 5.57e-306 per second,
+// whose finite token rounded up past MaxFloat64, panicked on a nil
+// big.Rat).
 func RoundUpBits(x float64, m int, exact *big.Rat) float64 {
 	frac, exp := math.Frexp(x) // x = frac x 2^exp, frac in [0.5, 1)
 	step := math.Ldexp(1, exp-m)
 	v := math.Ldexp(math.Ceil(math.Ldexp(frac, m)), exp-m)
-	for new(big.Rat).SetFloat64(v).Cmp(exact) < 0 {
+	for !math.IsInf(v, 1) && new(big.Rat).SetFloat64(v).Cmp(exact) < 0 {
 		v += step
 	}
 	return v

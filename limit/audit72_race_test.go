@@ -1,0 +1,5 @@
+//go:build race
+
+package limit
+
+const audit72Race = true
