@@ -107,7 +107,7 @@ func TestAudit72RootTicker(t *testing.T) {
 func TestAudit72FixedREADMEMakeTestScope(t *testing.T) {
 	mk, err := os.ReadFile("Makefile")
 	if err != nil {
-		t.Skip(err)
+		t.Fatal(err) // the repository root always has one
 	}
 	m := string(mk)
 	var problems []string
