@@ -7,13 +7,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lfgrudge/grudge/internal/units"
-
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/atom"
 	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/units"
 	"github.com/lfgrudge/grudge/sketch"
 )
 

@@ -112,7 +112,10 @@ func periodOf(window time.Duration, k float64) time.Duration {
 	if acc == big.Below { // x.Int64 truncates toward 0: round up
 		n++
 	}
-	p := time.Duration(n)
-	p = (p + time.Millisecond - 1) / time.Millisecond * time.Millisecond
-	return max(p, time.Millisecond)
+	return max(wholeMs(time.Duration(n)), time.Millisecond)
+}
+
+// wholeMs returns d rounded up to a whole millisecond.
+func wholeMs(d time.Duration) time.Duration {
+	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
 }

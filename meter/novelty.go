@@ -81,11 +81,6 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 	return &Novelty{r: r, theta: math.Exp(-1), t: within}, nil
 }
 
-// wholeMs returns d rounded up to a whole millisecond.
-func wholeMs(d time.Duration) time.Duration {
-	return (d + time.Millisecond - 1) / time.Millisecond * time.Millisecond
-}
-
 // Within returns T.
 func (n *Novelty) Within() time.Duration { n.rot(); return n.t }
 

@@ -449,23 +449,16 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 			}
 			return later(withSlack(w, l.fbSlack), lag)
 		}
-		if n == 0 {
-			// A peek reads only: a TryUpdate of 0 re-stamps the cells
-			// and rounds them up to float32, and peeks made while
-			// waiting made the retry at RetryAfter 1 ms early (audit 69).
+		// A peek (n = 0) reads only: a TryUpdate of 0 re-stamps the
+		// cells and rounds them up to float32, and peeks made while
+		// waiting made the retry at RetryAfter 1 ms early (audit 69).
+		d.Allowed = n == 0 || n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst)
+		debt := l.fallback.QueryString(key)
+		d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
+		if d.Allowed {
 			l.c.policyAdmits.Add(1)
-			debt := l.fallback.QueryString(key)
-			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
-			break
-		}
-		if n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst) {
-			l.c.policyAdmits.Add(1)
-			debt := l.fallback.QueryString(key)
-			d.Allowed, d.Remaining, d.ResetAfter = true, max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
 		} else {
 			l.c.policyDenials.Add(1)
-			debt := l.fallback.QueryString(key)
-			d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
 			d.RetryAfter = wait(retryAfter(debt, n, fb.Burst, fb.Rate), debt)
 		}
 	default: // FailClosed

@@ -228,11 +228,7 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	case next < uint64(n):
 		return nil, cr.n, rotCorrupt("Next", next, n, nil, "creation counter %d is below Generations %d", next, n)
 	}
-	// Wall times are bounded so that forged ones cannot overflow: +-2^61
-	// ms is 73 million years.
-	const far = int64(1) << 61
-	bound := func(x int64) int64 { return max(-far, min(x, far)) }
-	instWall := bound(int64(le.Uint64(hdr[40:])))
+	instWall := boundWall(int64(le.Uint64(hdr[40:])))
 	gs := &genSet{gens: make([]*Sketch, n), next: next, seed: seed}
 	for i := range gs.gens {
 		g := r.buildSeeded(seed, next-uint64(n)+uint64(i), nil)
@@ -258,9 +254,9 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	// (as for the cells: a clock behind never extends a generation's
 	// life), and at most one Period (a snapshot's deadline is at most one
 	// Period after its instant; a forged one cannot stop rotation).
-	nowWall := bound(r.tb.Time(ms).UnixMilli())
-	left := min(bound(deadlineWall)-instWall, r.periodMs)
-	d := max(left-max(nowWall-instWall, 0), -far)
+	nowWall := boundWall(r.tb.Time(ms).UnixMilli())
+	left := min(boundWall(deadlineWall)-instWall, r.periodMs)
+	d := max(left-max(nowWall-instWall, 0), -farWall)
 	gs.deadline = ms + d
 	return gs, cr.n, nil
 }

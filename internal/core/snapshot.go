@@ -31,6 +31,13 @@ import (
 // written (audit 49).
 const maxAhead = int64(1) << 24
 
+// farWall bounds the wall times a decoder reads (+-2^61 ms, 73 million
+// years), so that forged ones cannot overflow the differences taken.
+const farWall = int64(1) << 61
+
+// boundWall clamps a wall time (Unix ms) to +-farWall.
+func boundWall(x int64) int64 { return max(-farWall, min(x, farWall)) }
+
 // Snapshot format constants.
 const (
 	// SnapshotMagic opens every snapshot (sketch and rotator).
@@ -432,8 +439,7 @@ func (s *Sketch) restate(v float32, lead int64) (float32, int64) {
 		b = 0x1p-1022
 	}
 	hi := s.rules.Hi()
-	switch up, _ := law.Undecay(s.cfg.Decay, b, lead); {
-	case up <= hi:
+	if up, _ := law.Undecay(s.cfg.Decay, b, lead); up <= hi {
 		return s.rules.Round(up), 0
 	}
 	// The least a in (0, lead] with Undecay(b, lead-a) <= hi: a = lead
@@ -567,9 +573,8 @@ func (s *Sketch) readFrom(r io.Reader, inst int64, rot bool) (int64, error) {
 		// (as before stop 47, whatever the skew: audit 67), and mapped
 		// by the rotator's instant behind it; at is bounded so that a
 		// forged one cannot overflow.
-		const far = int64(1) << 61
-		at := min(max(h.atWall, inst), far)
-		downtime = max(max(min(nowWall, far), inst)-at, -maxAhead)
+		at := min(max(h.atWall, inst), farWall)
+		downtime = max(max(min(nowWall, farWall), inst)-at, -maxAhead)
 	} else if nowWall > h.atWall {
 		downtime = nowWall - h.atWall
 		if downtime < 0 {
