@@ -27,7 +27,7 @@ func TestInlining(t *testing.T) {
 	want := map[string][]string{
 		"github.com/lfgrudge/grudge/internal/atom": {
 			"(*Cell).Load", "(*Cell).CompareAndSwap", "Pack", "Word.Score", "Word.Stamp",
-			"Elapsed", "Newer", "RoundUp", "roundUpInRange", "stepUp", "(*Rules).Round", "(*Rules).Decay",
+			"Elapsed", "Newer", "RoundUp", "roundUpInRange", "stepUp", "(*Rules).Round", "(*Rules).Decay", "Release",
 		},
 		"github.com/lfgrudge/grudge/internal/law":  {"(*Compiled).ExpFast", "(*Compiled).LinearApply"},
 		"github.com/lfgrudge/grudge/internal/core": {"CheckFinite", "CheckTry", "(*Sketch).maintain", "Index", "stripeOf"},

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/bench/matrix"
+	"github.com/lfgrudge/grudge/internal/atom"
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/internal/hw"
 	"github.com/lfgrudge/grudge/sketch"
@@ -152,6 +153,6 @@ func (f *floorCells) seqlock(h uint64) {
 		for l, p := range c {
 			p.CompareAndSwap(w[l], w[l]+1)
 		}
-		f.seq.Add(1)
+		atom.Release(&f.seq)
 	}
 }

@@ -123,7 +123,7 @@ func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms *int64
 	if st != nil {
 		defer func() {
 			if !(hold && ts == tryAdmitted) {
-				st.seq.Add(1)
+				atom.Release(&st.seq)
 			}
 		}()
 	}

@@ -406,7 +406,7 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 // primary's.
 func (r *Rotator) addYounger(gs *genSet, st *stripe, ms int64, key string, ks []Hashed, delta float64, rc Receipt, res *Reservation) {
 	if st != nil {
-		defer st.seq.Add(1)
+		defer atom.Release(&st.seq)
 	}
 	if res == nil {
 		for i := 1; i < len(gs.gens); i++ {

@@ -296,7 +296,7 @@ const closedSeq = ^uint64(0)
 
 // tryHold is TryUpdate at ms. Without hold it is tryUpdateReceipt. With
 // hold (the rotator's primary) an admitted call returns with its stripe
-// still held, for the caller to release (st.seq.Add(1)) once it has
+// still held, for the caller to release (atom.Release(&st.seq)) once it has
 // written the younger generations, and an admission that changes no cell
 // takes the stripe too; a call on a closed sketch, or a denial whose
 // loads may postdate the close, returns tryRetired. So every admission
@@ -405,7 +405,7 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 					// The conflict-free commit calls no user code (no
 					// decay law, no aggregator), so it releases without
 					// a defer.
-					st.seq.Add(1)
+					atom.Release(&st.seq)
 					if rc != nil {
 						s.record(&sn, &nw, rc)
 					}
@@ -465,7 +465,7 @@ func (s *Sketch) closeStripes() {
 func (s *Sketch) commitHeld(st *stripe, sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta, limit float64, rc *Receipt) (ok bool) {
 	defer func() {
 		if !ok {
-			st.seq.Add(1)
+			atom.Release(&st.seq)
 		}
 	}()
 	if s.hooks != nil {
@@ -544,7 +544,7 @@ func (s *Sketch) record(sn *snapshot, nw *[MaxLevels]atom.Word, rc *Receipt) {
 // with the stripe released even if a custom decay law or aggregator
 // panics, as commitAndRelease does.
 func (s *Sketch) conflictAndRelease(st *stripe, sn *snapshot, nw *[MaxLevels]atom.Word, i uint32, ms int64, delta, limit float64, rc *Receipt) bool {
-	defer st.seq.Add(1)
+	defer atom.Release(&st.seq)
 	return s.commitConflict(sn, nw, i, ms, delta, limit, rc)
 }
 
@@ -553,7 +553,7 @@ func (s *Sketch) conflictAndRelease(st *stripe, sn *snapshot, nw *[MaxLevels]ato
 // bad call cannot wedge every later TryUpdate on the stripe.
 // Precondition: the caller holds the stripe (its seq is odd).
 func (s *Sketch) commitAndRelease(st *stripe, sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta, limit float64, rc *Receipt) bool {
-	defer st.seq.Add(1)
+	defer atom.Release(&st.seq)
 	return s.commit(sn, nw, ms, delta, limit, rc)
 }
 
