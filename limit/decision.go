@@ -31,8 +31,10 @@ type Decision struct {
 	// where it may be late by up to the float32 step's drain. InfDuration
 	// when Never.
 	RetryAfter time.Duration
-	// ResetAfter is the time until the key's debt drains to zero (the
-	// bucket is full again).
+	// ResetAfter is the time until the key's debt, as this decision
+	// leaves it, drains to zero (the bucket is full again): an admitted
+	// request's cost is included, and an admitted Peek's too, as if it
+	// had been debited.
 	ResetAfter time.Duration
 	// NextAfter is the time until Remaining grows by one (the next whole
 	// token); 0 when the bucket is full (Remaining == Burst). On a denial
