@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -33,7 +34,8 @@ var ErrEvictionPolicy = errors.New("redis: the server's maxmemory-policy can evi
 // those its server function runs, on the sketch's keys. FUNCTION|LOAD is
 // needed on every primary unless an administrator loads the library
 // (Library) and keeps it loaded across restarts; CONFIG|GET (or INFO) only
-// for the start-up check of maxmemory-policy. The client libraries send
+// for the start-up check of maxmemory-policy (and CONFIG|GET of
+// proto-max-bulk-len, whose default is assumed without it). The client libraries send
 // their own connection commands too (HELLO, AUTH, PING, CLIENT|SETINFO,
 // and in a cluster CLUSTER|SLOTS or CLUSTER|SHARDS): +@connection and
 // +cluster|slots +cluster|shards cover them.
@@ -211,13 +213,19 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // library where it is missing; ErrNoFunctions), that the ACL lets the
 // connection's user run every command the sketch needs on its keys
 // (ErrPermission, naming what is denied), and that no maxmemory-policy can
-// evict the sketch (ErrEvictionPolicy). It writes nothing but the library.
-// Several problems are joined (errors.Join). NewLimiter calls it (see
-// LimiterConfig.ServerCheck).
+// evict the sketch (ErrEvictionPolicy), and that one generation's string
+// (40 + L x M x 8 bytes, M per shard) fits in a server string: a string
+// above a node's proto-max-bulk-len (512 MiB unless configured) would fail
+// every write, so it is reported as ErrInvalidConfig, naming the sizes
+// (more Shards or fewer CellsPerLevel make it fit). It writes nothing but
+// the library. Several problems are joined (errors.Join). NewLimiter calls
+// it (see LimiterConfig.ServerCheck).
 //
 // maxmemory-policy is read with CONFIG GET, else from INFO memory; a
-// server that allows neither is reported (ErrPermission). Both can change
-// at run time (CONFIG SET): Check sees the moment it runs. Each of its
+// server that allows neither is reported (ErrPermission).
+// proto-max-bulk-len is read with CONFIG GET; where that is denied the
+// default 512 MiB is assumed. Both can change at run time (CONFIG SET):
+// Check sees the moment it runs. Each of its
 // round trips is bounded by Config.Timeout when ctx has no deadline, as
 // every call is (audit 69: a paused server held it 5 s past a 200 ms
 // Timeout).
@@ -250,8 +258,39 @@ func (s *Sketch) Check(ctx context.Context) error {
 		if err != nil {
 			errs = append(errs, err)
 		}
+		c, cancel = s.bound(ctx)
+		err = s.checkSize(c, n)
+		cancel()
+		if err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errors.Join(errs...)
+}
+
+// defaultMaxBulk is Redis's default proto-max-bulk-len: the largest
+// string SETRANGE may make.
+const defaultMaxBulk = 512 << 20
+
+// stringBytes is the size of one generation's string of one shard.
+func (s *Sketch) stringBytes() int64 {
+	return headerBytes + int64(s.cfg.Levels)*int64(s.cfg.CellsPerLevel)*8
+}
+
+// checkSize compares one generation's string with n's proto-max-bulk-len
+// (the default where CONFIG GET is denied or the value unreadable).
+func (s *Sketch) checkSize(ctx context.Context, n node) error {
+	limit, src := int64(defaultMaxBulk), "the default proto-max-bulk-len"
+	if v, err := n.configGet(ctx, "proto-max-bulk-len"); err == nil {
+		if l, err := strconv.ParseInt(v, 10, 64); err == nil && l > 0 {
+			limit, src = l, "its proto-max-bulk-len"
+		}
+	}
+	if size := s.stringBytes(); size > limit {
+		return fmt.Errorf("%w: a generation's string of the sketch is %d bytes (40 + Levels %d x CellsPerLevel %d x 8), above %s on %s (%d bytes), so every write would fail; use more Shards with fewer CellsPerLevel each, or fewer CellsPerLevel",
+			ErrInvalidConfig, size, s.cfg.Levels, s.cfg.CellsPerLevel, src, n.addr(), limit)
+	}
+	return nil
 }
 
 // checkOp runs the function's check operation (loading the library if

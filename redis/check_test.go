@@ -280,3 +280,48 @@ func TestACL(t *testing.T) {
 		}
 	})
 }
+
+// TestCheckStringSize: a generation's string above a node's
+// proto-max-bulk-len fails every write (SETRANGE refuses it), so Check
+// reports it as ErrInvalidConfig naming the sizes, and NewLimiter refuses
+// it (CheckRefuse); one that fits, or the same cells split over Shards,
+// passes. The server runs with the smallest limit Redis accepts (1 MiB).
+func TestCheckStringSize(t *testing.T) {
+	for _, lib := range []string{"rueidis", "go-redis"} {
+		t.Run(lib, func(t *testing.T) { checkStringSize(t, newEnv(t, lib, "standalone", "--proto-max-bulk-len", "1mb")) })
+	}
+}
+
+func checkStringSize(t *testing.T, e *env) {
+	ctx := context.Background()
+	const limit = 1 << 20
+	// 40 + 4 x 40000 x 8 = 1,280,040 bytes: above 1 MiB.
+	big := e.sketch(t, Config{Name: "size", Levels: 4, CellsPerLevel: 40000, Hi: 1e9})
+	if err := big.Update(ctx, "k", 1); err == nil {
+		t.Fatal("a write to a string above proto-max-bulk-len succeeded; the check guards nothing")
+	}
+	err := big.Check(ctx)
+	if !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("Check of a 1,280,040-byte string under a 1 MiB limit: %v; want ErrInvalidConfig", err)
+	}
+	for _, want := range []string{"1280040", fmt.Sprint(limit), "proto-max-bulk-len", e.srv.addr(), "Shards"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Check's error %q does not name %q", err, want)
+		}
+	}
+	for _, cfg := range []Config{
+		{Name: "fits", Levels: 4, CellsPerLevel: 30000, Hi: 1e9},             // 960,040 bytes
+		{Name: "split", Levels: 4, CellsPerLevel: 20000, Shards: 2, Hi: 1e9}, // 640,040 per shard
+	} {
+		s := e.sketch(t, cfg)
+		if err := s.Check(ctx); err != nil {
+			t.Fatalf("Check(%+v): %v", cfg, err)
+		}
+		if err := s.Update(ctx, "k", 1); err != nil {
+			t.Fatalf("Update on %+v: %v", cfg, err)
+		}
+	}
+	if _, err := e.newLimiter(t, LimiterConfig{Name: "lsize", Limit: PerSecond(1, 10), CellsPerLevel: 40000}); !errors.Is(err, ErrInvalidConfig) {
+		t.Fatalf("NewLimiter with a string above proto-max-bulk-len: %v; want ErrInvalidConfig", err)
+	}
+}

@@ -77,7 +77,10 @@
 //     (ErrNoFunctions), an ACL that denies a command the sketch needs
 //     (ErrPermission; RequiredACL lists them), a maxmemory-policy that can
 //     evict the sketch (ErrEvictionPolicy: allkeys-*; noeviction and
-//     volatile-* are safe, the keys have no TTL).
+//     volatile-* are safe, the keys have no TTL), and a generation's
+//     string larger than a node's proto-max-bulk-len, which would fail
+//     every write (ErrInvalidConfig; 512 MiB by default: split it with
+//     Shards).
 //
 // Clients: New and NewLimiter take a rueidis.Client, NewGoRedis and
 // NewLimiterGoRedis a go-redis v9 redis.UniversalClient (Client,

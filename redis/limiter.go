@@ -109,8 +109,9 @@ type LimiterConfig struct {
 	PreCheck bool
 
 	// ServerCheck says what NewLimiter does with the start-up check
-	// (Sketch.Check: Redis Functions, the ACL, and a maxmemory-policy
-	// that cannot evict the sketch): CheckRefuse (the zero value) returns
+	// (Sketch.Check: Redis Functions, the ACL, a maxmemory-policy that
+	// cannot evict the sketch, and a string size within the servers'
+	// proto-max-bulk-len): CheckRefuse (the zero value) returns
 	// its error, CheckWarn logs it and goes on, CheckSkip does not check.
 	ServerCheck ServerCheck
 	// CheckTimeout bounds the start-up check; 0 means 5s.
