@@ -53,10 +53,11 @@ type Config struct {
 	// (the strings carry no TTL, so volatile-* eviction never takes them;
 	// delete Sketch.Keys to retire a sketch).
 	Period      time.Duration
-	Generations uint32 // with Period > 0: 0 means 2; at least 2
+	Generations uint32 // with Period > 0: 0 means 2; at least 2 and at most 1024 (as rotator's)
 
 	// Shards spreads the sketch over this many hash-tagged bases (0 means
-	// 1), for Redis Cluster; a key's L cells are always in one shard.
+	// 1; at most 16384, a Redis Cluster's slots), for Redis Cluster; a
+	// key's L cells are always in one shard.
 	Shards uint32
 
 	// Timeout bounds each call whose context has no deadline; 0 means
@@ -68,6 +69,15 @@ type Config struct {
 	// production instances must share the server's clock.
 	Clock sketch.Clock
 }
+
+// maxShards bounds Config.Shards: a Redis Cluster's hash slots. Every
+// shard's key names are built at New, so an unbounded count would exhaust
+// memory there instead of failing.
+const maxShards = 16384
+
+// maxGenerations bounds Config.Generations, as rotator's MaxGenerations
+// does in process: every call declares and may write all of them.
+const maxGenerations = 1024
 
 // normalized is a validated Config with its server arguments prepared.
 type normalized struct {
@@ -132,12 +142,15 @@ func (cfg Config) normalize() (normalized, error) {
 		if cfg.Generations == 0 {
 			cfg.Generations = 2
 		}
-		if cfg.Generations < 2 {
-			return bad("Generations must be >= 2 with Period > 0; got %d", cfg.Generations)
+		if cfg.Generations < 2 || cfg.Generations > maxGenerations {
+			return bad("Generations must be >= 2 and <= %d with Period > 0; got %d", maxGenerations, cfg.Generations)
 		}
 	}
 	if cfg.Shards == 0 {
 		cfg.Shards = 1
+	}
+	if cfg.Shards > maxShards {
+		return bad("Shards must be at most %d (a Redis Cluster has %d slots: more shards cannot spread further); got %d", maxShards, maxShards, cfg.Shards)
 	}
 	if cfg.Timeout < 0 {
 		return bad("Timeout must be >= 0; got %v", cfg.Timeout)

@@ -36,6 +36,10 @@ func TestConfigErrors(t *testing.T) {
 		{"generations without period", Config{Name: "a", Hi: 1, Generations: 3}, "Generations needs Period > 0"},
 		{"one generation", Config{Name: "a", Hi: 1, Period: time.Second, Generations: 1}, "Generations must be >= 2"},
 		{"timeout", Config{Name: "a", Hi: 1, Timeout: -1}, "Timeout must be >= 0"},
+		{"too many generations", Config{Name: "a", Hi: 1, Period: time.Second, Generations: 1025}, "Generations must be >= 2 and <= 1024"},
+		{"generations at MaxUint32", Config{Name: "a", Hi: 1, Period: time.Second, Generations: math.MaxUint32}, "<= 1024"},
+		{"too many shards", Config{Name: "a", Hi: 1, Shards: 16385}, "Shards must be at most 16384"},
+		{"shards at MaxUint32", Config{Name: "a", Hi: 1, Shards: math.MaxUint32}, "Shards must be at most 16384"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -44,6 +48,20 @@ func TestConfigErrors(t *testing.T) {
 				t.Fatalf("err = %v; want ErrInvalidConfig containing %q", err, tt.want)
 			}
 		})
+	}
+	// The bounds themselves are accepted, and New builds their key names
+	// (an unbounded Shards or Generations used to exhaust memory there).
+	for _, cfg := range []Config{
+		{Name: "a", Hi: 1, Shards: 16384},
+		{Name: "a", Hi: 1, Period: time.Second, Generations: 1024},
+	} {
+		s, err := newSketch(nil, cfg)
+		if err != nil {
+			t.Fatalf("newSketch(%+v): %v", cfg, err)
+		}
+		if got, want := len(s.Keys()), int(max(cfg.Shards, 1)*max(cfg.Generations, 1)); got != want {
+			t.Fatalf("newSketch(%+v): %d keys, want %d", cfg, got, want)
+		}
 	}
 }
 
