@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"testing"
-	"time"
 
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -18,10 +17,6 @@ import (
 // reports that request's Remaining and ResetAfter.
 func TestAudit71FallbackPeekTwin(t *testing.T) {
 	ctx := context.Background()
-	// go-redis's background redial (pool.tryDial) sleeps 1 s before it
-	// sees the closed client: let it end before TestMain's goleak check
-	// (audit 69's a69DownLimiter tests fail alone under -run for this).
-	t.Cleanup(func() { time.Sleep(1500 * time.Millisecond) })
 	for li, lim := range []Limit{PerSecond(1000.0/13, 7), PerSecond(10, 10), PerSecond(0.7, 7), PerSecond(3, 2.5), PerSecond(1e-3, 9)} {
 		ca, cb := sketchtest.NewFakeClock(), sketchtest.NewFakeClock()
 		ca.Set(5_000_000)
