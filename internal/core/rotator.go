@@ -390,23 +390,24 @@ func (r *Rotator) tryUpdate(at *time.Time, key string, delta, limit float64, res
 			bo.Spin()
 			continue
 		}
-		if after != nil {
-			_, *after = p.Reserved(&rc)
-		}
-		r.addYounger(gs, st, ms, key, ks, delta, rc, res)
+		r.addYounger(gs, st, ms, key, ks, delta, rc, res, after)
 		return true
 	}
 }
 
-// addYounger is the rest of an admitted TryUpdate: it adds delta to every
-// younger generation of gs at ms, the time the primary decided at, then
-// releases st, the primary's stripe the
-// admission holds (nil: none held), even if a custom decay law panics.
-// With res, it records every generation's receipt there, rc the
-// primary's.
-func (r *Rotator) addYounger(gs *genSet, st *stripe, ms int64, key string, ks []Hashed, delta float64, rc Receipt, res *Reservation) {
+// addYounger is the rest of an admitted TryUpdate: with after, it reads
+// the primary's estimate as the admission left it (Reserved); it adds
+// delta to every younger generation of gs at ms, the time the primary
+// decided at; then it releases st, the primary's stripe the admission
+// holds (nil: none held), even if a custom decay law or aggregator
+// panics in any of those steps. With res, it records every generation's
+// receipt there, rc the primary's.
+func (r *Rotator) addYounger(gs *genSet, st *stripe, ms int64, key string, ks []Hashed, delta float64, rc Receipt, res *Reservation, after *float64) {
 	if st != nil {
 		defer atom.Release(&st.seq)
+	}
+	if after != nil {
+		_, *after = gs.gens[0].Reserved(&rc)
 	}
 	if res == nil {
 		for i := 1; i < len(gs.gens); i++ {
