@@ -31,15 +31,17 @@ var ErrEvictionPolicy = errors.New("redis: the server's maxmemory-policy can evi
 
 // RequiredACL lists what the connection's user needs, in ACL SETUSER
 // syntax (Name stands for Config.Name): the commands the sketch sends and
-// those its server function runs, on the sketch's keys. FUNCTION|LOAD is
-// needed on every primary unless an administrator loads the library
-// (Library) and keeps it loaded across restarts; CONFIG|GET (or INFO) only
-// for the start-up check of maxmemory-policy (and CONFIG|GET of
-// proto-max-bulk-len, whose default is assumed without it). The client libraries send
-// their own connection commands too (HELLO, AUTH, PING, CLIENT|SETINFO,
-// and in a cluster CLUSTER|SLOTS or CLUSTER|SHARDS): +@connection and
-// +cluster|slots +cluster|shards cover them.
-const RequiredACL = "+fcall +function|load +time +exists +strlen +type +getrange +setrange +del +config|get ~{Name}*"
+// those its server function runs, on the sketch's keys ("~{Name}*" covers
+// "{Name}:g..." and "~{Name:*" a sharded sketch's "{Name:<shard>}:g...").
+// FUNCTION|LOAD is needed on every primary unless an administrator loads
+// the library (Library) and keeps it loaded across restarts; CONFIG|GET
+// (or INFO) only for the start-up check of maxmemory-policy (and
+// CONFIG|GET of proto-max-bulk-len, whose default is assumed without it).
+// The client libraries send their own connection commands too (HELLO,
+// AUTH, PING, CLIENT|SETINFO, and in a cluster CLUSTER|SLOTS or
+// CLUSTER|SHARDS): +@connection and +cluster|slots +cluster|shards cover
+// them.
+const RequiredACL = "+fcall +function|load +time +exists +strlen +type +getrange +setrange +del +config|get ~{Name}* ~{Name:*"
 
 // Library returns the name and the code of the Redis Function library the
 // sketch calls, for an administrator who loads it (FUNCTION LOAD code) on

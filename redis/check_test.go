@@ -187,7 +187,7 @@ const connectionACL = "+@connection +cluster|slots +cluster|shards"
 func TestACL(t *testing.T) {
 	forEachClient(t, func(t *testing.T, e *env) {
 		addr := e.srv.addr()
-		acl := strings.ReplaceAll(RequiredACL, "{Name}", "{acl}")
+		acl := strings.ReplaceAll(RequiredACL, "{Name", "{acl")
 		users := map[string]string{
 			"full":      acl,
 			"infoonly":  strings.ReplaceAll(acl, "+config|get", "+info"),

@@ -34,7 +34,10 @@ type Config struct {
 	// and "{Name:<shard>}:..." when Shards > 1: the braces are a Redis
 	// Cluster hash tag, so all of a shard's keys share one slot, and every
 	// call declares all of them (Sketch.Keys). Must be non-empty and
-	// contain no braces.
+	// contain no braces. A sharded sketch's tags are "Name:0" ..: do not
+	// give another sketch on the same servers such a name ("login:0"
+	// beside a sharded "login"), or the two share a string and charge
+	// each other's keys (the server cannot tell them apart).
 	Name string
 
 	Levels        uint32               // L; 0 means 4; at most 8

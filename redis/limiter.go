@@ -129,8 +129,9 @@ type ServerCheck uint8
 
 const (
 	// CheckRefuse: NewLimiter returns the start-up check's error (it
-	// matches ErrEvictionPolicy, ErrNoFunctions or ErrPermission when
-	// that is the cause, or is the network error of an unreachable
+	// matches ErrEvictionPolicy, ErrNoFunctions, ErrPermission, or
+	// ErrInvalidConfig for a string above a server's proto-max-bulk-len,
+	// when that is the cause, or is the network error of an unreachable
 	// server).
 	CheckRefuse ServerCheck = iota
 	// CheckWarn: NewLimiter logs the start-up check's error as a warning

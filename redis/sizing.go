@@ -26,30 +26,57 @@ type Size struct {
 // Suggest returns the smallest server sketch for a Limiter that holds
 // keys keys at their limit at once (each at a debt that would deny a
 // request) with at most a share deny of fresh keys denied because of
-// them, spread over shards shards (0 means 1; each holds about
+// them, spread over at least shards shards (0 means 1; each holds about
 // keys/shards). It is the count-min's Bloom-filter formula: a fresh key
 // is denied when each of its L cells holds a key at its limit, so about
 // log2(1/deny) levels of keys/ln 2 cells, 1.44 log2(1/deny) cells (11.5
 // log2(1/deny) bytes) per key: 1M keys at 1% take 7 x 1,370,425 cells,
 // 73 MiB. Keys below their limit cost less: a cell denies once the debts
 // in it add up to the burst. docs/capacity.md compares the measured
-// rates. keys must be >= 1 and deny in (0, 1), or the error matches
-// ErrInvalidConfig.
+// rates.
+//
+// Each shard is one server string, which must fit in Redis's default
+// proto-max-bulk-len (512 MiB: Sketch.Check refuses a larger one), so
+// Suggest raises Shards until a shard's string fits: 10M keys at 1% take
+// 2 shards of about 366 MiB. keys must be >= 1, deny in (0, 1) and shards
+// at most 16384, and the size must fit in 16384 shards, or the error
+// matches ErrInvalidConfig.
 func Suggest(keys int, deny float64, shards uint32) (Size, error) {
 	if shards == 0 {
 		shards = 1
 	}
-	if keys < 1 || !(deny > 0 && deny < 1) {
-		return Size{}, fmt.Errorf("%w: Suggest needs keys >= 1 and deny in (0, 1); got %d, %v", ErrInvalidConfig, keys, deny)
+	if keys < 1 || !(deny > 0 && deny < 1) || shards > maxShards {
+		return Size{}, fmt.Errorf("%w: Suggest needs keys >= 1, deny in (0, 1) and shards <= %d; got %d, %v, %d",
+			ErrInvalidConfig, maxShards, keys, deny, shards)
 	}
-	per := (keys + int(shards) - 1) / int(shards)
-	g, err := bucket.SuggestCountMin(per, deny, 1)
-	if err != nil {
-		return Size{}, fmt.Errorf("%w: %v", ErrInvalidConfig, err)
+	for {
+		per := keys / int(shards) // ceil, without overflowing at MaxInt
+		if keys%int(shards) != 0 {
+			per++
+		}
+		g, err := bucket.SuggestCountMin(per, deny, 1)
+		size := headerBytes + int64(g.Levels)*int64(g.Cells)*8
+		if err == nil && size <= defaultMaxBulk {
+			return Size{
+				Levels: g.Levels, CellsPerLevel: g.Cells, Shards: shards,
+				MemoryBytes: int64(shards) * size,
+				Deny:        g.Deny, Got: g.Got,
+			}, nil
+		}
+		if shards == maxShards {
+			if err == nil {
+				err = fmt.Errorf("a shard's string is %d bytes, above 512 MiB", size)
+			}
+			return Size{}, fmt.Errorf("%w: Suggest: %d keys at a denial rate of %v do not fit in %d shards: %v",
+				ErrInvalidConfig, keys, deny, maxShards, err)
+		}
+		// More shards: as many as the excess asks for (a shard's cells
+		// scale with its keys), at least one more; doubled where the
+		// count-min could not be sized at all.
+		next := uint64(shards) * 2
+		if err == nil {
+			next = max(uint64(shards)+1, (uint64(shards)*uint64(size)+defaultMaxBulk-1)/defaultMaxBulk)
+		}
+		shards = uint32(min(next, maxShards))
 	}
-	return Size{
-		Levels: g.Levels, CellsPerLevel: g.Cells, Shards: shards,
-		MemoryBytes: int64(shards) * (headerBytes + int64(g.Levels)*int64(g.Cells)*8),
-		Deny:        g.Deny, Got: g.Got,
-	}, nil
 }

@@ -119,8 +119,9 @@ func generationKeys(c Config, i uint32) []string {
 }
 
 // Keys returns the server keys of the sketch, every shard's generation
-// strings: what to grant in an ACL (~{Name}* covers them), to watch, or
-// to delete when the sketch is retired.
+// strings: what to grant in an ACL (~{Name}* covers them, and ~{Name:*
+// a sharded sketch's: RequiredACL), to watch, or to delete when the
+// sketch is retired.
 func (s *Sketch) Keys() []string {
 	var all []string
 	for _, k := range s.keys {

@@ -83,8 +83,9 @@ local delta, limit, rebaseAt, now, SIZE
 local pos, fin = {}, {}
 -- Scratch tables, reused by every call (only 1..L are read): the decayed
 -- values and stamps of the generation being read, the committed values
--- and stamps of the oldest one, and the live generations.
-local V, ST, AFTER, AST, LIVE, SLOTS = {}, {}, {}, {}, {}, {}
+-- and stamps of the oldest one, the live generations and which of them
+-- the call rebased.
+local V, ST, AFTER, AST, LIVE, SLOTS, REBASED = {}, {}, {}, {}, {}, {}, {}
 -- RAW: the stored scores of the last read (beside ST, its stamps); VR:
 -- scratch for estAt.
 local RAW, VR = {}, {}
@@ -554,24 +555,37 @@ local function run(KEYS, ARGV)
   -- Commit delta to the key's cells in every live generation (a read of
   -- a later generation reuses V and ST: the oldest's are no longer
   -- needed by then).
-  local after, arel = AFTER, rel
+  --
+  -- All or nothing: Redis does not roll a function back, and a SETRANGE
+  -- fails when its end passes proto-max-bulk-len, which may have been
+  -- lowered (CONFIG SET, or a promoted replica's setting) below a string
+  -- that already exists. So every due rebase (a whole-body write, and
+  -- harmless alone: it only re-stamps) runs before any cell is written,
+  -- and each generation's cells are written from the last level down:
+  -- level L's cell has the highest offset of the call (the generations
+  -- share the layout), so if its write succeeds every later one does,
+  -- and if it fails nothing of the call was written.
+  local rebased = REBASED
   for gi, g in ipairs(live) do
-    local rebased = false
+    rebased[gi] = false
     if tm - g.epoch >= rebaseAt then
       local err = rebase(g, tm)
       if err then return fail(err) end
-      rebased = true
+      rebased[gi] = true
     end
+  end
+  local after, arel = AFTER, rel
+  for gi, g in ipairs(live) do
     local rel = tm - g.epoch
     if gi == 1 then arel = rel end
     local gv, gst
-    if gi == 1 and not rebased then
+    if gi == 1 and not rebased[gi] then
       gv, gst = v, st
     else
       gv, gst = read(g, tm)
       if type(gv) == 'string' then return fail(gv) end
     end
-    for i = 1, L do
+    for i = L, 1, -1 do
       local stamp = gst[i]
       if rel > stamp then stamp = rel end
       local nv = clamp(gv[i] + delta)
