@@ -17,7 +17,8 @@ type RotatorConfig struct {
 	Generations uint32
 	// Period is how long a generation stays the primary, counted in whole
 	// ms rounded up (2.9 ms is 3). Required (at least 1ms) without a
-	// Ticker; with one it is optional.
+	// Ticker; with one it is optional and unused (any value >= 0: the
+	// ticks alone rotate).
 	Period time.Duration
 	// Ticker drives rotation: one rotation per tick, by one goroutine that
 	// Close stops. nil means rotation every Period, done lazily by the
@@ -65,8 +66,8 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 		Generations: cfg.Generations,
 		Period:      cfg.Period,
 	}
-	if cfg.Ticker != nil && rc.Period == 0 {
-		rc.Period = periodWithTicker
+	if cfg.Ticker != nil && rc.Period >= 0 && rc.Period < time.Millisecond {
+		rc.Period = periodWithTicker // unused: see periodWithTicker
 	}
 	r, err := rotator.New(rc)
 	if err != nil {

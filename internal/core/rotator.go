@@ -96,7 +96,12 @@ func (r *Rotator) Init(cfg RotatorConfig) error {
 	n := int(cfg.Generations)
 	gs := &genSet{gens: make([]*Sketch, n)}
 	for i := range gs.gens {
-		gs.gens[i] = r.build(gs.next)
+		// The first generations are built here, so a configuration the
+		// sketch refuses only when built (a HasherFactory returning nil)
+		// is an error, not the panic of a later promotion's build.
+		if gs.gens[i], err = r.buildErr(r.cfg.Sketch.Seed, gs.next, nil); err != nil {
+			return err
+		}
 		gs.next++
 	}
 	gs.deadline = addSat(r.tb.NowMillis(), r.periodMs)
@@ -134,16 +139,28 @@ func (r *Rotator) build(gen uint64) *Sketch { return r.buildSeeded(r.cfg.Sketch.
 // when epoch is not nil (a promotion's time: see Sketch.initAt), at the
 // clock's reading otherwise.
 func (r *Rotator) buildSeeded(base, gen uint64, epoch *int64) *Sketch {
+	s, err := r.buildErr(base, gen, epoch)
+	if err != nil {
+		// c is cfg.Sketch, validated by New, and Init built the first
+		// generations with it; only the seed differs (a HasherFactory
+		// that returns nil for some seeds only).
+		panic("rotator: building a generation failed: " + err.Error())
+	}
+	return s
+}
+
+// buildErr is buildSeeded returning the sketch's error instead of
+// panicking.
+func (r *Rotator) buildErr(base, gen uint64, epoch *int64) (*Sketch, error) {
 	c := r.cfg.Sketch
 	c.Clock = r.tb // one time scale for every generation
 	c.Seed = GenerationSeed(base, gen)
 	s := new(Sketch)
 	if err := s.initAt(c, epoch); err != nil {
-		// c is cfg.Sketch, validated by New; only the seed differs.
-		panic("rotator: building a generation failed: " + err.Error())
+		return nil, err
 	}
 	r.created.Add(1)
-	return s
+	return s, nil
 }
 
 // acquire returns the generation set to operate on and the time of the
