@@ -30,7 +30,9 @@ var ErrPermission = errors.New("redis: the server's ACL denies a command the ske
 var ErrEvictionPolicy = errors.New("redis: the server's maxmemory-policy can evict the sketch")
 
 // RequiredACL lists what the connection's user needs, in ACL SETUSER
-// syntax (Name stands for Config.Name): the commands the sketch sends and
+// syntax (Name stands for Config.Name, with the glob characters * ? [ ]
+// and \ in it escaped by a backslash, since key patterns are globs): the
+// commands the sketch sends and
 // those its server function runs, on the sketch's keys ("~{Name}*" covers
 // "{Name}:g..." and "~{Name:*" a sharded sketch's "{Name:<shard>}:g...").
 // FUNCTION|LOAD is needed on every primary unless an administrator loads

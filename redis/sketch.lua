@@ -507,6 +507,12 @@ local function run(KEYS, ARGV)
         if top - (top - (s - 1)) % G ~= i then
           -- Stale: its generation's life is over.
           if write then
+            -- create writes the string's last byte, which fails under a
+            -- proto-max-bulk-len lowered below the string's size: probe
+            -- that write on the stale string first (its content goes
+            -- next), so such a call fails before the DEL, having
+            -- written nothing.
+            redis.call('SETRANGE', g.k, SIZE - 1, '\0')
             redis.call('DEL', g.k)
             g = create(s, KEYS[s], tm)
           else
