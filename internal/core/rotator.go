@@ -131,11 +131,8 @@ func (r *Rotator) Current() GenSet {
 // builds its face with rotator.New, then calls it.
 func (r *Rotator) SetManual() { r.cfg.Manual = true }
 
-// build returns a fresh, empty generation hashing under the seed of
-// creation counter gen.
-func (r *Rotator) build(gen uint64) *Sketch { return r.buildSeeded(r.cfg.Sketch.Seed, gen, nil) }
-
-// buildSeeded is build under base seed base, with its epoch at *epoch
+// buildSeeded returns a fresh, empty generation hashing under the seed
+// of creation counter gen from base seed base, with its epoch at *epoch
 // when epoch is not nil (a promotion's time: see Sketch.initAt), at the
 // clock's reading otherwise.
 func (r *Rotator) buildSeeded(base, gen uint64, epoch *int64) *Sketch {
