@@ -227,8 +227,8 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 //
 // maxmemory-policy is read with CONFIG GET, else from INFO memory; a
 // server that allows neither is reported (ErrPermission).
-// proto-max-bulk-len is read with CONFIG GET; where that is denied the
-// default 512 MiB is assumed. Both can change at run time (CONFIG SET):
+// proto-max-bulk-len is read with CONFIG GET; where that fails (denied,
+// renamed, or timed out) the default 512 MiB is assumed. Both can change at run time (CONFIG SET):
 // Check sees the moment it runs. Each of its
 // round trips is bounded by Config.Timeout when ctx has no deadline, as
 // every call is (audit 69: a paused server held it 5 s past a 200 ms
@@ -284,6 +284,8 @@ func (s *Sketch) stringBytes() int64 {
 // checkSize compares one generation's string with n's proto-max-bulk-len
 // (the default where CONFIG GET is denied or the value unreadable).
 func (s *Sketch) checkSize(ctx context.Context, n node) error {
+	// Any failure of CONFIG GET (denied, renamed, timed out) falls back
+	// to the default, as the doc says.
 	limit, src := int64(defaultMaxBulk), "the default proto-max-bulk-len"
 	if v, err := n.configGet(ctx, "proto-max-bulk-len"); err == nil {
 		if l, err := strconv.ParseInt(v, 10, 64); err == nil && l > 0 {

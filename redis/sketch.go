@@ -92,6 +92,11 @@ func newSketch(c conn, cfg Config) (*Sketch, error) {
 		return nil, err
 	}
 	s := &Sketch{conn: c, cfg: n, hasher: n.Hasher(n.Seed), rebaseAt: defaultRebaseAt}
+	if s.hasher == nil {
+		// Wrapped as the other sketch fields' errors are (normalize).
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig,
+			core.ConfigErr("sketch", "Hasher", nil, "the HasherFactory returned a nil Hasher (for seed %d)", n.Seed))
+	}
 	for i := range n.Shards {
 		s.keys = append(s.keys, generationKeys(n.Config, i))
 	}

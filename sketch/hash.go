@@ -11,8 +11,10 @@ type Hasher interface {
 
 // HasherFactory builds a Hasher from Config.Seed. Sketches with different
 // seeds (the rotator's generations) use independent hash functions.
-// It must return a non-nil Hasher: New reports a nil one as a
-// *ConfigError naming Hasher.
+// It must return a non-nil Hasher for every seed: New, rotator.New,
+// limit.New, redis.New and a snapshot restore report a nil one as a
+// *ConfigError naming Hasher; a rotator's promotion, which draws a new
+// seed during an operation, panics on one.
 type HasherFactory func(seed uint64) Hasher
 
 // XXH3 returns the default hasher factory: XXH3-64 (github.com/zeebo/xxh3)

@@ -81,7 +81,11 @@ func New(cfg Config) (*Engine, error) {
 	if !cfg.SeedSet {
 		seed = core.RandomSeed()
 	}
-	e := &Engine{q: q, hasher: hf(seed), hf: hf, tb: core.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
+	h := hf(seed)
+	if h == nil {
+		return nil, newConfigError("Hasher", nil, "the HasherFactory returned a nil Hasher (for seed %d)", seed)
+	}
+	e := &Engine{q: q, hasher: h, hf: hf, tb: core.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
 	if e.sample == 0 {
 		e.sample = 4096
 	}

@@ -343,7 +343,9 @@ func (e *Engine) checkHeader(b *[snapHeaderBytes]byte, adopt bool) (snapSeed, er
 		if !adopt {
 			return snapSeed{}, snapMismatch("Seed", s.seed, e.seed)
 		}
-		s.hasher = e.hf(s.seed)
+		if s.hasher = e.hf(s.seed); s.hasher == nil {
+			return snapSeed{}, snapMismatch("Hasher", "nil (the HasherFactory returned nil for the snapshot's seed)", core.HashKindName(mine[7]))
+		}
 	}
 	if _, fp := core.HasherID(s.hasher); fp != le.Uint64(b[88:]) {
 		return snapSeed{}, snapMismatch("Hasher fingerprint", fmt.Sprintf("%#016x", le.Uint64(b[88:])), fmt.Sprintf("%#016x", fp))
