@@ -329,7 +329,10 @@ func (l *Limiter) SetBurst(burst int) error {
 // cost what the Limiter's do (Allow does not allocate). It satisfies
 // httplimit.Limiter. Its methods are the Limiter's, with the tier's
 // policy in place of the limiter's own; SetLimit and SetBurst do not
-// change a Tier. The zero Tier is not usable: its methods panic.
+// change a Tier. The zero Tier is not usable: its decision methods and
+// MaxDebt panic ("limit: zero Tier"); its plain accessors, Limit, Burst,
+// Name, Exact, Policies and Limiter, return zero values, as the zero
+// Limiter's do.
 type Tier struct {
 	l *Limiter
 	p params
