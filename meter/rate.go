@@ -13,7 +13,8 @@ import (
 // counter, as pingora-limits' Rate does with two swapped estimators, in
 // constant memory. Create one with NewRate; the zero Rate is not usable
 // (its methods panic with "meter: zero Rate; use NewRate").
-// Safe for concurrent use; Observe and PerSecond do not allocate.
+// Safe for concurrent use; Observe and PerSecond do not allocate, but
+// for the call that builds a new generation, once per Period.
 //
 // Each event adds 1 (or n) to the key's counter C, which decays as
 // exp(-t/window). The estimate is C/window. For a constant rate rho
