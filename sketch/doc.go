@@ -50,8 +50,12 @@
 //     the collisions, clamps, roll-backs, rotations or clock jumps
 //     (docs/precision.md has the measured error), within the float32
 //     range: with Hi = +Inf a score saturates at MaxFloat32 (3.4e38), as
-//     if Hi were MaxFloat32 (the float64 reference at MaxFloat64). A Hi that no float32 holds (0.1) is stored
-//     rounded up and read back capped at Hi: no read exceeds Hi. The
+//     if Hi were MaxFloat32 (the float64 reference at MaxFloat64). A Hi
+//     that no float32 holds (0.1) is stored rounded up and read back
+//     capped at Hi: no read exceeds Hi. The add itself is float64, as in
+//     the reference and grudge: a delta below half a float64 ulp of the
+//     score (about 1.1e-16 of it) is absorbed before the rounding up, and
+//     a TryUpdate's aggregate + delta <= limit is a float64 compare. The
 //     reference implementations decay in float64 rounded to nearest and
 //     write the decayed score back at every access, as grudge does: for
 //     them this holds up to float64 rounding, which grows with the reads
