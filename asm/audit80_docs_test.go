@@ -17,22 +17,17 @@ func TestAudit80FixedDesignClockBenchCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	const cmd = "-bench BenchmarkClock -count 3 -benchtime 200ms ./asm/"
+	// Fixed (stop 48): the command now names ./internal/hw/, whose
+	// bench_test.go defines BenchmarkClock.
+	const cmd = "-bench BenchmarkClock -count 3 -benchtime 200ms ./internal/hw/"
 	if !strings.Contains(string(doc), cmd) {
-		t.Skip("the command changed")
+		t.Fatalf("docs/design.md section 4 no longer gives %q", cmd)
 	}
-	files, _ := filepath.Glob("*_test.go")
-	for _, f := range files {
-		if f == "audit80_docs_test.go" {
-			continue
-		}
-		b, err := os.ReadFile(f)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if strings.Contains(string(b), "func BenchmarkClock(") {
-			return
-		}
+	b, err := os.ReadFile(filepath.Join("..", "internal", "hw", "bench_test.go"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Errorf("docs/design.md section 4: %q: package asm (./asm/) has no BenchmarkClock (it is in internal/hw/bench_test.go); the command measures nothing", cmd)
+	if !strings.Contains(string(b), "func BenchmarkClock(") {
+		t.Errorf("docs/design.md section 4: %q: internal/hw has no BenchmarkClock; the command measures nothing", cmd)
+	}
 }
