@@ -32,9 +32,9 @@ var ErrEvictionPolicy = errors.New("redis: the server's maxmemory-policy can evi
 // RequiredACL lists what the connection's user needs, in ACL SETUSER
 // syntax (Name stands for Config.Name, with the glob characters * ? [ ]
 // and \ in it escaped by a backslash, since key patterns are globs): the
-// commands the sketch sends and
-// those its server function runs, on the sketch's keys ("~{Name}*" covers
-// "{Name}:g..." and "~{Name:*" a sharded sketch's "{Name:<shard>}:g...").
+// commands the sketch sends and those its server function runs, on the
+// sketch's keys ("~{Name}*" covers "{Name}:g..." and "~{Name:*" a
+// sharded sketch's "{Name:<shard>}:g...").
 // FUNCTION|LOAD is needed on every primary unless an administrator loads
 // the library (Library) and keeps it loaded across restarts; CONFIG|GET
 // (or INFO) only for the start-up check of maxmemory-policy (and
@@ -228,8 +228,8 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // maxmemory-policy is read with CONFIG GET, else from INFO memory; a
 // server that allows neither is reported (ErrPermission).
 // proto-max-bulk-len is read with CONFIG GET; where that fails (denied,
-// renamed, or timed out) the default 512 MiB is assumed. Both can change at run time (CONFIG SET):
-// Check sees the moment it runs. Each of its
+// renamed, or timed out) the default 512 MiB is assumed. Both can change
+// at run time (CONFIG SET): Check sees the moment it runs. Each of its
 // round trips is bounded by Config.Timeout when ctx has no deadline, as
 // every call is (audit 69: a paused server held it 5 s past a 200 ms
 // Timeout).
@@ -277,9 +277,7 @@ func (s *Sketch) Check(ctx context.Context) error {
 const defaultMaxBulk = 512 << 20
 
 // stringBytes is the size of one generation's string of one shard.
-func (s *Sketch) stringBytes() int64 {
-	return headerBytes + int64(s.cfg.Levels)*int64(s.cfg.CellsPerLevel)*8
-}
+func (s *Sketch) stringBytes() int64 { return stringSize(s.cfg.Levels, s.cfg.CellsPerLevel) }
 
 // checkSize compares one generation's string with n's proto-max-bulk-len
 // (the default where CONFIG GET is denied or the value unreadable).

@@ -55,7 +55,7 @@ func Suggest(keys int, deny float64, shards uint32) (Size, error) {
 			per++
 		}
 		g, err := bucket.SuggestCountMin(per, deny, 1)
-		size := headerBytes + int64(g.Levels)*int64(g.Cells)*8
+		size := stringSize(g.Levels, g.Cells)
 		if err == nil && size <= defaultMaxBulk {
 			return Size{
 				Levels: g.Levels, CellsPerLevel: g.Cells, Shards: shards,

@@ -94,8 +94,7 @@ func newSketch(c conn, cfg Config) (*Sketch, error) {
 	s := &Sketch{conn: c, cfg: n, hasher: n.Hasher(n.Seed), rebaseAt: defaultRebaseAt}
 	if s.hasher == nil {
 		// Wrapped as the other sketch fields' errors are (normalize).
-		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig,
-			core.ConfigErr("sketch", "Hasher", nil, "the HasherFactory returned a nil Hasher (for seed %d)", n.Seed))
+		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, core.NilHasherErr("sketch", n.Seed))
 	}
 	for i := range n.Shards {
 		s.keys = append(s.keys, generationKeys(n.Config, i))
@@ -142,8 +141,13 @@ func (s *Sketch) Config() Config { return s.cfg.Config }
 // generation of every shard exists: Shards x Generations x (40 + L x M x 8)
 // bytes, whatever the number of keys.
 func (s *Sketch) MemoryBytes() int64 {
-	c := s.cfg
-	return int64(c.Shards) * int64(c.Generations) * (headerBytes + int64(c.Levels)*int64(c.CellsPerLevel)*8)
+	return int64(s.cfg.Shards) * int64(s.cfg.Generations) * s.stringBytes()
+}
+
+// stringSize is the size of one generation's string of one shard with
+// levels levels of cells cells: the header and 8 bytes per cell.
+func stringSize(levels, cells uint32) int64 {
+	return headerBytes + int64(levels)*int64(cells)*8
 }
 
 // maxLevels is the most levels a Config may have.

@@ -83,9 +83,8 @@ local delta, limit, rebaseAt, now, SIZE
 local pos, fin = {}, {}
 -- Scratch tables, reused by every call (only 1..L are read): the decayed
 -- values and stamps of the generation being read, the committed values
--- and stamps of the oldest one, the live generations and which of them
--- the call rebased.
-local V, ST, AFTER, AST, LIVE, SLOTS, REBASED = {}, {}, {}, {}, {}, {}, {}
+-- and stamps of the oldest one, and the live generations.
+local V, ST, AFTER, AST, LIVE, SLOTS = {}, {}, {}, {}, {}, {}
 -- RAW: the stored scores of the last read (beside ST, its stamps); VR:
 -- scratch for estAt.
 local RAW, VR = {}, {}
@@ -571,13 +570,12 @@ local function run(KEYS, ARGV)
   -- level L's cell has the highest offset of the call (the generations
   -- share the layout), so if its write succeeds every later one does,
   -- and if it fails nothing of the call was written.
-  local rebased = REBASED
+  local rebased = false -- the oldest generation (whose v, st were read)
   for gi, g in ipairs(live) do
-    rebased[gi] = false
     if tm - g.epoch >= rebaseAt then
       local err = rebase(g, tm)
       if err then return fail(err) end
-      rebased[gi] = true
+      if gi == 1 then rebased = true end
     end
   end
   local after, arel = AFTER, rel
@@ -585,7 +583,7 @@ local function run(KEYS, ARGV)
     local rel = tm - g.epoch
     if gi == 1 then arel = rel end
     local gv, gst
-    if gi == 1 and not rebased[gi] then
+    if gi == 1 and not rebased then
       gv, gst = v, st
     else
       gv, gst = read(g, tm)

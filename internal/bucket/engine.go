@@ -83,7 +83,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	h := hf(seed)
 	if h == nil {
-		return nil, newConfigError("Hasher", nil, "the HasherFactory returned a nil Hasher (for seed %d)", seed)
+		return nil, core.NilHasherErr("bucket", seed)
 	}
 	e := &Engine{q: q, hasher: h, hf: hf, tb: core.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}
 	if e.sample == 0 {

@@ -45,6 +45,12 @@ func ConfigErrCause(cause error, prefix, field string, value any, format string,
 	return configErr(cause, prefix, field, value, format, args...)
 }
 
+// NilHasherErr is the *sketch.ConfigError, naming Hasher, of a
+// HasherFactory that returned nil for seed (prefix as ConfigErr's).
+func NilHasherErr(prefix string, seed uint64) error {
+	return ConfigErr(prefix, "Hasher", nil, "the HasherFactory returned a nil Hasher (for seed %d)", seed)
+}
+
 func configErr(cause error, prefix, field string, value any, format string, args ...any) error {
 	if newConfigError == nil {
 		panic("core: no configuration error type registered (package sketch is not linked)")

@@ -231,12 +231,13 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	instWall := boundWall(int64(le.Uint64(hdr[40:])))
 	gs := &genSet{gens: make([]*Sketch, n), next: next, seed: seed}
 	for i := range gs.gens {
+		// buildErr fails on a HasherFactory that returns nil for this
+		// generation's seed.
 		g, err := r.buildErr(seed, next-uint64(n)+uint64(i), nil)
-		if err != nil {
-			// A HasherFactory that returns nil for this generation's seed.
-			return nil, cr.n, fmt.Errorf("rotator: snapshot generation %d of %d: %w", i, n, err)
+		if err == nil {
+			_, err = g.readFrom(tr, instWall, true)
 		}
-		if _, err := g.readFrom(tr, instWall, true); err != nil {
+		if err != nil {
 			return nil, cr.n, fmt.Errorf("rotator: snapshot generation %d of %d: %w", i, n, err)
 		}
 		gs.gens[i] = g

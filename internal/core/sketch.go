@@ -85,7 +85,7 @@ func (s *Sketch) initAt(cfg Config, epoch *int64) error {
 	s.rules = atom.NewRules(cfg.Decay, cfg.Lo, cfg.Hi)
 	s.hasher = cfg.Hasher(cfg.Seed)
 	if s.hasher == nil {
-		return ConfigErr("sketch", "Hasher", nil, "the HasherFactory returned a nil Hasher (for seed %d)", cfg.Seed)
+		return NilHasherErr("sketch", cfg.Seed)
 	}
 	if h, ok := s.hasher.(xxh3Hasher); ok {
 		s.xx, s.xxSeed = true, uint64(h)
