@@ -82,7 +82,9 @@ func NewRules(d decay.Decay, lo, hi float64) *Rules {
 
 // Next returns the word w becomes at time now after adding delta: w's
 // score decayed for its age, plus delta, clamped to the bounds, rounded
-// up, at the newer of w's stamp and now.
+// up (the least float32 at or above the exact sum, clamped: a delta the
+// float64 add would absorb still steps it up), at the newer of w's stamp
+// and now.
 func (r *Rules) Next(w Word, now uint32, delta float64) Word {
 	return Word(r.r.Next(atom.Word(w), now, delta))
 }

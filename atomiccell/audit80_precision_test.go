@@ -62,6 +62,24 @@ func audit80LeastF32AtOrAbove(x float64) float32 {
 	return f
 }
 
+// audit80LeastF32AtOrAboveSum is the least float32 at or above the
+// exact a + b, clamped to [lo, hi] (float32 values).
+func audit80LeastF32AtOrAboveSum(a, b, lo, hi float64) float32 {
+	x := new(big.Float).SetPrec(2200).SetFloat64(a)
+	x.Add(x, new(big.Float).SetPrec(2200).SetFloat64(b))
+	if x.Cmp(big.NewFloat(lo)) < 0 {
+		return float32(lo)
+	}
+	if x.Cmp(big.NewFloat(hi)) > 0 {
+		return float32(hi)
+	}
+	f, _ := x.Float32() // nearest even
+	if new(big.Float).SetFloat64(float64(f)).Cmp(x) < 0 {
+		f = math.Nextafter32(f, float32(math.Inf(1)))
+	}
+	return f
+}
+
 func TestAudit80RoundUpExactOracle(t *testing.T) {
 	check := func(x float64) {
 		got := atomiccell.RoundUp(x)

@@ -2,6 +2,7 @@ package atomiccell_test
 
 import (
 	"math"
+	"math/big"
 	"math/rand/v2"
 	"sync"
 	"testing"
@@ -128,14 +129,9 @@ func TestAudit80NextIsValuePlusDeltaClampedRoundedUp(t *testing.T) {
 					t.Fatalf("%s: Value of an unaged word %v = %v", law.name, s, v)
 				}
 				nw := rules.Next(w, now, delta)
-				sum := v + delta
-				c := sum
-				if c < lo {
-					c = lo
-				} else if c > hi {
-					c = hi
-				}
-				want := audit80LeastF32AtOrAbove(c)
+				// The exact sum (stop 49: the float64 add's rounding no
+				// longer loses a delta it absorbs), clamped, rounded up.
+				want := audit80LeastF32AtOrAboveSum(v, delta, lo, hi)
 				if nw.Score() != want || nw.Stamp() != atomiccell.Newer(st, now) {
 					t.Fatalf("%s %v: Next(%v@%d, now %d, %v) = %v@%d, want %v@%d (Value %v)",
 						law.name, b, s, st, now, delta, nw.Score(), nw.Stamp(), want, atomiccell.Newer(st, now), v)
@@ -328,15 +324,13 @@ func TestAudit80AddConcurrentMatchesSequential(t *testing.T) {
 }
 
 // TestAudit80FixedTinyDeltaLost: a delta below half a float64 ulp of
-// the decayed value vanishes in Next's float64 add (v + delta rounds to
-// nearest, to v, and v is already a float32, so the round-up has nothing
+// the decayed value vanished in Next's float64 add (v + delta rounds to
+// nearest, to v, and v is already a float32, so the round-up had nothing
 // to step over). Audit 80 found the docs promising more than float64
-// arithmetic gives; fixed as a doc (stop 48): precision.md's "The add
-// itself is float64, rounded to nearest ... a delta below half a float64
-// ulp of the score is absorbed by the add and lost, here as there" (the
-// float64 reference, grudge). So the stored score is never below the
-// float64 computation of the same history, and the documented example
-// (1000 adds of 1e14 to 2^100) leaves 2^100.
+// arithmetic gave; documented in stop 48, fixed in stop 49: the add keeps
+// its exact error (TwoSum) and the round-up steps over it, so the stored
+// score is never below the exact sum, and each of 1000 adds of 1e14 to
+// 2^100 steps it one float32 up (precision.md, "The rounding rule").
 func TestAudit80FixedTinyDeltaLost(t *testing.T) {
 	rules := atomiccell.NewRules(decay.None(), 0, math.Inf(1))
 	for _, c := range []struct{ score, delta float64 }{
@@ -347,22 +341,22 @@ func TestAudit80FixedTinyDeltaLost(t *testing.T) {
 		{0x1p100, 1e14},
 	} {
 		w := atomiccell.Pack(float32(c.score), 0)
-		f64 := float64(float32(c.score)) // the float64 reference's cell
+		exact := new(big.Float).SetPrec(4000).SetFloat64(float64(float32(c.score)))
 		for range 1000 {
 			w = rules.Next(w, 0, c.delta)
-			f64 += c.delta
+			exact.Add(exact, big.NewFloat(c.delta))
 		}
-		if float64(w.Score()) < f64 {
-			t.Errorf("score %v, %+v x 1000: stored %v below the float64 computation %v (precision.md: \"From the float64 sum on, every rounding is upward\")",
-				c.score, c.delta, w.Score(), f64)
+		if new(big.Float).SetFloat64(float64(w.Score())).Cmp(exact) < 0 {
+			t.Errorf("score %v, %+v x 1000: stored %v below the exact sum %v (precision.md: \"never below the exact sum\")",
+				c.score, c.delta, w.Score(), exact)
 		}
 	}
 	w := atomiccell.Pack(0x1p100, 0)
 	for range 1000 {
 		w = rules.Next(w, 0, 1e14)
 	}
-	if w.Score() != 0x1p100 {
-		t.Errorf("2^100 + 1e14 x 1000: stored %v; precision.md's example says it stays 2^100", w.Score())
+	if want := float32(0x1p100) + 1000*float32(0x1p77); w.Score() != want {
+		t.Errorf("2^100 + 1e14 x 1000: stored %v; precision.md's example says 1000 float32 steps up, %v", w.Score(), want)
 	}
 	var cell atomiccell.Cell
 	cell.Store(atomiccell.Pack(1e30, 0))

@@ -19,9 +19,12 @@
 //   - A stored score is never NaN or ±Inf: every narrowing goes through
 //     RoundUp, which maps values beyond the float32 range to ±MaxFloat32, and
 //     callers never pass a NaN delta (the sketch panics first).
-//   - No update loses mass: float64 results are narrowed to float32 rounding
-//     toward +Inf, so a stored score is >= the float64 result it stands for,
-//     and by induction >= what the float64 reference would hold. Bounds are
+//   - No update loses mass: the decayed score plus delta is narrowed to
+//     float32 rounding the exact sum toward +Inf (the float64 add's
+//     rounding error is kept and stepped over), so a stored score is >=
+//     the exact result it stands for, a delta too small for the float64
+//     add included, and by induction >= what the float64 reference would
+//     hold. Bounds are
 //     rounded the same way (see Rules), so a clamped score never drops below
 //     Lo.
 //   - A stamp never moves backwards: an update keeps the newer of the stored
@@ -47,8 +50,8 @@
 //		var bo asm.Backoff        // 32, 64, ... 1024 PAUSEs per round
 //		for {
 //			s := r.Decay(w.Score(), Elapsed(w.Stamp(), now)) // float64
-//			s = clamp(s+delta, r.Lo, r.Hi)
-//			nw := Pack(RoundUp(s), newer(w.Stamp(), now))
+//			// the least float32 >= clamp(s+delta) with s+delta exact
+//			nw := Pack(roundSumUp(s, delta, r.Lo, r.Hi), newer(w.Stamp(), now))
 //			if nw == w { // nothing changes (pinned at Hi or Lo, delta 0)
 //				if c.Load() == w { // w may be stale: only a load proves it
 //					return w // no write: the line stays shared

@@ -52,15 +52,17 @@
 //     range: with Hi = +Inf a score saturates at MaxFloat32 (3.4e38), as
 //     if Hi were MaxFloat32 (the float64 reference at MaxFloat64). A Hi
 //     that no float32 holds (0.1) is stored rounded up and read back
-//     capped at Hi: no read exceeds Hi. The add itself is float64, as in
-//     the reference and grudge: a delta below half a float64 ulp of the
-//     score (about 1.1e-16 of it) is absorbed before the rounding up, and
-//     a TryUpdate's aggregate + delta <= limit is a float64 compare. The
-//     reference implementations decay in float64 rounded to nearest and
-//     write the decayed score back at every access, as grudge does: for
-//     them this holds up to float64 rounding, which grows with the reads
-//     (a relative 5e-14 below the law after a thousand reads under
-//     Exponential, 4.5e-12 after 100,000; audits 54 and 56).
+//     capped at Hi: no read exceeds Hi. Every add stores the least
+//     float32 at or above the exact sum (the float64 add's rounding error
+//     is kept and stepped over), so a delta below half a float64 ulp of
+//     the score, which the reference and grudge lose, still counts; a
+//     TryUpdate's aggregate + delta <= limit is a float64 compare, as
+//     theirs. The reference implementations decay in float64 rounded to
+//     nearest and write the decayed score back at every access, as
+//     grudge does: for them this holds up to float64 rounding, which
+//     grows with the reads (a relative 5e-14 below the law after a
+//     thousand reads under Exponential, 4.5e-12 after 100,000; audits 54
+//     and 56).
 //   - TryUpdate(k, d, limit) applies d to all L cells only if
 //     aggregate + d <= limit, atomically with respect to every other
 //     TryUpdate of any key that shares cells with k: N goroutines racing

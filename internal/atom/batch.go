@@ -8,8 +8,8 @@ import "math"
 // amd64 (SSE2, two words at a time). The twins are always compiled, so a
 // test compares each pair in one binary.
 
-// nextNGeneric sets nw[i] to w[i] plus delta at now, clamped to [lo, hi]
-// and narrowed upward, stamped with the newer of its stamp and now, for
+// nextNGeneric sets nw[i] to w[i] plus delta at now (the exact sum),
+// clamped to [lo, hi] and narrowed upward (roundSumIn), stamped with the newer of its stamp and now, for
 // i < n, and reports true, provided no word needs decay: it reports false
 // (nw then partly written) at a word older than now with a non-zero
 // score, which the caller decays through the law (Rules.nextNFrom).
@@ -25,13 +25,13 @@ func nextNGeneric(w *[MaxCells]Word, n uint32, now uint32, delta, lo, hi float64
 			}
 			st = now
 		}
-		out[i] = Pack(roundIn(s+delta, lo, hi), st)
+		out[i] = Pack(roundSumIn(s, delta, lo, hi), st)
 	}
 	return true
 }
 
-// roundIn clamps v to [lo, hi] and narrows it upward: Rules.Round, and
-// nextNGeneric's round. v must not be NaN.
+// roundIn clamps v to [lo, hi] and narrows it upward: Rules.Round. v
+// must not be NaN.
 func roundIn(v, lo, hi float64) float32 {
 	// Branches rather than min/max: clamping is rare, so they predict
 	// well, and Go's float min/max must order NaN and signed zeros.

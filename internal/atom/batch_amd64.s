@@ -9,12 +9,13 @@
 // Per word (lanes 0 and 1 of each block):
 //   aged  = int32(now - stamp) > 0
 //   stamp = aged ? now : stamp                 (Newer)
-//   v     = score + delta
+//   v, e  = TwoSum(score, delta)                 (v + e exactly the sum)
+//   e     = (v < hi && lo <= v) ? e : 0           (roundSumIn's bounds)
 //   v     = v < lo ? lo : v; v = v > hi ? hi : v   (MAXPD/MINPD with v as
 //           the source operand: on a tie or a NaN the source comes back,
-//           exactly Round's branches)
-//   f     = float32(v); bits += (float64(f) < v) ? (f < 0 ? -1 : +1) : 0
-//           (stepUp: b - (m ^ sign) + sign, m the 0/-1 mask)
+//           exactly roundSumIn's branches)
+//   f     = float32(v); bits += (float64(f) - v < e) ? (f < 0 ? -1 : +1) : 0
+//           (stepUpErr: b - (m ^ sign) + sign, m the 0/-1 mask)
 //   word  = bits<<32 | stamp
 // When the block count is odd, the last block's second lane reads and
 // writes the word past n, inside the caller's [MaxCells] arrays, and its
@@ -70,17 +71,34 @@
 	MOVMSKPS	X6, AX \
 	ANDL	DX, AX
 
-// ROUND: X6 the two float64 values; adds delta, clamps, narrows upward
-// and leaves the two new words in X5 (stamps from STAMPS).
+// ROUND: X6 the two float64 values; adds delta (TwoSum: the rounded sum
+// and its exact error, zeroed where the sum is clamped), clamps, narrows
+// upward and leaves the two new words in X5 (stamps from STAMPS).
 #define ROUND \
+	MOVO	X6, X2 \
 	ADDPD	X8, X6 \
+	MOVO	X6, X3 \
+	SUBPD	X2, X3 \
+	MOVO	X6, X4 \
+	SUBPD	X3, X4 \
+	SUBPD	X4, X2 \
+	MOVO	X8, X4 \
+	SUBPD	X3, X4 \
+	ADDPD	X4, X2 \
+	MOVO	X6, X3 \
+	CMPPD	X10, X3, $1 \
+	PAND	X3, X2 \
+	MOVO	X9, X3 \
+	CMPPD	X6, X3, $2 \
+	PAND	X3, X2 \
 	MOVO	X9, X7 \
 	MAXPD	X6, X7 \
 	MOVO	X10, X6 \
 	MINPD	X7, X6 \
 	CVTPD2PS	X6, X7 \
 	CVTPS2PD	X7, X4 \
-	CMPPD	X6, X4, $1 \
+	SUBPD	X6, X4 \
+	CMPPD	X2, X4, $1 \
 	PSHUFD	$0x08, X4, X4 \
 	MOVO	X7, X1 \
 	PSRAL	$31, X1 \

@@ -154,7 +154,7 @@ func (r *Rules) nextNFrom(w *[MaxCells]Word, n uint32, now uint32, delta float64
 				s = r.aged(s, int64(d))
 			}
 		}
-		out[i] = Pack(r.Round(s+delta), st)
+		out[i] = Pack(r.RoundSum(s, delta), st)
 	}
 }
 
@@ -168,16 +168,19 @@ func (r *Rules) ApplyN(w *[MaxCells]Word, v *[MaxCells]float64, n uint32, now ui
 	lo, hi := r.lo, r.hi
 	var diff Word
 	for i, x := range ws {
-		// roundIn spelled out: through it (or Round) the loop costs an
-		// admitted TryUpdate 4-5 more instructions (docs/design.md,
+		// roundSumIn spelled out: through a call (or RoundSum) the loop
+		// costs an admitted TryUpdate more instructions (docs/design.md,
 		// section 5).
-		y := vs[i] + delta
+		y, e := twoSum(vs[i], delta)
 		if y < lo {
-			y = lo
-		} else if y > hi {
-			y = hi
+			y, e = lo, 0
+		} else if y >= hi {
+			e = 0
+			if y > hi {
+				y = hi
+			}
 		}
-		out[i] = Pack(roundUpInRange(y), Newer(x.Stamp(), now))
+		out[i] = Pack(stepUpErr(float32(y), y, e), Newer(x.Stamp(), now))
 		diff |= out[i] ^ x
 	}
 	return diff == 0
@@ -229,8 +232,9 @@ func (r *Rules) Value(w Word, now uint32) float64 {
 }
 
 // Next returns the word that results from adding delta to w at time now:
-// decay for the elapsed age, add, clamp to [lo, hi], narrow with RoundUp,
-// stamp with the newer of w's stamp and now. delta must be finite.
+// decay for the elapsed age, add, clamp to [lo, hi] and narrow upward
+// (RoundSum: the exact sum, not the float64 add's rounding of it), stamp
+// with the newer of w's stamp and now. delta must be finite.
 func (r *Rules) Next(w Word, now uint32, delta float64) Word {
 	return r.Apply(w, r.Value(w, now), now, delta)
 }
@@ -239,7 +243,7 @@ func (r *Rules) Next(w Word, now uint32, delta float64) Word {
 // r.Value(w, now) (from Value or ValueN), and then Apply(w, v, now, delta)
 // == Next(w, now, delta). It saves decaying the word a second time.
 func (r *Rules) Apply(w Word, v float64, now uint32, delta float64) Word {
-	return Pack(r.Round(v+delta), Newer(w.Stamp(), now))
+	return Pack(r.RoundSum(v, delta), Newer(w.Stamp(), now))
 }
 
 // Rebase returns the score a re-stamping (the horizon sweep) stores for
@@ -323,3 +327,10 @@ func wholeDrain(f, v, d float64) (g float64, ok bool) {
 // float32 values, the result stays inside the bounds. v must not be NaN.
 // It inlines (TestInlining).
 func (r *Rules) Round(v float64) float32 { return roundIn(v, r.lo, r.hi) }
+
+// RoundSum is Round of the exact sum v + delta, which the float64 add
+// may round: the least float32 at or above it, clamped to [lo, hi]. A
+// delta below half a float64 ulp of v, which v + delta absorbs, still
+// steps the result one float32 up. Every add to a cell goes through it
+// (Next, Apply, NextN, ApplyN). v and delta finite.
+func (r *Rules) RoundSum(v, delta float64) float32 { return roundSumIn(v, delta, r.lo, r.hi) }

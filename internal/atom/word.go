@@ -81,3 +81,66 @@ func stepUp(f float32, x float64) float32 {
 // float32 values within ±MaxFloat32 (as Rules' are): the result cannot
 // leave the bounds, so no saturation is needed.
 func roundUpInRange(x float64) float32 { return stepUp(float32(x), x) }
+
+// twoSum returns s, a + b rounded to nearest, and e with a + b = s + e
+// exactly (Knuth's TwoSum: no branch, either order of magnitude). e is 0
+// when the add is exact, and NaN when s overflows.
+func twoSum(a, b float64) (s, e float64) {
+	s = a + b
+	bb := s - a
+	return s, (a - (s - bb)) + (b - bb)
+}
+
+// SumUp returns a + b rounded toward +Inf: the least float64 at or
+// above the exact sum (the float64 add rounds to nearest, which may be
+// below it). For the adds outside a cell's Next (a merge, a roll-back),
+// so that each step of theirs errs upward as every cell write does, and
+// then Round of the result is the least float32 at or above the exact
+// sum. a and b finite; a sum beyond the float64 range is +Inf or
+// -MaxFloat64.
+func SumUp(a, b float64) float64 {
+	s, e := twoSum(a, b)
+	if e > 0 {
+		return math.Nextafter(s, math.Inf(1))
+	}
+	return s
+}
+
+// roundSumIn is roundIn of the exact sum a + b: the least float32 at or
+// above it, clamped to [lo, hi], so a b too small for the float64 add (a
+// delta below half a float64 ulp of a) still steps the result up instead
+// of vanishing. lo and hi are float32 values within ±MaxFloat32; a and b
+// finite. The bound's cases: a sum at or above hi stores hi, below lo
+// stores lo (the exact sum is then on the same side); at exactly lo the
+// error decides, as anywhere inside.
+func roundSumIn(a, b, lo, hi float64) float32 {
+	v, e := twoSum(a, b)
+	// Branches, as roundIn's: clamping is rare. A sum equal to hi keeps
+	// its own zero's sign, as roundIn (and the assembly's MINPD) do.
+	if v < lo {
+		v, e = lo, 0
+	} else if v >= hi {
+		e = 0
+		if v > hi {
+			v = hi
+		}
+	}
+	return stepUpErr(float32(v), v, e)
+}
+
+// stepUpErr is stepUp for the exact value x + e (|e| at most half a
+// float64 ulp of x): the next float32 toward +Inf if f < x + e. f - x is
+// exact (f is x rounded to float32: 0, or at least one float64 ulp of x
+// from it), so the compare decides on the exact value, and with e = 0 it
+// is stepUp's f < x. A NaN e never steps.
+func stepUpErr(f float32, x, e float64) float32 {
+	b := math.Float32bits(f)
+	var step uint32
+	if float64(f)-x < e {
+		step = 1
+	}
+	if int32(b) < 0 {
+		step = -step
+	}
+	return math.Float32frombits(b + step)
+}

@@ -137,7 +137,9 @@ func (s *Sketch) cuWrite(h uint64, sn *snapshot, delta, limit float64, ms *int64
 	if delta == 0 {
 		return tryAdmitted, held, est
 	}
-	target := est + delta
+	// Rounded upward: the exact est + delta, not less (a delta the
+	// float64 add absorbs still raises the cells).
+	target := atom.SumUp(est, delta)
 	after := math.Inf(1)
 	for l := range s.levels {
 		var v float64

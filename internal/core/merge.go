@@ -160,11 +160,14 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 					nowS = s.stamp(msS)
 				}
 				a := s.rules.Value(w, nowS)
-				v := a + b
+				// Each add rounds upward (SumUp), so the merged cell
+				// is never below the exact union's value, however far
+				// apart a and b are.
+				v := atom.SumUp(a, b)
 				if linear && (a < 0 || b < 0) {
 					v = math.Max(v, math.Max(a, b))
 				}
-				v += slack
+				v = atom.SumUp(v, slack)
 				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), nowS+ahead))) {
 					break
 				}

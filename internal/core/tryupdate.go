@@ -187,7 +187,6 @@ func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word, ms int64) boo
 	if c.CompareAndSwap(stored, restore) {
 		return true
 	}
-	inc := float64(stored.Score()) - float64(restore.Score())
 	for {
 		w := c.Load()
 		// The flag is read after the word: a negative write that changed
@@ -197,7 +196,10 @@ func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word, ms int64) boo
 		if w.Score() == s.hi32 || !s.conserved && (w.Stamp() != stored.Stamp() || s.negative.Load()) {
 			return false
 		}
-		if c.CompareAndSwap(w, atom.Pack(s.rules.Round(float64(w.Score())-inc), w.Stamp())) {
+		// w - (stored - restore), each step rounded upward: exact for
+		// integers below 2^53, and never below the exact difference.
+		v := atom.SumUp(atom.SumUp(float64(w.Score()), -float64(stored.Score())), float64(restore.Score()))
+		if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), w.Stamp())) {
 			return true
 		}
 	}
