@@ -9,7 +9,8 @@
 // Per word (lanes 0 and 1 of each block):
 //   aged  = int32(now - stamp) > 0
 //   stamp = aged ? now : stamp                 (Newer)
-//   v, e  = TwoSum(score, delta)                 (v + e exactly the sum)
+//   v     = score + delta; e = 0 when the add is exact in both lanes
+//           (ADD), else e = TwoSum's error      (v + e exactly the sum)
 //   e     = (v < hi && lo <= v) ? e : 0           (roundSumIn's bounds)
 //   v     = v < lo ? lo : v; v = v > hi ? hi : v   (MAXPD/MINPD with v as
 //           the source operand: on a tie or a NaN the source comes back,
@@ -71,12 +72,44 @@
 	MOVMSKPS	X6, AX \
 	ANDL	DX, AX
 
-// ROUND: X6 the two float64 values; adds delta (TwoSum: the rounded sum
-// and its exact error, zeroed where the sum is clamped), clamps, narrows
-// upward and leaves the two new words in X5 (stamps from STAMPS).
-#define ROUND \
+// ADD: X6 the two float64 values; adds delta (X6 = s, X2 = the values)
+// and jumps to inexact when either live lane's add rounded: the add is
+// exact iff s - a == d and s - d == a (at least one of the two
+// subtractions is exact, Fast2Sum's lemma, and an exact one equals its
+// operand only when the add was exact). Integer adds below 2^53 never
+// jump; the jump target is ROUNDERR.
+#define ADD(inexact) \
 	MOVO	X6, X2 \
 	ADDPD	X8, X6 \
+	MOVO	X6, X3 \
+	SUBPD	X2, X3 \
+	CMPPD	X8, X3, $4 \
+	MOVO	X6, X4 \
+	SUBPD	X8, X4 \
+	CMPPD	X2, X4, $4 \
+	POR	X4, X3 \
+	MOVMSKPD	X3, AX \
+	ANDL	DX, AX \
+	JNZ	inexact
+
+// ROUND: after ADD, the exact sums in X6; clamps, narrows upward and
+// leaves the two new words in X5 (stamps from STAMPS).
+#define ROUND \
+	MOVO	X9, X7 \
+	MAXPD	X6, X7 \
+	MOVO	X10, X6 \
+	MINPD	X7, X6 \
+	CVTPD2PS	X6, X7 \
+	CVTPS2PD	X7, X4 \
+	CMPPD	X6, X4, $1 \
+	STEP
+
+// ROUNDERR: ROUND for sums the add rounded: after ADD (X2 the values, X6
+// the rounded sums), the exact errors by TwoSum (zeroed where the sum is
+// clamped), then the clamp, and the step up wherever float64(f) - v is
+// below the error, so the word holds the least float32 at or above the
+// exact sum.
+#define ROUNDERR \
 	MOVO	X6, X3 \
 	SUBPD	X2, X3 \
 	MOVO	X6, X4 \
@@ -99,6 +132,12 @@
 	CVTPS2PD	X7, X4 \
 	SUBPD	X6, X4 \
 	CMPPD	X2, X4, $1 \
+	STEP
+
+// STEP: X4 the step mask (lanes 0 and 1, 64 bits each), X7 the rounded
+// float32 values (dwords 0 and 1): steps each masked one toward +Inf and
+// packs the new words into X5.
+#define STEP \
 	PSHUFD	$0x08, X4, X4 \
 	MOVO	X7, X1 \
 	PSRAL	$31, X1 \
@@ -124,7 +163,9 @@ nfull:
 	AGED
 	JNZ	nslow
 	CVTPS2PD	X1, X6
+	ADD(ninexact)
 	ROUND
+nstore:
 	MOVQ	X5, (DI)
 	PSHUFD	$0xEE, X5, X6
 	MOVQ	X6, 8(DI)
@@ -137,6 +178,9 @@ nfull:
 nslow:
 	MOVB	$0, ret+48(FP)
 	RET
+ninexact:
+	ROUNDERR
+	JMP	nstore
 
 // func decideNAsm(w *[MaxCells]Word, n uint32, now uint32, delta, limit, lo, hi float64, v *[MaxCells]float64, nw *[MaxCells]Word) uint8
 //
@@ -175,7 +219,9 @@ dfull:
 	JEQ	dminone
 	MINPD	X6, X14
 dround:
+	ADD(dinexact)
 	ROUND
+dstore:
 	MOVQ	X5, (BX)
 	PSHUFD	$0xEE, X5, X6
 	MOVQ	X6, 8(BX)
@@ -218,3 +264,6 @@ ddeny:
 dslow:
 	MOVB	$0, ret+64(FP)    // Slow
 	RET
+dinexact:
+	ROUNDERR
+	JMP	dstore

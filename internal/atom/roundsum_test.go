@@ -121,36 +121,43 @@ func TestRoundSumExact(t *testing.T) {
 		check("RoundSum", r.RoundSum(s, delta))
 		check("Next", r.Next(w, now, delta).Score())
 		check("Apply", r.Apply(w, s, now, delta).Score())
+		// The batches: each word its own score (the main one, or an
+		// integer, or one a float32 ulp off), so a block mixes lanes
+		// whose add is exact with lanes where it rounds.
 		var ws, nw, gw [MaxCells]Word
 		var v [MaxCells]float64
+		var wants [MaxCells]float32
 		n := uint32(1 + rng.IntN(MaxCells))
 		for i := range n {
-			ws[i] = w
+			si := score
+			switch rng.IntN(3) {
+			case 0:
+				si = float32(rng.IntN(64))
+			case 1:
+				si = math.Nextafter32(score, float32(math.Inf(1-2*rng.IntN(2))))
+			}
+			if float64(si) < lo || float64(si) > hi {
+				si = score
+			}
+			ws[i], v[i] = Pack(si, now), float64(si)
+			wants[i] = ceilSum(float64(si), delta, lo, hi)
 		}
-		r.NextN(&ws, n, now, delta, &nw)
-		nextNGeneric(&ws, n, now, delta, lo, hi, &gw)
-		for i := range n {
-			check("NextN", nw[i].Score())
-			check("nextNGeneric", gw[i].Score())
-		}
-		// The decay loop: the words aged by one ms under decay.None.
-		for i := range n {
-			ws[i] = Pack(score, now-1)
-		}
-		if s != 0 {
-			r.NextN(&ws, n, now, delta, &nw)
+		checkN := func(path string, nw *[MaxCells]Word) {
+			t.Helper()
 			for i := range n {
-				check("NextN (aged)", nw[i].Score())
+				got, want := nw[i].Score(), wants[i]
+				if math.Float32bits(got) != math.Float32bits(want) && !(got == 0 && want == 0) {
+					t.Fatalf("#%d %s word %d of %d: %v + %v in [%v, %v] stored %v (bits %#x), want %v (bits %#x)",
+						iter, path, i, n, ws[i].Score(), delta, lo, hi, got, math.Float32bits(got), want, math.Float32bits(want))
+				}
 			}
 		}
-		for i := range n {
-			ws[i] = w
-			v[i] = s
-		}
+		r.NextN(&ws, n, now, delta, &nw)
+		checkN("NextN", &nw)
+		nextNGeneric(&ws, n, now, delta, lo, hi, &gw)
+		checkN("nextNGeneric", &gw)
 		r.ApplyN(&ws, &v, n, now, delta, &nw)
-		for i := range n {
-			check("ApplyN", nw[i].Score())
-		}
+		checkN("ApplyN", &nw)
 		for _, decide := range []func() Verdict{
 			func() Verdict { return r.DecideN(&ws, n, now, delta, math.MaxFloat64, &v, &nw) },
 			func() Verdict {
@@ -160,9 +167,16 @@ func TestRoundSumExact(t *testing.T) {
 			if vd := decide(); vd != Admit && vd != AdmitSame {
 				t.Fatalf("#%d: DecideN(limit MaxFloat64) = %d", iter, vd)
 			}
-			for i := range n {
-				check("DecideN", nw[i].Score())
-			}
+			checkN("DecideN", &nw)
+		}
+		// The decay loop: the words aged by one ms under decay.None.
+		aged := ws
+		for i := range n {
+			aged[i] = Pack(ws[i].Score(), now-1)
+		}
+		if aged[0].Score() != 0 {
+			r.NextN(&aged, n, now, delta, &nw)
+			checkN("NextN (aged)", &nw)
 		}
 	}
 	// The generator must reach the case the old rounding lost.
