@@ -186,3 +186,29 @@ func scriptUsecPerCall(ctx context.Context, rdb *goredis.Client) (float64, bool)
 	}
 	return us, best > 0
 }
+
+// BenchmarkCheck is Check on a sketch of 1, 1024 and 16384 shards against
+// a loopback server (the library loaded): one ACL check per shard, the
+// first alone and the rest checkParallel at a time, and the per-node
+// CONFIG reads.
+//
+//	go test -run '^$' -bench 'BenchmarkCheck$' -benchtime 5x ./
+func BenchmarkCheck(b *testing.B) {
+	srv := startServer(b)
+	rc := srv.client(b)
+	ctx := context.Background()
+	for _, shards := range []uint32{1, 1024, 16384} {
+		b.Run(fmt.Sprintf("shards=%d", shards), func(b *testing.B) {
+			l := mustLimiter(b, rc, LimiterConfig{Name: fmt.Sprintf("chk%d", shards), Limit: PerSecond(1, 10), Shards: shards, CellsPerLevel: 16, ServerCheck: CheckSkip})
+			if err := l.sk.Check(ctx); err != nil {
+				b.Fatal(err)
+			}
+			b.ResetTimer()
+			for b.Loop() {
+				if err := l.sk.Check(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

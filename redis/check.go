@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -223,7 +225,9 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // every write, so it is reported as ErrInvalidConfig, naming the sizes
 // (more Shards or fewer CellsPerLevel make it fit). It writes nothing but
 // the library. Several problems are joined (errors.Join). NewLimiter calls
-// it (see LimiterConfig.ServerCheck).
+// it (see LimiterConfig.ServerCheck). The ACL check runs on every
+// shard's keys, the first shard alone and then 64 at a time (the client
+// pipelines them), and reports the first shard in order that fails.
 //
 // maxmemory-policy is read with CONFIG GET, else from INFO memory; a
 // server that allows neither is reported (ErrPermission).
@@ -235,19 +239,11 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // Timeout).
 func (s *Sketch) Check(ctx context.Context) error {
 	var errs []error
-	for _, keys := range s.keys {
-		c, cancel := s.bound(ctx)
-		denied, err := s.checkOp(c, keys)
-		cancel()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("redis: Check: %w", err))
-			break
-		}
-		if len(denied) > 0 {
-			errs = append(errs, fmt.Errorf("redis: Check: %w: the function may not run %s (the sketch needs %s)",
-				ErrPermission, strings.Join(denied, ", "), RequiredACL))
-			break
-		}
+	if denied, err := s.checkShards(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("redis: Check: %w", err))
+	} else if len(denied) > 0 {
+		errs = append(errs, fmt.Errorf("redis: Check: %w: the function may not run %s (the sketch needs %s)",
+			ErrPermission, strings.Join(denied, ", "), RequiredACL))
 	}
 	c, cancel := s.bound(ctx)
 	nodes, err := s.conn.nodes(c)
@@ -295,6 +291,68 @@ func (s *Sketch) checkSize(ctx context.Context, n node) error {
 			ErrInvalidConfig, size, s.cfg.Levels, s.cfg.CellsPerLevel, src, n.addr(), limit)
 	}
 	return nil
+}
+
+// checkParallel is how many shards Check's ACL check runs at once: the
+// client pipelines concurrent calls, so 16384 shards take about 16384 /
+// checkParallel round trips instead of 16384.
+const checkParallel = 64
+
+// checkShards runs the check operation on every shard's keys and returns
+// what the first shard (in shard order) that failed or was denied
+// reported, as one call after the other would: the first shard alone
+// (which loads the library where a server lacks it), then the others
+// checkParallel at a time, launching no more after a failure. Each call is bounded by
+// Config.Timeout when ctx has no deadline.
+func (s *Sketch) checkShards(ctx context.Context) (denied []string, err error) {
+	one := func(ctx context.Context, keys []string) ([]string, error) {
+		c, cancel := s.bound(ctx)
+		defer cancel()
+		return s.checkOp(c, keys)
+	}
+	if denied, err = one(ctx, s.keys[0]); err != nil || len(denied) > 0 || len(s.keys) == 1 {
+		return denied, err
+	}
+	type result struct {
+		denied []string
+		err    error
+	}
+	rest := s.keys[1:]
+	out := make([]result, len(rest))
+	// A finding stops the launches, not the calls in flight: every shard
+	// below it then has its own answer, so the first in order is the one
+	// a sequential check reports.
+	var found atomic.Bool
+	sem := make(chan struct{}, checkParallel)
+	var wg sync.WaitGroup
+	started := 0
+	for i, keys := range rest {
+		sem <- struct{}{}
+		if found.Load() || ctx.Err() != nil {
+			<-sem
+			break
+		}
+		started++
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			d, err := one(ctx, keys)
+			out[i] = result{d, err}
+			if err != nil || len(d) > 0 {
+				found.Store(true)
+			}
+		}()
+	}
+	wg.Wait()
+	for _, r := range out[:started] {
+		if r.err != nil || len(r.denied) > 0 {
+			return r.denied, r.err
+		}
+	}
+	if started < len(rest) {
+		return nil, ctx.Err() // ctx ended before every shard was checked
+	}
+	return nil, nil
 }
 
 // checkOp runs the function's check operation (loading the library if
