@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 )
 
@@ -44,6 +45,11 @@ func TestAudit74FixedPartialWriteAboveLoweredLimit(t *testing.T) {
 				err := s.Update(ctx, key, 1)
 				if err == nil {
 					continue // its level-3 cell is below 1 MiB
+				}
+				// Stop 49: the server's refusal matches ErrInvalidConfig
+				// and names the string's size.
+				if !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "1280040 bytes") {
+					t.Fatalf("Update(%q, 1) above the lowered proto-max-bulk-len: %v; want ErrInvalidConfig naming the 1280040-byte string", key, err)
 				}
 				est, qerr := s.Query(ctx, key) // reads are not limited
 				if after := snap(); after != before {

@@ -172,10 +172,15 @@ func (s *Sketch) loadLibrary(ctx context.Context) (took bool, err error) {
 // classify wraps a server's error reply in the sentinel that names its
 // cause, where it knows one: ErrNoFunctions for an unknown FUNCTION or
 // FCALL, ErrPermission for an ACL denial (naming what the user lacks, by
-// asking the function itself when the denial came from inside it).
+// asking the function itself when the denial came from inside it),
+// ErrInvalidConfig for a generation's string above the server's
+// proto-max-bulk-len (lowered below the sketch's size since Check ran).
 func (s *Sketch) classify(ctx context.Context, msg string, err error, keys []string) error {
 	low := strings.ToLower(msg)
 	switch {
+	case strings.Contains(low, "exceeds maximum allowed size"):
+		return fmt.Errorf("%w: a generation's string of the sketch is %d bytes (40 + Levels %d x CellsPerLevel %d x 8), above the server's proto-max-bulk-len, so the write failed (and wrote nothing); use more Shards with fewer CellsPerLevel each, or raise proto-max-bulk-len; got %w",
+			ErrInvalidConfig, s.stringBytes(), s.cfg.Levels, s.cfg.CellsPerLevel, err)
 	case strings.Contains(low, "unknown command") && (strings.Contains(low, "fcall") || strings.Contains(low, "function")):
 		return fmt.Errorf("%w: the server answered %q (Redis older than 7.0, or FUNCTION/FCALL renamed or disabled)", ErrNoFunctions, msg)
 	case strings.HasPrefix(msg, "NOPERM"):

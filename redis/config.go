@@ -18,7 +18,10 @@ import (
 // ErrInvalidConfig is matched (errors.Is) by every error New and
 // NewLimiter return for a bad configuration; one about a field the core
 // sketch validates (Levels, CellsPerLevel, Decay, Lo, Hi, ...) also wraps
-// the core's *sketch.ConfigError, for errors.As.
+// the core's *sketch.ConfigError, for errors.As. Check returns it for a
+// sketch whose generation string a server cannot hold, and a call's
+// error matches it when the server refused a write for that reason
+// (proto-max-bulk-len lowered below the string's size since).
 var ErrInvalidConfig = errors.New("redis: invalid configuration")
 
 // Config describes a server-side sketch. The shared fields mean what they
