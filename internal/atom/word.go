@@ -103,6 +103,9 @@ func SumUp(a, b float64) float64 {
 	if e > 0 {
 		return math.Nextafter(s, math.Inf(1))
 	}
+	if s < -math.MaxFloat64 { // -Inf: the sum is below the range (e is NaN)
+		return -math.MaxFloat64
+	}
 	return s
 }
 
