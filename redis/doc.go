@@ -36,7 +36,9 @@
 //	est := aggregate(v of the oldest live generation)
 //	if op is TryUpdate and est + delta > limit: reply denied (retry time from the Linear law)
 //	for each live generation g, each level l:
-//	    cell := pack(roundUp(clamp(v[l] + delta, Lo, Hi)), max(stamp, tm - epoch(g)))
+//	    cell := pack(addUp(v[l], delta, Lo, Hi), max(stamp, tm - epoch(g)))
+//	    // addUp: the least float32 >= clamp(v[l] + delta) with the sum
+//	    // exact (TwoSum), as the local sketch's add (docs/precision.md)
 //
 // A generation's epoch is rebased on the first write 2^31 ms after it
 // (every cell decayed to now and restamped, exact by the composition law;

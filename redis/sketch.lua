@@ -136,6 +136,34 @@ local function roundUp(x)
   return ldexp(ceil(ldexp(x, 24 - e)), e - 24)
 end
 
+-- addUp is what an add stores, as the Go engine's Rules.RoundSum: the
+-- least float32 at or above the exact a + d, clamped to [lo, hi]. Lua
+-- adds doubles rounded to nearest, so s = a + d may be below the exact
+-- sum (a d below half a double ulp of a vanishes in it); TwoSum gives the
+-- error e (a + d = s + e exactly), and where s is on the float32 grid
+-- (roundUp has nothing to step over) and e > 0 the result steps one
+-- float32 up: from -2^k toward zero that is half the quantum of -2^k's
+-- binade, the one below being as fine (unless subnormal).
+local function addUp(a, d)
+  local s = a + d
+  local bb = s - a
+  local e = (a - (s - bb)) + (d - bb)
+  if s < lo then
+    return roundUp(lo)
+  elseif s >= hi then
+    return roundUp(hi)
+  end
+  if s == 0 or not (e > 0) then return roundUp(s) end
+  local _, ex = frexp(s)
+  if ex < -125 then ex = -125 end
+  local y = ldexp(s, 24 - ex)
+  local c = ceil(y)
+  if c == y then
+    if y == -8388608 and ex > -125 then c = y + 0.5 else c = y + 1 end
+  end
+  return ldexp(c, ex - 24)
+end
+
 -- pack rounds x up to float32 and packs the cell.
 local function pack(x, stamp)
   return spack('<I4f', stamp, roundUp(x))
@@ -592,8 +620,7 @@ local function run(KEYS, ARGV)
     for i = L, 1, -1 do
       local stamp = gst[i]
       if rel > stamp then stamp = rel end
-      local nv = clamp(gv[i] + delta)
-      local r = roundUp(nv)
+      local r = addUp(gv[i], delta)
       local c = spack('<I4f', stamp, r)
       redis.call('SETRANGE', g.k, pos[i], c)
       if gi == 1 then after[i], AST[i] = r, stamp end
