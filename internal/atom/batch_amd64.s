@@ -92,15 +92,20 @@
 	ANDL	DX, AX \
 	JNZ	inexact
 
-// ROUND: after ADD, the exact sums in X6; clamps, narrows upward and
-// leaves the two new words in X5 (stamps from STAMPS).
-#define ROUND \
+// CLAMP: X6 = the sums clamped to [lo, hi], X7 = them rounded to
+// nearest float32 (dwords 0 and 1), X4 = those back in float64.
+#define CLAMP \
 	MOVO	X9, X7 \
 	MAXPD	X6, X7 \
 	MOVO	X10, X6 \
 	MINPD	X7, X6 \
 	CVTPD2PS	X6, X7 \
-	CVTPS2PD	X7, X4 \
+	CVTPS2PD	X7, X4
+
+// ROUND: after ADD, the exact sums in X6; clamps, narrows upward and
+// leaves the two new words in X5 (stamps from STAMPS).
+#define ROUND \
+	CLAMP \
 	CMPPD	X6, X4, $1 \
 	STEP
 
@@ -124,12 +129,7 @@
 	MOVO	X9, X3 \
 	CMPPD	X6, X3, $2 \
 	PAND	X3, X2 \
-	MOVO	X9, X7 \
-	MAXPD	X6, X7 \
-	MOVO	X10, X6 \
-	MINPD	X7, X6 \
-	CVTPD2PS	X6, X7 \
-	CVTPS2PD	X7, X4 \
+	CLAMP \
 	SUBPD	X6, X4 \
 	CMPPD	X2, X4, $1 \
 	STEP
