@@ -39,6 +39,42 @@ func TestExactAdd(t *testing.T) {
 			t.Fatalf("2^60 + 1 + 1 + 1: Query %v, %v; want three float32 steps up, %v", got, err, 0x1p60+3*0x1p37)
 		}
 
+		// The edges of the step: from -2^k toward zero (half the quantum
+		// of -2^k's binade), from the least negative normal into the
+		// subnormals, subnormals, a sum on Lo with the error above it, a
+		// sum on Hi with the error above it (no step past Hi), a Hi no
+		// float32 holds.
+		for i, c := range []struct{ start, delta, lo, hi float64 }{
+			{-1024, 0x1p-60, -1e30, 1e30},
+			{-0x1p-126, 0x1p-200, -1e30, 1e30},
+			{0x1p-149, 0x1p-200, -1e30, 1e30},
+			{0, 0x1p-200, -1e30, 1e30},
+			{-7, -1 + 0x1p-60, -8, 1e30},
+			{-7, -1 - 0x1p-60, -8, 1e30},
+			{15, 1 + 0x1p-60, -8, 16},
+			{0.05, 0.05 + 0x1p-70, 0, 0.1},
+			{0x1p100, 1e14, 0, 3e38},
+			{3e38, 1e30, 0, math.MaxFloat32},
+		} {
+			name := e.ns(fmt.Sprint("edge", i))
+			rs := e.sketch(t, Config{Name: name, Levels: 2, CellsPerLevel: 4, Lo: c.lo, Hi: c.hi, Clock: clk})
+			ls, err := sketch.New(sketch.Config{Levels: 2, CellsPerLevel: 4, Lo: c.lo, Hi: c.hi, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := rs.Update(ctx, "k", c.start); err != nil {
+				t.Fatal(err)
+			}
+			ls.Update([]byte("k"), c.start)
+			got, err := rs.UpdateAndQuery(ctx, "k", c.delta)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := ls.UpdateAndQuery([]byte("k"), c.delta); math.Float64bits(got) != math.Float64bits(want) && !(got == 0 && want == 0) {
+				t.Errorf("edge %d: %v + %v in [%v, %v]: %v on the server, %v locally", i, c.start, c.delta, c.lo, c.hi, got, want)
+			}
+		}
+
 		const lo, hi = -1e30, 1e30
 		cfg := Config{Name: e.ns("exactdiff"), Levels: 3, CellsPerLevel: 8, Lo: lo, Hi: hi, Decay: decay.None(), Seed: 9, Clock: clk}
 		rs = e.sketch(t, cfg)
