@@ -137,6 +137,7 @@ func (a19Down) fcallStrings(context.Context, string, []string, []string) ([]stri
 	return nil, errA19Down
 }
 func (a19Down) nodes(context.Context) ([]node, error) { return nil, errA19Down }
+func (a19Down) concurrent() int                       { return 1 }
 func (a19Down) serverError(error) (string, bool)      { return "", false }
 
 // TestAudit19ServerHugeStepBack: the server's waits after the clock

@@ -24,6 +24,7 @@ func (a28Down) fcallStrings(context.Context, string, []string, []string) ([]stri
 	return nil, errA28Down
 }
 func (a28Down) nodes(context.Context) ([]node, error) { return nil, errA28Down }
+func (a28Down) concurrent() int                       { return 1 }
 func (a28Down) serverError(error) (string, bool)      { return "", false }
 
 // a28FallbackLimiter is a LocalFallback limiter whose server is down

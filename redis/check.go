@@ -178,7 +178,9 @@ func (s *Sketch) loadLibrary(ctx context.Context) (took bool, err error) {
 func (s *Sketch) classify(ctx context.Context, msg string, err error, keys []string) error {
 	low := strings.ToLower(msg)
 	switch {
-	case strings.Contains(low, "exceeds maximum allowed size"):
+	case strings.HasPrefix(strings.TrimPrefix(msg, "ERR "), "string exceeds maximum allowed size"):
+		// The server's own reply (Redis words it so from 7.0 on), not a
+		// message that quotes a key: a Name may hold any text.
 		return fmt.Errorf("%w: a generation's string of the sketch is %d bytes (40 + Levels %d x CellsPerLevel %d x 8), above the server's proto-max-bulk-len, so the write failed (and wrote nothing); use more Shards with fewer CellsPerLevel each, or raise proto-max-bulk-len; got %w",
 			ErrInvalidConfig, s.stringBytes(), s.cfg.Levels, s.cfg.CellsPerLevel, err)
 	case strings.Contains(low, "unknown command") && (strings.Contains(low, "fcall") || strings.Contains(low, "function")):
@@ -231,8 +233,9 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // (more Shards or fewer CellsPerLevel make it fit). It writes nothing but
 // the library. Several problems are joined (errors.Join). NewLimiter calls
 // it (see LimiterConfig.ServerCheck). The ACL check runs on every
-// shard's keys, the first shard alone and then 64 at a time (the client
-// pipelines them), and reports the first shard in order that fails.
+// shard's keys, the first shard alone and then up to 64 at a time
+// (rueidis pipelines them; with go-redis at most its PoolSize), and
+// reports the first shard in order that fails.
 //
 // maxmemory-policy is read with CONFIG GET, else from INFO memory; a
 // server that allows neither is reported (ErrPermission).
@@ -298,9 +301,11 @@ func (s *Sketch) checkSize(ctx context.Context, n node) error {
 	return nil
 }
 
-// checkParallel is how many shards Check's ACL check runs at once: the
-// client pipelines concurrent calls, so 16384 shards take about 16384 /
-// checkParallel round trips instead of 16384.
+// checkParallel is how many shards Check's ACL check runs at once, at
+// most: rueidis pipelines concurrent calls, so 16384 shards take about
+// 16384 / checkParallel round trips instead of 16384. A go-redis client
+// runs as many as its pool holds (conn.concurrent): a call queued for a
+// connection would spend its Timeout waiting.
 const checkParallel = 64
 
 // checkShards runs the check operation on every shard's keys and returns
@@ -328,7 +333,7 @@ func (s *Sketch) checkShards(ctx context.Context) (denied []string, err error) {
 	// below it then has its own answer, so the first in order is the one
 	// a sequential check reports.
 	var found atomic.Bool
-	sem := make(chan struct{}, checkParallel)
+	sem := make(chan struct{}, min(checkParallel, s.conn.concurrent()))
 	var wg sync.WaitGroup
 	started := 0
 	for i, keys := range rest {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"sync"
@@ -28,6 +29,11 @@ type conn interface {
 	// nodes returns every node the client knows (primaries and, where
 	// the client tracks them, replicas), sorted by address.
 	nodes(ctx context.Context) ([]node, error)
+	// concurrent is how many calls the client runs at once with none
+	// waiting for a connection: rueidis pipelines them (no bound of its
+	// own), go-redis holds one pooled connection per call (its PoolSize;
+	// 1 for a client of unknown type). Check runs at most that many.
+	concurrent() int
 	// serverError reports whether err is a reply from the server (an
 	// error reply: the server ran the command, or refused it before
 	// running it) rather than a network, context or client error, and
@@ -56,6 +62,8 @@ func (r rueidisConn) fcallStrings(ctx context.Context, fn string, keys, args []s
 	c := r.c
 	return c.Do(ctx, c.B().Fcall().Function(fn).Numkeys(int64(len(keys))).Key(keys...).Arg(args...).Build()).AsStrSlice()
 }
+
+func (rueidisConn) concurrent() int { return math.MaxInt }
 
 func (r rueidisConn) nodes(context.Context) ([]node, error) {
 	var ns []node
@@ -147,6 +155,19 @@ func (g goredisConn) fcall(ctx context.Context, fn string, keys, args []string) 
 
 func (g goredisConn) fcallStrings(ctx context.Context, fn string, keys, args []string) ([]string, error) {
 	return g.c.FCall(ctx, fn, keys, boxed(args)...).StringSlice()
+}
+
+func (g goredisConn) concurrent() int {
+	n := 1
+	switch c := g.c.(type) {
+	case *goredis.Client:
+		n = c.Options().PoolSize
+	case *goredis.ClusterClient:
+		n = c.Options().PoolSize // per node
+	case *goredis.Ring:
+		n = c.Options().PoolSize // per shard
+	}
+	return max(n, 1)
 }
 
 // shardIterator is what go-redis's ClusterClient and Ring have.

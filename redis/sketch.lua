@@ -160,6 +160,9 @@ local function addUp(a, d)
   local c = ceil(y)
   if c == y then
     if y == -8388608 and ex > -125 then c = y + 0.5 else c = y + 1 end
+    -- from -2^-149 the step is to zero, and toward +Inf from below
+    -- that is -0, as the Go engine's step of the bits gives
+    if c == 0 then return -1 / HUGE end
   end
   return ldexp(c, ex - 24)
 end
