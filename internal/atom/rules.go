@@ -154,17 +154,9 @@ func (r *Rules) nextNFrom(w *[MaxCells]Word, n uint32, now uint32, delta float64
 				s = r.aged(s, int64(d))
 			}
 		}
-		// RoundSum spelled out, as in ApplyN: through the call the
-		// loop runs about 10 more instructions a word (callgrind).
-		y, e := twoSum(s, delta)
-		if y < r.lo {
-			y, e = r.lo, 0
-		} else if y >= r.hi {
-			e = 0
-			if y > r.hi {
-				y = r.hi
-			}
-		}
+		// RoundSum's parts, which inline (through the call the loop
+		// runs about 10 more instructions a word, callgrind).
+		y, e := clampSum(s, delta, r.lo, r.hi)
 		out[i] = Pack(stepUpErr(float32(y), y, e), st)
 	}
 }
@@ -179,18 +171,10 @@ func (r *Rules) ApplyN(w *[MaxCells]Word, v *[MaxCells]float64, n uint32, now ui
 	lo, hi := r.lo, r.hi
 	var diff Word
 	for i, x := range ws {
-		// roundSumIn spelled out: through a call (or RoundSum) the loop
-		// costs an admitted TryUpdate more instructions (docs/design.md,
-		// section 5).
-		y, e := twoSum(vs[i], delta)
-		if y < lo {
-			y, e = lo, 0
-		} else if y >= hi {
-			e = 0
-			if y > hi {
-				y = hi
-			}
-		}
+		// roundSumIn's parts, which inline: through a call (or
+		// RoundSum) the loop costs an admitted TryUpdate more
+		// instructions (docs/design.md, section 5).
+		y, e := clampSum(vs[i], delta, lo, hi)
 		out[i] = Pack(stepUpErr(float32(y), y, e), Newer(x.Stamp(), now))
 		diff |= out[i] ^ x
 	}

@@ -64,18 +64,9 @@ func RoundUp(x float64) float32 {
 }
 
 // stepUp returns f, or the next float32 toward +Inf if f < x (f is x
-// rounded to nearest).
-func stepUp(f float32, x float64) float32 {
-	b := math.Float32bits(f)
-	var step uint32
-	if float64(f) < x {
-		step = 1
-	}
-	if int32(b) < 0 {
-		step = -step
-	}
-	return math.Float32frombits(b + step)
-}
+// rounded to nearest): stepUpErr with no error, f - x < 0 being f < x
+// here (f - x is exact, and ±Inf - x keeps Inf's sign).
+func stepUp(f float32, x float64) float32 { return stepUpErr(f, x, 0) }
 
 // roundUpInRange is RoundUp for an x already clamped to bounds that are
 // float32 values within ±MaxFloat32 (as Rules' are): the result cannot
@@ -113,22 +104,31 @@ func SumUp(a, b float64) float64 {
 // above it, clamped to [lo, hi], so a b too small for the float64 add (a
 // delta below half a float64 ulp of a) still steps the result up instead
 // of vanishing. lo and hi are float32 values within ±MaxFloat32; a and b
-// finite. The bound's cases: a sum at or above hi stores hi, below lo
-// stores lo (the exact sum is then on the same side); at exactly lo the
-// error decides, as anywhere inside.
+// finite.
 func roundSumIn(a, b, lo, hi float64) float32 {
-	v, e := twoSum(a, b)
+	v, e := clampSum(a, b, lo, hi)
+	return stepUpErr(float32(v), v, e)
+}
+
+// clampSum is roundSumIn before the narrowing: a + b rounded to nearest
+// and clamped to [lo, hi], with e the exact sum's excess over it where it
+// counts. The bound's cases: a sum at or above hi gives hi, below lo
+// gives lo, each with e = 0 (the exact sum is then on the same side); at
+// exactly lo the error decides, as anywhere inside. It inlines, so the
+// batch loops (nextNFrom, ApplyN) call it without a call.
+func clampSum(a, b, lo, hi float64) (v, e float64) {
+	v, e = twoSum(a, b)
 	// Branches, as roundIn's: clamping is rare. A sum equal to hi keeps
 	// its own zero's sign, as roundIn (and the assembly's MINPD) do.
 	if v < lo {
-		v, e = lo, 0
+		return lo, 0
 	} else if v >= hi {
-		e = 0
 		if v > hi {
 			v = hi
 		}
+		return v, 0
 	}
-	return stepUpErr(float32(v), v, e)
+	return v, e
 }
 
 // stepUpErr is stepUp for the exact value x + e (|e| at most half a
