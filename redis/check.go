@@ -312,8 +312,9 @@ const checkParallel = 64
 // what the first shard (in shard order) that failed or was denied
 // reported, as one call after the other would: the first shard alone
 // (which loads the library where a server lacks it), then the others
-// checkParallel at a time, launching no more after a failure. Each call is bounded by
-// Config.Timeout when ctx has no deadline.
+// checkParallel at a time (at most conn.concurrent), launching no more
+// after a failure. Each call is bounded by Config.Timeout when ctx has no
+// deadline.
 func (s *Sketch) checkShards(ctx context.Context) (denied []string, err error) {
 	one := func(ctx context.Context, keys []string) ([]string, error) {
 		c, cancel := s.bound(ctx)

@@ -129,42 +129,40 @@ end
 -- by powers of two and ceil), and cheaper than packing, unpacking and
 -- stepping the bits (checked equal on 187,000 values, subnormals and the
 -- float32 extremes included).
-local function roundUp(x)
+--
+-- With err, x + err is the exact value (|err| at most half a double ulp
+-- of x, addUp's TwoSum): where x is on the float32 grid (ceil has nothing
+-- to step over) and err > 0, the result steps one float32 up: from -2^k
+-- toward zero that is half the quantum of -2^k's binade, the one below
+-- being as fine (unless subnormal), and from -2^-149 it is -0, as the Go
+-- engine's step of the bits gives.
+local function roundUp(x, err)
   if x == 0 then return x end
   local _, e = frexp(x)
   if e < -125 then e = -125 end
-  return ldexp(ceil(ldexp(x, 24 - e)), e - 24)
+  local y = ldexp(x, 24 - e)
+  local c = ceil(y)
+  if c == y and err and err > 0 then
+    if y == -8388608 and e > -125 then c = y + 0.5 else c = y + 1 end
+    if c == 0 then return -1 / HUGE end
+  end
+  return ldexp(c, e - 24)
 end
 
 -- addUp is what an add stores, as the Go engine's Rules.RoundSum: the
 -- least float32 at or above the exact a + d, clamped to [lo, hi]. Lua
 -- adds doubles rounded to nearest, so s = a + d may be below the exact
 -- sum (a d below half a double ulp of a vanishes in it); TwoSum gives the
--- error e (a + d = s + e exactly), and where s is on the float32 grid
--- (roundUp has nothing to step over) and e > 0 the result steps one
--- float32 up: from -2^k toward zero that is half the quantum of -2^k's
--- binade, the one below being as fine (unless subnormal).
+-- error (a + d = s + err exactly), and roundUp steps over it.
 local function addUp(a, d)
   local s = a + d
-  local bb = s - a
-  local e = (a - (s - bb)) + (d - bb)
   if s < lo then
     return roundUp(lo)
   elseif s >= hi then
     return roundUp(hi)
   end
-  if s == 0 or not (e > 0) then return roundUp(s) end
-  local _, ex = frexp(s)
-  if ex < -125 then ex = -125 end
-  local y = ldexp(s, 24 - ex)
-  local c = ceil(y)
-  if c == y then
-    if y == -8388608 and ex > -125 then c = y + 0.5 else c = y + 1 end
-    -- from -2^-149 the step is to zero, and toward +Inf from below
-    -- that is -0, as the Go engine's step of the bits gives
-    if c == 0 then return -1 / HUGE end
-  end
-  return ldexp(c, ex - 24)
+  local bb = s - a
+  return roundUp(s, (a - (s - bb)) + (d - bb))
 end
 
 -- pack rounds x up to float32 and packs the cell.
