@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
@@ -75,6 +76,22 @@ func TestEvictionPolicies(t *testing.T) {
 			}
 			if d, _ := l.Allow(ctx, "abuser"); d.Allowed {
 				t.Fatal("admitted over Burst")
+			}
+			// LRU idle times have a resolution of one second: a filler
+			// written in the sketch's second ties with it, and the LRU
+			// may evict fillers alone. Wait until the sketch is strictly
+			// the least recently used key (OBJECT IDLETIME does not touch).
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				idle, err := rawDo(addr, "OBJECT", "IDLETIME", "{ev}:g")
+				if err != nil {
+					t.Fatal(err)
+				}
+				if idle.(int64) >= 2 {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("OBJECT IDLETIME {ev}:g = %v after 10s; want 2", idle)
+				}
 			}
 			info, _ := rawDo(addr, "INFO", "memory")
 			used, _ := infoField(info.(string), "used_memory")
