@@ -51,11 +51,15 @@ func TestAuditSnapRotatorUnderPromotions(t *testing.T) {
 	cfg := auditRotCfg(c)
 	r := mustRot(t, cfg)
 	keys := snapKeys(16)
-	var stop atomic.Bool
+	var stop, pause atomic.Bool
 	var writes atomic.Int64
 	var wg sync.WaitGroup
 	wg.Go(func() {
 		for !stop.Load() {
+			if pause.Load() {
+				time.Sleep(100 * time.Microsecond)
+				continue
+			}
 			for _, k := range keys {
 				r.Update(k, 1)
 			}
@@ -71,6 +75,9 @@ func TestAuditSnapRotatorUnderPromotions(t *testing.T) {
 		// again: docs/snapshots.md); every snapshot taken is one set.
 		var data []byte
 		var err error
+		// After three refusals the writer pauses (at most one more
+		// Advance lands), so a slow encode (the arm64 run under qemu)
+		// cannot be refused for ever by a writer that outruns it.
 		for try := 0; ; try++ {
 			if data, err = r.MarshalBinary(); err == nil {
 				break
@@ -78,7 +85,11 @@ func TestAuditSnapRotatorUnderPromotions(t *testing.T) {
 			if !strings.Contains(err.Error(), "take the snapshot again") || try >= 10000 {
 				t.Fatal(err)
 			}
+			if try == 2 {
+				pause.Store(true)
+			}
 		}
+		pause.Store(false)
 		c2 := sketchtest.NewFakeClock()
 		c2.Set(c.NowMillis())
 		dst := mustRot(t, auditRotCfg(c2))
