@@ -146,3 +146,56 @@ func TestBatchAsm(t *testing.T) {
 }
 
 func sameBits(x, y float64) bool { return math.Float64bits(x) == math.Float64bits(y) }
+
+// TestBatchAsmLaneEdges compares the assembly with its twins on every
+// combination of per-lane sums at the clamp's and the step's edges: sums
+// equal to lo and to hi, one float32 step inside and outside each, a Hi
+// no float32 holds, 2^24 and 2^24+1, signed zeros and the smallest
+// subnormals, so that blocks mix a lane that needs neither the clamp nor
+// the step with one that needs either, in both orders, for n = 1 to 4
+// (odd n: a one-word last block). A denial's words are not compared
+// (callers ignore them).
+func TestBatchAsmLaneEdges(t *testing.T) {
+	negZero := float32(math.Copysign(0, -1))
+	tiny := math.SmallestNonzeroFloat32
+	bounds := [][2]float64{{0, 100}, {0, 1e12}, {-8, 0}, {0, 0.1}, {-0.1, 0.1}, {1, 16777216}, {0, math.MaxFloat32}}
+	for _, b := range bounds {
+		lo, hi := float64(RoundUp(b[0])), float64(RoundUp(b[1]))
+		for _, delta := range []float64{1, -1, 0, math.Copysign(0, -1), tiny, 0.5} {
+			var scores []float32
+			for _, target := range []float64{lo, hi, b[1], 16777216, 16777217, 0, tiny} {
+				x := float32(target - delta)
+				scores = append(scores, x, math.Nextafter32(x, float32(math.Inf(1))), math.Nextafter32(x, float32(math.Inf(-1))))
+			}
+			scores = append(scores, 0, negZero, float32(tiny))
+			for i, a := range scores {
+				for _, c := range scores[i:] {
+					for n := uint32(1); n <= 4; n++ {
+						const now = 1000
+						var w [MaxCells]Word
+						for l := range w {
+							s := a
+							if l%2 == 1 {
+								s = c
+							}
+							w[l] = Pack(s, now)
+						}
+						var x, g [MaxCells]Word
+						okX, okG := nextN(&w, n, now, delta, lo, hi, &x), nextNGeneric(&w, n, now, delta, lo, hi, &g)
+						if okX != okG || !slices.Equal(x[:n], g[:n]) {
+							t.Fatalf("nextN = %v %x, the twin %v %x (n=%d delta=%v lo=%v hi=%v words %x)", okX, x[:n], okG, g[:n], n, delta, lo, hi, w[:n])
+						}
+						limit := float64(min(a, c)) + delta
+						var vx, vg [MaxCells]float64
+						var dx, dg [MaxCells]Word
+						vX := decideN(&w, n, now, delta, limit, lo, hi, &vx, &dx)
+						vG := decideNGeneric(&w, n, now, delta, limit, lo, hi, &vg, &dg)
+						if vX != vG || !slices.EqualFunc(vx[:n], vg[:n], sameBits) || vX != Deny && !slices.Equal(dx[:n], dg[:n]) {
+							t.Fatalf("decideN = %d %v %x, the twin %d %v %x (n=%d delta=%v lo=%v hi=%v words %x)", vX, vx[:n], dx[:n], vG, vg[:n], dg[:n], n, delta, lo, hi, w[:n])
+						}
+					}
+				}
+			}
+		}
+	}
+}
