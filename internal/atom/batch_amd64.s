@@ -18,6 +18,11 @@
 //   f     = float32(v); bits += (float64(f) - v < e) ? (f < 0 ? -1 : +1) : 0
 //           (stepUpErr: b - (m ^ sign) + sign, m the 0/-1 mask)
 //   word  = bits<<32 | stamp
+// ROUNDB computes f's bits for a block whose adds were exact straight from
+// v's float64 bits (rebias the exponent, add 2^29-1 to a positive one,
+// shift), which is float32(v) stepped up where it rounded down, without
+// the float32 round trip and the compare on the word's path; a live lane
+// below 2^-126 in magnitude (zero, a float32 subnormal) takes ROUND.
 // When the block count is odd, the last block's second lane reads and
 // writes the word past n, inside the caller's [MaxCells] arrays, and its
 // result is masked out of the check for aged words.
@@ -109,6 +114,43 @@
 	CMPPD	X6, X4, $1 \
 	STEP
 
+// ROUNDB(slow): ROUND by the bits, for sums the add left exact (after
+// ADD, X6 the sums): the clamp, then the least float32 at or above each
+// value straight from its float64 bits: rebias the exponent (minus
+// 896<<52), add 2^29-1 to a positive one (none to a negative one, which
+// rounds toward zero), shift the 23-bit mantissa down and put the sign
+// back. A carry out of the mantissa steps the exponent, as the round-up
+// does. Valid for magnitudes in [2^-126, MaxFloat32] (the clamp keeps
+// them at most MaxFloat32: the bounds are float32s); a live lane below
+// 2^-126 (zero, or a float32 subnormal) jumps to slow with X6 the
+// clamped sums, which ROUND takes as they are (the clamp is idempotent).
+// Leaves the new words in X5. No float32 round trip and no compare on
+// the word's path: its latency is the add, the clamp and four integer
+// operations.
+#define ROUNDB(slow) \
+	MOVO	X9, X7 \
+	MAXPD	X6, X7 \
+	MOVO	X10, X6 \
+	MINPD	X7, X6 \
+	MOVO	X6, X4 \
+	PAND	·absMask64(SB), X4 \
+	MOVO	X4, X1 \
+	CMPPD	·minNormal32(SB), X1, $1 \
+	MOVMSKPD	X1, AX \
+	ANDL	DX, AX \
+	JNZ	slow \
+	PSHUFD	$0xF5, X6, X3 \
+	PSRAL	$31, X3 \
+	PSUBQ	·rebias32(SB), X4 \
+	MOVO	X3, X1 \
+	PANDN	·roundUp29(SB), X1 \
+	PADDQ	X1, X4 \
+	PSRLQ	$29, X4 \
+	PAND	·sign32(SB), X3 \
+	POR	X3, X4 \
+	PSHUFD	$0x08, X4, X7 \
+	PUNPCKLLQ	X7, X5
+
 // ROUNDERR: ROUND for sums the add rounded: after ADD (X2 the values, X6
 // the rounded sums), the exact errors by TwoSum (zeroed where the sum is
 // clamped), then the clamp, and the step up wherever float64(f) - v is
@@ -164,7 +206,7 @@ nfull:
 	JNZ	nslow
 	CVTPS2PD	X1, X6
 	ADD(ninexact)
-	ROUND
+	ROUNDB(nround)
 nstore:
 	MOVQ	X5, (DI)
 	PSHUFD	$0xEE, X5, X6
@@ -178,6 +220,9 @@ nstore:
 nslow:
 	MOVB	$0, ret+48(FP)
 	RET
+nround:
+	ROUND
+	JMP	nstore
 ninexact:
 	ROUNDERR
 	JMP	nstore
@@ -187,12 +232,12 @@ ninexact:
 // decideNGeneric in assembly, in one pass over the blocks: STAMPS, the
 // aged check (any aged non-zero word: return decideSlow), the values (the
 // scores in float64) stored to v, both lanes, and their Min in X14; then
-// nextNAsm's ROUND into nw, and the XOR of each new word with its old
-// one ORed into X15. A last block of one word takes +Inf as its second
-// value and leaves its second XOR out. The new words are computed before
-// the decision, so a denial has written nw too (callers ignore it). Then
-// Min + delta against limit: decideDeny unless <=, else decideSame when
-// X15 is zero, decideAdmit otherwise.
+// nextNAsm's ROUNDB (or ROUND) into nw, and the XOR of each new word with
+// its old one ORed into X15. A last block of one word takes +Inf as its
+// second value and leaves its second XOR out. The new words are computed
+// before the decision, so a denial has written nw too (callers ignore
+// it). Then Min + delta against limit: decideDeny unless <=, else
+// decideSame when X15 is zero, decideAdmit otherwise.
 TEXT ·decideNAsm(SB), NOSPLIT, $0-65
 	MOVQ	w+0(FP), SI
 	MOVL	n+8(FP), CX
@@ -220,7 +265,7 @@ dfull:
 	MINPD	X6, X14
 dround:
 	ADD(dinexact)
-	ROUND
+	ROUNDB(dround2)
 dstore:
 	MOVQ	X5, (BX)
 	PSHUFD	$0xEE, X5, X6
@@ -264,6 +309,26 @@ ddeny:
 dslow:
 	MOVB	$0, ret+64(FP)    // Slow
 	RET
+dround2:
+	ROUND
+	JMP	dstore
 dinexact:
 	ROUNDERR
 	JMP	dstore
+
+// ROUNDB's constants, one per 64-bit lane.
+DATA	·absMask64+0(SB)/8, $0x7fffffffffffffff
+DATA	·absMask64+8(SB)/8, $0x7fffffffffffffff
+GLOBL	·absMask64(SB), RODATA|NOPTR, $16
+DATA	·minNormal32+0(SB)/8, $0x3810000000000000 // 2^-126
+DATA	·minNormal32+8(SB)/8, $0x3810000000000000
+GLOBL	·minNormal32(SB), RODATA|NOPTR, $16
+DATA	·rebias32+0(SB)/8, $0x3800000000000000 // (1023-127)<<52
+DATA	·rebias32+8(SB)/8, $0x3800000000000000
+GLOBL	·rebias32(SB), RODATA|NOPTR, $16
+DATA	·roundUp29+0(SB)/8, $0x1fffffff
+DATA	·roundUp29+8(SB)/8, $0x1fffffff
+GLOBL	·roundUp29(SB), RODATA|NOPTR, $16
+DATA	·sign32+0(SB)/8, $0x80000000
+DATA	·sign32+8(SB)/8, $0x80000000
+GLOBL	·sign32(SB), RODATA|NOPTR, $16
