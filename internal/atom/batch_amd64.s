@@ -22,7 +22,7 @@
 // v's float64 bits (rebias the exponent, add 2^29-1 to a positive one,
 // shift), which is float32(v) stepped up where it rounded down, without
 // the float32 round trip and the compare on the word's path; a live lane
-// below 2^-126 in magnitude (zero, a float32 subnormal) takes ROUND.
+// below 2^-126 in magnitude (zero, a float32 subnormal) takes ROUNDC.
 // When the block count is odd, the last block's second lane reads and
 // writes the word past n, inside the caller's [MaxCells] arrays, and its
 // result is masked out of the check for aged words.
@@ -97,25 +97,33 @@
 	ANDL	DX, AX \
 	JNZ	inexact
 
-// CLAMP: X6 = the sums clamped to [lo, hi], X7 = them rounded to
-// nearest float32 (dwords 0 and 1), X4 = those back in float64.
-#define CLAMP \
+// BOUND: X6 = the sums clamped to [lo, hi] (X7 clobbered).
+#define BOUND \
 	MOVO	X9, X7 \
 	MAXPD	X6, X7 \
 	MOVO	X10, X6 \
-	MINPD	X7, X6 \
+	MINPD	X7, X6
+
+// NARROW: X7 = X6 rounded to nearest float32 (dwords 0 and 1), X4 =
+// those back in float64.
+#define NARROW \
 	CVTPD2PS	X6, X7 \
 	CVTPS2PD	X7, X4
 
-// ROUND: after ADD, the exact sums in X6; clamps, narrows upward and
-// leaves the two new words in X5 (stamps from STAMPS).
-#define ROUND \
-	CLAMP \
+// CLAMP: BOUND, then NARROW.
+#define CLAMP \
+	BOUND \
+	NARROW
+
+// ROUNDC: for exact sums already clamped in X6 (ROUNDB's slow path):
+// narrows upward and leaves the two new words in X5 (stamps from STAMPS).
+#define ROUNDC \
+	NARROW \
 	CMPPD	X6, X4, $1 \
 	STEP
 
-// ROUNDB(slow): ROUND by the bits, for sums the add left exact (after
-// ADD, X6 the sums): the clamp, then the least float32 at or above each
+// ROUNDB(slow): the round-up by the bits, for sums the add left exact
+// (after ADD, X6 the sums): BOUND, then the least float32 at or above each
 // value straight from its float64 bits: rebias the exponent (minus
 // 896<<52), add 2^29-1 to a positive one (none to a negative one, which
 // rounds toward zero), shift the 23-bit mantissa down and put the sign
@@ -123,15 +131,12 @@
 // does. Valid for magnitudes in [2^-126, MaxFloat32] (the clamp keeps
 // them at most MaxFloat32: the bounds are float32s); a live lane below
 // 2^-126 (zero, or a float32 subnormal) jumps to slow with X6 the
-// clamped sums, which ROUND takes as they are (the clamp is idempotent).
+// clamped sums, for ROUNDC.
 // Leaves the new words in X5. No float32 round trip and no compare on
 // the word's path: its latency is the add, the clamp and four integer
 // operations.
 #define ROUNDB(slow) \
-	MOVO	X9, X7 \
-	MAXPD	X6, X7 \
-	MOVO	X10, X6 \
-	MINPD	X7, X6 \
+	BOUND \
 	MOVO	X6, X4 \
 	PAND	·absMask64(SB), X4 \
 	MOVO	X4, X1 \
@@ -151,11 +156,11 @@
 	PSHUFD	$0x08, X4, X7 \
 	PUNPCKLLQ	X7, X5
 
-// ROUNDERR: ROUND for sums the add rounded: after ADD (X2 the values, X6
-// the rounded sums), the exact errors by TwoSum (zeroed where the sum is
-// clamped), then the clamp, and the step up wherever float64(f) - v is
-// below the error, so the word holds the least float32 at or above the
-// exact sum.
+// ROUNDERR: the round-up for sums the add rounded: after ADD (X2 the
+// values, X6 the rounded sums), the exact errors by TwoSum (zeroed where
+// the sum is clamped), then the clamp, and the step up wherever
+// float64(f) - v is below the error, so the word holds the least float32
+// at or above the exact sum.
 #define ROUNDERR \
 	MOVO	X6, X3 \
 	SUBPD	X2, X3 \
@@ -206,7 +211,7 @@ nfull:
 	JNZ	nslow
 	CVTPS2PD	X1, X6
 	ADD(ninexact)
-	ROUNDB(nround)
+	ROUNDB(nnarrow)
 nstore:
 	MOVQ	X5, (DI)
 	PSHUFD	$0xEE, X5, X6
@@ -220,8 +225,8 @@ nstore:
 nslow:
 	MOVB	$0, ret+48(FP)
 	RET
-nround:
-	ROUND
+nnarrow:
+	ROUNDC
 	JMP	nstore
 ninexact:
 	ROUNDERR
@@ -232,7 +237,7 @@ ninexact:
 // decideNGeneric in assembly, in one pass over the blocks: STAMPS, the
 // aged check (any aged non-zero word: return decideSlow), the values (the
 // scores in float64) stored to v, both lanes, and their Min in X14; then
-// nextNAsm's ROUNDB (or ROUND) into nw, and the XOR of each new word with
+// nextNAsm's ROUNDB (or ROUNDC) into nw, and the XOR of each new word with
 // its old one ORed into X15. A last block of one word takes +Inf as its
 // second value and leaves its second XOR out. The new words are computed
 // before the decision, so a denial has written nw too (callers ignore
@@ -265,7 +270,7 @@ dfull:
 	MINPD	X6, X14
 dround:
 	ADD(dinexact)
-	ROUNDB(dround2)
+	ROUNDB(dnarrow)
 dstore:
 	MOVQ	X5, (BX)
 	PSHUFD	$0xEE, X5, X6
@@ -309,8 +314,8 @@ ddeny:
 dslow:
 	MOVB	$0, ret+64(FP)    // Slow
 	RET
-dround2:
-	ROUND
+dnarrow:
+	ROUNDC
 	JMP	dstore
 dinexact:
 	ROUNDERR
