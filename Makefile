@@ -77,8 +77,11 @@ tidy-check:
 test-race:
 	@for m in $(CORE_MODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...) || exit 1; done
 
+## test-purego: the pure-Go build at full size: no -short, no race
+## detector. The only step where the heavy single-goroutine sweeps run
+## their whole grids (internal/testsize: -race and -short run a sample).
 test-purego:
-	@for m in $(CORE_MODULES); do (cd $$m && $(GO) test -tags purego -count=1 -short -timeout 10m ./...) || exit 1; done
+	@for m in $(CORE_MODULES); do (cd $$m && $(GO) test -tags purego -count=1 -timeout 10m ./...) || exit 1; done
 
 ## test-nobackoff: the cell and sketch tests with the contention backoff
 ## compiled out (-tags grudge_nobackoff, the build bench/run16.sh compares
@@ -89,18 +92,9 @@ test-nobackoff:
 
 ## test-arm64: cross-compile the tests of the library and of tests/ for
 ## arm64 and run them under qemu user emulation (-short: emulation is
-## slow).
+## slow), as many binaries at once as there are CPUs (.ci/arm64-tests).
 test-arm64:
-	@set -e; mkdir -p $(ARM64_BIN); \
-	for m in $(CORE_MODULES); do \
-		for p in $$(cd $$m && $(GO) list -f '{{if .TestGoFiles}}{{.ImportPath}}{{else if .XTestGoFiles}}{{.ImportPath}}{{end}}' ./...); do \
-			n=$$(echo $$p | tr / _); \
-			(cd $$m && GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/$(ARM64_BIN)/$$n.test $$p); \
-			d=$$(cd $$m && $(GO) list -f '{{.Dir}}' $$p); \
-			echo "arm64 (qemu): $$p"; \
-			(cd $$d && GRUDGE_TEST_EMULATOR=$(QEMU) $(QEMU) $(CURDIR)/$(ARM64_BIN)/$$n.test -test.short -test.timeout 10m); \
-		done; \
-	done
+	GO=$(GO) bash .ci/arm64-tests $(ARM64_BIN) $(QEMU) $(CORE_MODULES)
 
 ## test-bench: the bench module's own tests (the matrix's report, plots,
 ## options), raced.
