@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch"
@@ -66,7 +67,7 @@ func TestAudit42WithCapacityHolds(t *testing.T) {
 	}
 	const probes = 100_000
 	for _, c := range cases {
-		for seed := uint64(1); seed <= 3; seed++ {
+		for seed := uint64(1); seed <= uint64(testsize.Pick(3, 1)); seed++ {
 			clk := limittest.NewFakeClock()
 			clk.Set(1_700_000_000_000)
 			opts := append([]limit.Option{limit.WithClock(clk), limit.WithSeed(seed), limit.WithCapacity(c.keys, c.deny)}, c.opts...)
@@ -302,7 +303,7 @@ func TestAudit42FixedCountMinSmallCapacityOverDenies(t *testing.T) {
 // seeds (the count-min at 2000 keys: mean 0.98%, worst 1.13%; Buckets
 // at 50, 300 and 2000 keys at 1%: worst 0.07%).
 func TestAudit42SmallCapacityHolds(t *testing.T) {
-	for _, c := range []struct {
+	for i, c := range []struct {
 		e    limit.Engine
 		keys int
 		deny float64
@@ -310,6 +311,9 @@ func TestAudit42SmallCapacityHolds(t *testing.T) {
 		{limit.Buckets, 50, 0.01}, {limit.Buckets, 300, 0.01}, {limit.Buckets, 2000, 0.01}, {limit.Buckets, 2000, 0.05},
 		{limit.CountMin, 2000, 0.01}, {limit.CountMin, 2000, 0.05},
 	} {
+		if !testsize.Keep(i, 2) {
+			continue
+		}
 		mean, worst, over := audit42SmallSweep(c.e, c.keys, c.deny, 12)
 		t.Logf("%v WithCapacity(%d, %v): mean %.4f%%, worst %.4f%%, %d of 12 above 1.2x", c.e, c.keys, c.deny, 100*mean, 100*worst, over)
 		if mean > c.deny*1.05 || over > 0 {
@@ -325,7 +329,10 @@ func TestAudit42SmallCapacityHolds(t *testing.T) {
 // Suggest(Capacity(deny), deny) fits in this limiter").
 func TestAudit42CapacityRoundTripGrid(t *testing.T) {
 	for _, deny := range []float64{0.5, 0.2, 0.05, 0.01, 0.003, 0.001, 1e-4} {
-		for _, n := range []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181, 6765, 10946, 50000} {
+		for j, n := range []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181, 6765, 10946, 50000} {
+			if !testsize.Keep(j, 3) && n != 50000 {
+				continue
+			}
 			for _, e := range []limit.Engine{limit.Buckets, limit.CountMin} {
 				l, err := limit.New(10, 20, limit.WithCapacity(n, deny), limit.WithEngine(e))
 				if err != nil {

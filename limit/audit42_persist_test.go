@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch"
@@ -344,7 +345,7 @@ func TestAudit42RestoreAfterSetLimitAndTrailing(t *testing.T) {
 // more, and never grows").
 func TestAudit42RestoreDowntimeSweep(t *testing.T) {
 	downs := []int64{}
-	for d := int64(0); d <= 70_000; d += 211 {
+	for d := int64(0); d <= 70_000; d += 211 * int64(testsize.Stride(5)) {
 		downs = append(downs, d)
 	}
 	for _, w := range []int64{4369, 4370, 8738, 8739, 65535, 65536, 65537, 61438, 61439} {

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -49,7 +50,7 @@ func TestAudit43InexactTokenExample(t *testing.T) {
 // holds a million keys at full debt while denying 0.03% of fresh keys".
 // Measured claims: checked with a wide tolerance, fixed seed.
 func TestAudit43DefaultCapacityClaims(t *testing.T) {
-	if testing.Short() {
+	if testsize.Small() {
 		t.Skip("long")
 	}
 	run := func(name string, keys int, opts []limit.Option, lo, hi float64) {

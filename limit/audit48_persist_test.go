@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch"
@@ -415,7 +416,7 @@ func TestAudit48BucketsRestoreOffsetSweep(t *testing.T) {
 	}
 	tS := clk.Now()
 	snap := limiterSnap(t, a0)
-	for d := int64(0); d < 400_000; d += 1301 {
+	for d := int64(0); d < 400_000; d += 1301 * int64(testsize.Stride(4)) {
 		clkA := limittest.NewFakeClock()
 		clkA.SetTime(tS)
 		a := newPersist(t, c, clkA, 5)

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -75,7 +76,7 @@ func TestAudit64ReadmeDefaultMemory(t *testing.T) {
 // about 0.03%, and Stats().Saturation "the share of new clients the limiter
 // would deny now".
 func TestAudit64ReadmeMillionClients(t *testing.T) {
-	if testing.Short() {
+	if testsize.Small() {
 		t.Skip("1M keys")
 	}
 	clk := sketchtest.NewFakeClock()

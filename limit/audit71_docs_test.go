@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -50,7 +51,7 @@ func TestAudit71UnitsDocNumbers(t *testing.T) {
 		rel float64
 	}{{2000, 0x1p-12}, {15, 0x1p-19}, {32768, 0x1p-7}, {1 << 24, 0x1p-7}, {16384, 0x1p-8}} {
 		worst := 0.0
-		for i := 0; i < 3000; i++ {
+		for i := 0; i < 3000; i += testsize.Stride(3) {
 			r := 1000 / (float64(1<<20) + 1 + float64(i)*0.37) // tokens just above a power of two ms
 			l, err := New(Limit(r), 1, WithEngine(CountMin), WithMaxDebt(c.md), WithSize(1, 8))
 			if err != nil {

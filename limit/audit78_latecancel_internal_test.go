@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -18,7 +19,7 @@ import (
 // Cancel.
 func TestAudit78BucketsLateCancelAmidNeighbors(t *testing.T) {
 	bad := 0
-	for off := int64(0); off < 300_000; off += 1013 {
+	for off := int64(0); off < 300_000; off += 1013 * int64(testsize.Stride(4)) {
 		clk := sketchtest.NewFakeClock()
 		clk.Set(7_000_000)
 		l, _ := New(10, 20, WithClock(clk), WithEngine(Buckets), WithSeed(3), WithMaxDebt(80), WithCapacity(2000, 0.01))

@@ -23,6 +23,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -149,7 +150,7 @@ func TestAudit3CapMillionScaled(t *testing.T) {
 // TestAudit3CapMillionScaled asserts the same claim at a twentieth of the
 // size in every mode).
 func TestAudit3CapMillionDefault(t *testing.T) {
-	if testing.Short() {
+	if testsize.Small() {
 		return
 	}
 	clk := sketchtest.NewFakeClock()

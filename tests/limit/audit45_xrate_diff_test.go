@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"golang.org/x/time/rate"
@@ -80,7 +81,7 @@ func TestAudit45XRateDifferential(t *testing.T) {
 				rng := rand.New(rand.NewPCG(45, uint64(ci)))
 				var nAllow, nRes, nCancel, nBoundary, nMaxDebt, mism int
 				const eps = 1e-9
-				for op := range 20000 {
+				for op := range testsize.Pick(20000, 7000) {
 					if rng.IntN(3) > 0 {
 						clk.Advance(time.Duration(rng.Float64() * 2 * float64(tok)).Truncate(time.Millisecond))
 					}

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"golang.org/x/time/rate"
@@ -43,7 +44,7 @@ func TestAudit45XRateDifferentialKeysIdle(t *testing.T) {
 				tok := time.Duration(float64(time.Second) / float64(c.r))
 				rng := rand.New(rand.NewPCG(4545, uint64(ci)))
 				bad, boundary := 0, 0
-				for op := range 30000 {
+				for op := range testsize.Pick(30000, 10000) {
 					switch rng.IntN(100) {
 					case 0:
 						clk.Advance(time.Duration(rng.Int64N(int64(3 * time.Hour))).Truncate(time.Millisecond))

@@ -1,0 +1,12 @@
+// Package testsize tells the tests how large to make their sweeps.
+//
+// The heavy single-goroutine sweeps (oracle comparisons over grids of
+// rates, times and seeds) run at full size once per `make test`, in the
+// purego step, which runs the suite without -short and without the race
+// detector. Everywhere else (-race, where every memory access costs about
+// five times as much and the detector has nothing to find in one
+// goroutine's arithmetic; -short, the arm64 suite under emulation) they
+// run a sample of the same grid: Small reports which.
+//
+// Only tests import this package.
+package testsize
