@@ -193,6 +193,7 @@ func audit61Random(t *testing.T, e *env, seed uint64, lim Limit, pre, two, back 
 // cache, PreCheck on and off, odd limits; denials sound, waits never
 // early (retried exactly at RetryAfter and 1 ms later).
 func TestAudit61DenyCacheRandomOneInstance(t *testing.T) {
+	t.Parallel() // its own server (or none), a fake clock: only the longest oracles run side by side
 	e := newEnv(t, "rueidis", "standalone")
 	total := 0
 	for i, lim := range audit61Limits {
@@ -213,6 +214,7 @@ func TestAudit61DenyCacheRandomOneInstance(t *testing.T) {
 // TestAudit61DenyCacheRandomTwoInstances: two limiters with deny caches
 // on the same Name; every cache denial is one the server makes.
 func TestAudit61DenyCacheRandomTwoInstances(t *testing.T) {
+	t.Parallel() // its own server (or none), a fake clock: only the longest oracles run side by side
 	e := newEnv(t, "rueidis", "standalone")
 	total := 0
 	for i, lim := range audit61Limits {
@@ -230,6 +232,7 @@ func TestAudit61DenyCacheRandomTwoInstances(t *testing.T) {
 // TestAudit61DenyCacheRandomClockBack: one instance, the clock stepping
 // back at times; every cache denial is one the server makes.
 func TestAudit61DenyCacheRandomClockBack(t *testing.T) {
+	t.Parallel() // its own server (or none), a fake clock: only the longest oracles run side by side
 	e := newEnv(t, "rueidis", "standalone")
 	total := 0
 	for i, lim := range audit61Limits {

@@ -21,6 +21,7 @@ import (
 // is empty (a 0 request finds Remaining = Burst/N). Decision.RetryAfter
 // (limiter.go): "never early"; the fallback's waits are only late.
 func TestAudit61FallbackRandomWaits(t *testing.T) {
+	t.Parallel() // its own server (or none), a fake clock: only the longest oracles run side by side
 	e := newEnv(t, "rueidis", "standalone")
 	ctx := context.Background()
 	type rig struct {

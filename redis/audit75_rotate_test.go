@@ -48,6 +48,7 @@ func a75try(r *a17Ring, c, w, limit int64) (bool, int64) {
 // rebases first, cells from level L down) included. A second key on the
 // same strings (its own cells) keeps the scratch tables busy.
 func TestAudit75RotationTryUpdateOracle(t *testing.T) {
+	t.Parallel() // its own server (or none), a fake clock: only the longest oracles run side by side
 	e := newEnv(t, "rueidis", "standalone")
 	for _, G := range []int64{2, 3, 4} {
 		for _, rebaseAt := range []int64{300, 1500} {

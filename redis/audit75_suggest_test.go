@@ -45,6 +45,7 @@ func TestAudit75SuggestDocClaims(t *testing.T) {
 // Shards >= the shards asked and <= 16384, Deny <= deny; and the refusals
 // match ErrInvalidConfig.
 func TestAudit75SuggestAccepted(t *testing.T) {
+	t.Parallel() // its own server (or none), a fake clock: only the longest oracles run side by side
 	c := audit74Offline(t)
 	for _, keys := range []int{1, 2, 7, 1000, 123_457, 10_000_000, 70_000_000, 1_000_000_000, 50_000_000_000, 100_000_000_000, 114_000_000_000} {
 		for _, deny := range []float64{1e-300, 1e-12, 1e-6, 0.01, 0.5, 0.999999, math.Nextafter(1, 0)} {
