@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -133,4 +134,4 @@ func TestAudit70SteadyStateSaturation(t *testing.T) {
 
 // a70Small reports whether audit 70's statistical tests run small: under
 // -race, and under -short (the arm64 suite runs under qemu emulation).
-func a70Small() bool { return raceOn70 || testing.Short() }
+func a70Small() bool { return testsize.Small() }

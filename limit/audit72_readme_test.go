@@ -1,9 +1,11 @@
 package limit
 
 import (
-	"github.com/lfgrudge/grudge/sketch/sketchtest"
 	"strconv"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testsize"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // README.md:42: l.Allow(clientIP) makes zero allocations.
@@ -17,7 +19,7 @@ func TestAudit72AllowZeroAllocs(t *testing.T) {
 // README.md:47-48: "Its default memory (6.1 MiB) holds a million clients
 // at their limit at once while denying 0.03% of clients it has never seen".
 func TestAudit72MillionClients(t *testing.T) {
-	if testing.Short() || audit72Race {
+	if testsize.Small() {
 		t.Skip("a million keys: not under -short or -race (the claim is sequential)")
 	}
 	clk := sketchtest.NewFakeClock()
@@ -52,7 +54,7 @@ func TestAudit72CapacityAndCountMinDefault(t *testing.T) {
 	} else {
 		t.Logf("Capacity(0.0003) = %d", c)
 	}
-	if testing.Short() || audit72Race {
+	if testsize.Small() {
 		t.Skip("100k keys")
 	}
 	clk := sketchtest.NewFakeClock()

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -597,7 +598,7 @@ func a58RunModel(t *testing.T, novelty bool, periods float64, seed int64) {
 // to +3 days, idle gaps of days, at PeriodWindows 1, 1.5 and 16.
 func TestAudit58ModelNoveltySnapshotsRestores(t *testing.T) {
 	for _, p := range []float64{1, 1.5, 16} {
-		for seed := int64(1); seed <= 2; seed++ {
+		for seed := int64(1); seed <= int64(testsize.Pick(2, 1)); seed++ {
 			a58RunModel(t, true, p, seed*7+int64(p*10))
 		}
 	}
@@ -608,7 +609,7 @@ func TestAudit58ModelNoveltySnapshotsRestores(t *testing.T) {
 // doc allows), through the same saves and restarts.
 func TestAudit58ModelRateSnapshotsRestores(t *testing.T) {
 	for _, p := range []float64{1, 1.5, 16} {
-		for seed := int64(1); seed <= 2; seed++ {
+		for seed := int64(1); seed <= int64(testsize.Pick(2, 1)); seed++ {
 			a58RunModel(t, false, p, seed*11+int64(p*10))
 		}
 	}

@@ -20,13 +20,13 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/ref"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -113,25 +113,11 @@ func precKeys(n int) [][]byte {
 	return keys
 }
 
-// raceEnabled reports whether the test binary was built with -race.
-func raceEnabled() bool {
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return false
-	}
-	for _, s := range bi.Settings {
-		if s.Key == "-race" {
-			return s.Value == "true"
-		}
-	}
-	return false
-}
-
 func TestPrecision(t *testing.T) {
 	t.Parallel()
 	// Under -short or -race the two largest workloads shrink tenfold
 	// (the numbers in docs/precision.md are from the full run).
-	small := testing.Short() || raceEnabled()
+	small := testsize.Small()
 	var rows []precResult
 	// check records the row and fails the test if the one-sided guarantee
 	// or the workload's bound does not hold.

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -22,7 +23,7 @@ import (
 // hooks) and fails on any.
 func TestAudit34SplitUpdatesMovingLinesStress(t *testing.T) {
 	rounds := 1500
-	if raceOn {
+	if testsize.Race {
 		rounds = 600
 	}
 	sketchtest.ForEachGOMAXPROCS(t, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"unsafe"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -81,7 +82,7 @@ func TestSaturationReading(t *testing.T) {
 }
 
 // small reports whether the statistical tests run small (-short, -race).
-func small() bool { return testing.Short() || raceOn }
+func small() bool { return testsize.Small() }
 
 // scale returns full, or full/div when small.
 func scale(full, div int) int {

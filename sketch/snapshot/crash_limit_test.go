@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/testchild"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/snapshot"
 )
@@ -123,7 +124,7 @@ func TestLimiterCrashDuringSnapshots(t *testing.T) {
 		return
 	}
 	kills := 20
-	small := testing.Short() || raceOn
+	small := testsize.Small()
 	if small {
 		kills = 6
 	}
@@ -186,7 +187,7 @@ func TestLimiterCrashDuringSnapshots(t *testing.T) {
 	if checked < kills/4 || checked == 0 {
 		t.Errorf("only %d of %d kills came after a reported save: the check hardly ran", checked, kills)
 	}
-	if strong == 0 && !raceOn && !testchild.Emulated() {
+	if strong == 0 && !testsize.Race && !testchild.Emulated() {
 		// The hot keys sit near their burst; the check has teeth only
 		// where the captured debt was high. (Under -race or an emulator
 		// the child may be too slow to fill them before its kill.)

@@ -1,5 +1,0 @@
-//go:build !race
-
-package bucket
-
-const raceOn = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package limit
-
-const audit72Race = false

@@ -1,5 +1,0 @@
-//go:build !race
-
-package snapshot_test
-
-const raceOn = false
