@@ -12,6 +12,7 @@ import (
 
 	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -82,7 +83,7 @@ func a70Ask(l *limit.Limiter, now time.Time, prefix string, probes int) float64 
 // (1M keys, 1M peeks, 100k asks, seed 1), and at seeds 2 and 3 with 300k
 // peeks.
 func TestAudit70DefaultMillionKeys(t *testing.T) {
-	if a70Small() {
+	if testsize.Small() {
 		t.Skip("1M-key fill: too slow under -race and -short (the scaled sweep below runs there)")
 	}
 	for seed := uint64(1); seed <= 3; seed++ {
@@ -146,7 +147,7 @@ func TestAudit70ScaledRatios(t *testing.T) {
 		{0.1, 0.000030}, {1.0, 0.000325}, {1.2, 0.000488}, {1.3, 0.04408}, {1.5, 0.67952}, {2.0, 0.96953},
 	}
 	probes := 200_000
-	if a70Small() {
+	if testsize.Small() {
 		probes = 50_000
 	}
 	for seed := uint64(1); seed <= 2; seed++ {
@@ -256,7 +257,7 @@ func TestAudit70PastCapacityOneSided(t *testing.T) {
 // is checked on the mean).
 func TestAudit70CapacityFilled(t *testing.T) {
 	probes := 100_000
-	if a70Small() {
+	if testsize.Small() {
 		probes = 30_000
 	}
 	for _, c := range []struct {
@@ -301,7 +302,7 @@ func TestAudit70CapacityFilled(t *testing.T) {
 // limit for 1% of fresh keys denied" (per generation) for Suggest.
 func TestAudit70CountMinScaled(t *testing.T) {
 	probes := 100_000
-	if a70Small() {
+	if testsize.Small() {
 		probes = 30_000
 	}
 	for _, r := range []struct {
@@ -349,7 +350,7 @@ func TestAudit70CountMinScaled(t *testing.T) {
 func TestAudit70ConcurrentAtCapacity(t *testing.T) {
 	const burst = 5
 	keys := 2_000
-	if a70Small() {
+	if testsize.Small() {
 		keys = 600
 	}
 	for _, eng := range []limit.Engine{limit.Buckets, limit.CountMin} {

@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 )
 
@@ -55,7 +56,7 @@ func TestAudit70CapacityDocNumbers(t *testing.T) {
 // latter on the cliff: 1,302,256 keys); the ask rate (100,000 fresh keys
 // each writing one token) is logged against it.
 func TestAudit70DefaultAtCapacity(t *testing.T) {
-	if a70Small() {
+	if testsize.Small() {
 		t.Skip("1.3M-key fill: too slow under -race and -short")
 	}
 	for _, d := range []float64{0.01, 0.1} {

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -34,7 +35,7 @@ func (b *a70Bucket) tokens(t int64) float64 { return float64(2000-max(b.tat-t, 0
 // GOMAXPROCS 1, 2, 4, 8 (run it under -race).
 func TestAudit70OracleFlooded(t *testing.T) {
 	phases := 40
-	if a70Small() {
+	if testsize.Small() {
 		phases = 15
 	}
 	for _, c := range []struct {

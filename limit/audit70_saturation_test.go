@@ -92,7 +92,7 @@ func TestAudit70FixedSaturationBlindToFloors(t *testing.T) {
 // asking for one token now is denied").
 func TestAudit70SteadyStateSaturation(t *testing.T) {
 	dur := int64(4000)
-	if a70Small() {
+	if testsize.Small() {
 		dur = 2500
 	}
 	for _, c := range []struct {
@@ -134,4 +134,3 @@ func TestAudit70SteadyStateSaturation(t *testing.T) {
 
 // a70Small reports whether audit 70's statistical tests run small: under
 // -race, and under -short (the arm64 suite runs under qemu emulation).
-func a70Small() bool { return testsize.Small() }

@@ -4,6 +4,7 @@ import (
 	"math"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 )
 
@@ -36,7 +37,7 @@ func TestAudit70SuggestDocLines(t *testing.T) {
 // exceeds the target by 3 binomial standard deviations.
 func TestAudit70SmallEnginesOverSeeds(t *testing.T) {
 	seeds := uint64(40)
-	if a70Small() {
+	if testsize.Small() {
 		seeds = 10
 	}
 	for _, c := range []struct {

@@ -82,11 +82,10 @@ func TestSaturationReading(t *testing.T) {
 }
 
 // small reports whether the statistical tests run small (-short, -race).
-func small() bool { return testsize.Small() }
 
 // scale returns full, or full/div when small.
 func scale(full, div int) int {
-	if small() {
+	if testsize.Small() {
 		return full / div
 	}
 	return full
