@@ -95,7 +95,7 @@ func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) 
 		return Decision{Allowed: true, Limit: p.limit, Burst: p.burst, Policy: p.name, Remaining: p.burst}
 	}
 	d := Decision{Limit: p.limit, Burst: p.burst, Policy: p.name}
-	nU := float64(n) * p.unit
+	nU := p.cost(float64(n))
 	var debt float64 // in units
 	switch {
 	case n > p.burst:
@@ -140,7 +140,7 @@ func (l *Limiter) fill(p *params, d *Decision, debt float64, gap time.Duration) 
 	d.Remaining = p.remaining(debt)
 	if debt > 0 {
 		d.ResetAfter = plus(gap, l.ms(math.Ceil(debt/l.drain)))
-		d.NextAfter = plus(gap, l.ms(l.msUntilFits(p, debt, float64(d.Remaining+1)*p.unit)))
+		d.NextAfter = plus(gap, l.ms(l.msUntilFits(p, debt, p.cost(float64(d.Remaining+1)))))
 	}
 }
 
@@ -176,12 +176,20 @@ func plus(gap, w time.Duration) time.Duration {
 	return gap + w
 }
 
+// cost returns n tokens in units under p: n x unit, rounded to float64
+// by the explicit conversion. Without it the compiler may fuse the
+// product into the add of a later compare (debt + cost <= burstU, an FMA
+// on arm64), and then the compare would see the exact product while the
+// sketch is given its rounding: a decision that disagrees with the
+// sketch's own (docs/design.md, "Fused multiply-add").
+func (p *params) cost(n float64) float64 { return float64(n * p.unit) }
+
 // remaining returns floor(burst - debt) in tokens, at least 0: the most
 // one-token requests that fit a debt of debt units, as TryUpdate adds
 // them.
 func (p *params) remaining(debt float64) int {
 	r := int(max(math.Floor((p.burstU-debt)/p.unit), 0))
-	for r > 0 && debt+float64(r)*p.unit > p.burstU {
+	for r > 0 && debt+p.cost(float64(r)) > p.burstU {
 		r-- // the division rounded up past a boundary (inexact units)
 	}
 	return r

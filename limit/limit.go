@@ -281,7 +281,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		unit, drain, exact, fbits = plan.unit, plan.drain, plan.exact, 0
 	}
 	l.unit, l.drain, l.exact, l.bits = unit, drain, exact, fbits
-	l.maxDebtU = maxDebt * l.unit
+	l.maxDebtU = float64(maxDebt * l.unit) // rounded before RoundUp: see params.cost
 	l.heldU = max(l.maxDebtU, float64(atom.RoundUp(l.maxDebtU)))
 	if eng != Buckets && exact {
 		l.shift = gridShift(l.maxDebtU)
@@ -536,7 +536,7 @@ func (l *Limiter) admitN(p *params, t time.Time, key string, n int) bool {
 	// n above the burst never fits: no decision to make, but the denial
 	// still pays RejectCost, as DecideN's does.
 	fits := n <= p.burst
-	nU := float64(n) * p.unit
+	nU := p.cost(float64(n))
 	if b := l.b; b != nil {
 		switch {
 		case !fits:

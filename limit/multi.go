@@ -142,7 +142,7 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 		var res receipt
 		p := ps[i]
 		if n <= p.burst {
-			res, ok = l.reserveAt(t, key(i), float64(n)*p.unit, p.burstU)
+			res, ok = l.reserveAt(t, key(i), p.cost(float64(n)), p.burstU)
 		}
 		if !ok {
 			for j := range taken {
@@ -208,7 +208,7 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 func (m *Multi) precheck(ps []*params, t time.Time, n int, key func(int) string) int {
 	denies := func(i int) bool {
 		l, p := m.ls[i], ps[i]
-		return !l.none() && (n > p.burst || l.queryAt(t, key(i))+float64(n)*p.unit > p.burstU)
+		return !l.none() && (n > p.burst || l.queryAt(t, key(i))+p.cost(float64(n)) > p.burstU)
 	}
 	for i := 1; i < len(m.ls); i++ {
 		if denies(i) {
@@ -234,7 +234,7 @@ func (l *Limiter) state(p *params, t time.Time, key string, n int) Decision {
 	}
 	debt := l.queryAt(t, key)
 	gap := l.gap(t)
-	nU := float64(n) * p.unit
+	nU := p.cost(float64(n))
 	switch {
 	case n > p.burst:
 		d.Never, d.RetryAfter = true, InfDuration

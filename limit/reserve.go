@@ -139,7 +139,7 @@ func (l *Limiter) book(p *params, t time.Time, key string, n int, capU float64) 
 	if n > p.burst {
 		return r
 	}
-	nU := float64(n) * p.unit
+	nU := p.cost(float64(n))
 	res, ok := l.reserveAt(t, key, nU, capU)
 	if !ok {
 		return r

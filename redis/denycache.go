@@ -250,7 +250,7 @@ func (d *denyCache) check(key string, n float64) (denied bool, debt float64, ret
 	// horizon sweeps may have added (d.learn, and d.slack of drain; see
 	// learnSlack and sweepSlack): the server, with the same debt, may
 	// admit.
-	if debt-d.learn-d.rate*d.slack.Seconds()+n <= d.burst {
+	if debt-d.learn-float64(d.rate*d.slack.Seconds())+n <= d.burst { // rounded product: no FMA (docs/design.md)
 		return false, debt, 0, 0
 	}
 	return true, debt, d.wait(retryAfter(debt, n, d.burst, d.rate), debt), d.wait(resetAfter(debt, d.rate), debt)

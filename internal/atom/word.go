@@ -53,7 +53,15 @@ func RoundUp(x float64) float32 {
 	// Written without a data-dependent branch (the compiler emits
 	// conditional moves): whether a conversion rounds down is a coin flip,
 	// and a mispredicted branch per cell costs more than the arithmetic.
-	f = stepUp(f, x)
+	//
+	// float64(x) rounds x, as twoSum rounds its operands: inlined into a
+	// caller that passes a product, the compiler may otherwise fuse it
+	// into stepUp's subtraction (an FMA, as on arm64), and the step would
+	// compare f against the exact product rather than x. The other
+	// callers of stepUpErr pass a sum or a clamped value, into which no
+	// multiply fuses (docs/design.md, "Fused multiply-add"). It costs no
+	// instruction.
+	f = stepUp(f, float64(x))
 	if f > math.MaxFloat32 { // +Inf: x beyond the range
 		return math.MaxFloat32
 	}
@@ -77,6 +85,12 @@ func roundUpInRange(x float64) float32 { return stepUp(float32(x), x) }
 // exactly (Knuth's TwoSum: no branch, either order of magnitude). e is 0
 // when the add is exact, and NaN when s overflows.
 func twoSum(a, b float64) (s, e float64) {
+	// The explicit conversions round a and b: inlined into a caller
+	// whose a or b is a product, the compiler may otherwise fuse that
+	// product into the adds below (an FMA, as arm64 does), and then s,
+	// bb and e would not describe the same a + b (docs/design.md,
+	// "Fused multiply-add"). They cost no instruction.
+	a, b = float64(a), float64(b)
 	s = a + b
 	bb := s - a
 	return s, (a - (s - bb)) + (b - bb)
