@@ -10,6 +10,7 @@
 GO        ?= go
 QEMU      ?= qemu-aarch64-static
 ARM64_BIN := bin/arm64
+AMD64V3_BIN := bin/amd64v3
 # The Go modules of the repository that replace the library by this
 # checkout, as directories (redis/ requires the library at its planned
 # tag and has its own steps: test-redis). examples/ holds the servers
@@ -23,17 +24,18 @@ CORE_MODULES := . tests
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-redis test-bench test-examples vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
+.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-amd64v3 test-redis test-bench test-examples vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
 
 all: test
 
 ## test: the whole suite, after installing what it needs (deps): format,
 ## vet (amd64 + arm64 + purego), staticcheck, go mod tidy, race tests of
 ## the library and of tests/ (the consumer check included), purego tests,
-## the no-backoff build, the arm64 suite under qemu, the bench module's
+## the no-backoff build, the arm64 suite under qemu, the GOAMD64=v3 suite
+## (fused multiply-adds), the bench module's
 ## tests, the examples module's, and the redis/ module (vet, staticcheck, its tidy check, race
 ## tests against real redis-servers and a Redis Cluster).
-test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-bench test-examples test-redis
+test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-amd64v3 test-bench test-examples test-redis
 	@echo "make test: all checks passed"
 
 ## deps: install what the tests need when it is missing: qemu-user-static
@@ -94,7 +96,19 @@ test-nobackoff:
 ## arm64 and run them under qemu user emulation (-short: emulation is
 ## slow), as many binaries at once as there are CPUs (.ci/arm64-tests).
 test-arm64:
-	GO=$(GO) bash .ci/arm64-tests $(ARM64_BIN) $(QEMU) $(CORE_MODULES)
+	GOARCH=arm64 GO=$(GO) bash .ci/cross-tests "arm64 (qemu)" $(ARM64_BIN) $(QEMU) $(CORE_MODULES)
+
+## test-amd64v3: the tests of the library and of tests/ built with
+## GOAMD64=v3 (-short), where the compiler fuses a multiply into a
+## following add (VFMADD231SD), as arm64 fuses more: code whose argument
+## relies on how each step rounds must say so with a conversion
+## (docs/design.md, "Fused multiply-add"). Run directly on a CPU with the
+## v3 features (/proc/cpuinfo), else under qemu-x86_64-static -cpu max.
+V3_FLAGS := avx avx2 bmi1 bmi2 f16c fma abm movbe xsave
+test-amd64v3:
+	@emu=; for f in $(V3_FLAGS); do grep -qw $$f /proc/cpuinfo 2>/dev/null || emu=$(CURDIR)/.ci/qemu-x86_64-v3; done; \
+	[ -z "$$emu" ] || echo "test-amd64v3: this CPU lacks a v3 feature; running under $$emu"; \
+	GOARCH=amd64 GOAMD64=v3 GO=$(GO) bash .ci/cross-tests "amd64 v3" $(AMD64V3_BIN) "$$emu" $(CORE_MODULES)
 
 ## test-bench: the bench module's own tests (the matrix's report, plots,
 ## options), raced.

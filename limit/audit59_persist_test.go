@@ -261,7 +261,11 @@ func TestAudit59RestoreConfigNotState(t *testing.T) {
 			}
 			var wrong []*limit.Limiter
 			add := func(lim limit.Limit, burst int, o ...limit.Option) {
-				l, err := limit.New(lim, burst, append([]limit.Option{limit.WithClock(clk)}, o...)...)
+				// A fixed seed: under a random one "k" and "own" share
+				// every cell of variant 0's count-min about once in 3000
+				// runs (make test-amd64v3 saw it), and then "k" reads
+				// "own"'s debt. Seeds are not what a restore checks.
+				l, err := limit.New(lim, burst, append([]limit.Option{limit.WithClock(clk), limit.WithSeed(59)}, o...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
