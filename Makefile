@@ -76,14 +76,17 @@ tidy-check:
 		fi; rm -f go.mod.tidy-bak go.sum.tidy-bak) || exit 1; \
 	done
 
+## test-race: the race tests of the library and of tests/, the two
+## modules side by side (.ci/side-by-side: each module's output printed
+## when it ends).
 test-race:
-	@for m in $(CORE_MODULES); do (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...) || exit 1; done
+	@bash .ci/side-by-side race "$(CORE_MODULES)" '$(GO) test -race -count=1 -timeout 20m ./...'
 
 ## test-purego: the pure-Go build at full size: no -short, no race
 ## detector. The only step where the heavy single-goroutine sweeps run
 ## their whole grids (internal/testsize: -race and -short run a sample).
 test-purego:
-	@for m in $(CORE_MODULES); do (cd $$m && $(GO) test -tags purego -count=1 -timeout 10m ./...) || exit 1; done
+	@bash .ci/side-by-side purego "$(CORE_MODULES)" '$(GO) test -tags purego -count=1 -timeout 10m ./...'
 
 ## test-nobackoff: the cell and sketch tests with the contention backoff
 ## compiled out (-tags grudge_nobackoff, the build bench/run16.sh compares
