@@ -163,10 +163,14 @@ tidy-redis:
 	(cd redis && GOWORK=off $(GO) mod tidy -modfile="$$t/go.mod"); \
 	grep -v '^replace github.com/lfgrudge/grudge ' "$$t/go.mod" > redis/go.mod; cp "$$t/go.sum" redis/go.sum
 
+## vet: go vet (amd64, arm64, purego) in every module, and the fused
+## multiply-adds of the non-test code against their reviewed list
+## (.ci/fma-sites; docs/design.md, "Fused multiply-add").
 vet:
 	@for m in $(MODULES); do \
 		(cd $$m && $(GO) vet ./... && GOARCH=arm64 $(GO) vet ./... && $(GO) vet -tags purego ./...) || exit 1; \
 	done
+	@GO=$(GO) bash .ci/fma-sites
 
 fmt:
 	gofmt -w .
