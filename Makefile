@@ -97,7 +97,7 @@ test-nobackoff:
 
 ## test-arm64: cross-compile the tests of the library and of tests/ for
 ## arm64 and run them under qemu user emulation (-short: emulation is
-## slow), as many binaries at once as there are CPUs (.ci/arm64-tests).
+## slow), as many binaries at once as there are CPUs (.ci/cross-tests).
 test-arm64:
 	GOARCH=arm64 GO=$(GO) bash .ci/cross-tests "arm64 (qemu)" $(ARM64_BIN) $(QEMU) $(CORE_MODULES)
 

@@ -281,7 +281,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		unit, drain, exact, fbits = plan.unit, plan.drain, plan.exact, 0
 	}
 	l.unit, l.drain, l.exact, l.bits = unit, drain, exact, fbits
-	l.maxDebtU = float64(maxDebt * l.unit) // rounded before RoundUp: see params.cost
+	l.maxDebtU = float64(maxDebt * l.unit) // rounded where formed, as params.cost
 	l.heldU = max(l.maxDebtU, float64(atom.RoundUp(l.maxDebtU)))
 	if eng != Buckets && exact {
 		l.shift = gridShift(l.maxDebtU)

@@ -16,8 +16,8 @@ import (
 // against the exact product (a limiter clamp one float32 above the
 // sketch's, a RetryAfter 1 ms late: rapid seed 7828073466830710819 of
 // TestAdvTierNeverEarlyRatios on arm64). Every call below passes a*b
-// inline, as such a caller does; on amd64 (no fusion) it is the plain
-// oracle check.
+// inline, as such a caller does; at GOAMD64=v1 (no fusion) it is the
+// plain oracle check.
 func TestFusedOperands(t *testing.T) {
 	rng := rand.New(rand.NewPCG(7, 11))
 	exact := func(x float64) *big.Float { return new(big.Float).SetPrec(2200).SetFloat64(x) }
