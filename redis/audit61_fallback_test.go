@@ -32,9 +32,6 @@ func TestAudit61FallbackRandomWaits(t *testing.T) {
 	}
 	var rigs []rig
 	for i, lim := range audit61Limits {
-		if lim == PerSecond(1000.0/13, 3e6) {
-			continue // over 3 instances: an ulp early now and then (Decision.RetryAfter's documented limitation)
-		}
 		for j, N := range []uint32{[]uint32{1, 3, 7}[i%3]} {
 			clk := sketchtest.NewFakeClock()
 			clk.Set(1_000_000)

@@ -356,6 +356,9 @@ func retryAfter(debt, n, burst, rate float64) time.Duration {
 	return time.Duration(ms) * time.Millisecond
 }
 
+// guessMs is a wait as whole ms, a search's first guess (-1 and 0: 0).
+func guessMs(d time.Duration) int64 { return max(int64(d/time.Millisecond), 0) }
+
 // resetAfter is the exact time for debt, draining at rate per second, to
 // reach 0: rounded up to the ms, never early.
 func resetAfter(debt, rate float64) time.Duration { return retryAfter(debt, 0, 0, rate) }

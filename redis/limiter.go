@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/internal/units"
 	"github.com/lfgrudge/grudge/sketch"
 	goredis "github.com/redis/go-redis/v9"
@@ -51,20 +52,19 @@ type Decision struct {
 	// before it (one after the generation's first 2^31 ms, then at most
 	// one per 2^30 ms); the deny cache's or the LocalFallback's by
 	// floor(Burst/Rate / 2^29 ms) ms (a horizon sweep every 6.2 days at
-	// most), and by one float32 step of their Burst of drain when the
-	// debt is at the cap (a cell stores Burst rounded up and reads it
-	// capped); the deny cache's also by up to one float32 step of Burst
-	// of drain (it stores the server's debt rounded up) and by the
-	// server's rebase slack bound (2 + wait / 2^30 ms: it copies the
-	// server's debt, which a rebase may raise). One limitation: the
-	// LocalFallback's wait is computed from its decayed read, which can
-	// be an ulp of a token below what its cell decays to, so at rates
-	// whose drain a float does not hold (1000/13 per s over 3 instances)
-	// a retry exactly at its RetryAfter is now and then denied once more
-	// (audit 61: 8 of 60, owing 1e-10 token); the degraded mode's waits
-	// are otherwise exact.
+	// most); the deny cache's also by one float32 step of its Burst of
+	// drain when the debt is at the cap (a cell stores Burst rounded up
+	// and reads it capped), by up to one float32 step of Burst of drain
+	// (it stores the server's debt rounded up) and by the server's
+	// rebase slack bound (2 + wait / 2^30 ms: it copies the server's
+	// debt, which a rebase may raise). The LocalFallback's waits are
+	// otherwise exact: computed from the key's cells as its own
+	// TryUpdate decays them, a retry at RetryAfter fits and one a
+	// millisecond earlier does not, if nothing else is admitted
+	// meanwhile.
 	RetryAfter time.Duration
-	// ResetAfter is the time until the key's debt drains to 0.
+	// ResetAfter is the time until the key's debt drains to 0 (the
+	// LocalFallback's: exactly, up to its sweep slack above).
 	ResetAfter time.Duration
 }
 
@@ -177,6 +177,7 @@ type Limiter struct {
 	cache    *denyCache     // nil: no deny cache
 	precheck bool           // feed cache on admissions too
 	fallback *sketch.Sketch // LocalFallback only
+	fbEngine *core.Sketch   // fallback's engine: its waits (FitsInString)
 	lt       *localTime     // the deny cache's and the fallback's time
 	fbLimit  Limit          // Rate/N, Burst/N
 	fbSlack  time.Duration  // sweepSlack of the fallback: added to its waits
@@ -284,6 +285,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		if err != nil {
 			return bad("local fallback: %v", err)
 		}
+		l.fbEngine = core.SketchOf(l.fallback)
 	}
 	// The start-up check comes last: a bad configuration is refused
 	// without a round trip.
@@ -441,27 +443,36 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 			break
 		}
 		d.Limit = fb
-		// A debt read at the cap drains from Burst/N rounded up to
-		// float32 (audit 60: 1 ms early with PerSecond(10, 100) over 3
-		// instances).
+		// The waits come from the key's cells as the fallback's own
+		// TryUpdate will decay them (core.Sketch.FitsInString), not from
+		// the decayed debt a Query reads: draining that already rounded
+		// value again came out an ulp of a token early at rates whose
+		// drain a float does not hold (audit 61: 1000/13 per s over 3
+		// instances), and a debt read at the cap, Burst/N rounded up to
+		// float32 and read capped, 1 ms early (audit 60). The closed
+		// forms are the search's first guess.
 		lag := l.lt.lag()
-		wait := func(w time.Duration, debt float64) time.Duration {
-			if w > 0 && debt >= fb.Burst {
-				w += l.fbExcess
+		wait := func(ms int64) time.Duration {
+			if ms < 0 {
+				return -1
 			}
-			return later(withSlack(w, l.fbSlack), lag)
+			return later(withSlack(msDuration(ms), l.fbSlack), lag)
 		}
 		// A peek (n = 0) reads only: a TryUpdate of 0 re-stamps the
 		// cells and rounds them up to float32, and peeks made while
 		// waiting made the retry at RetryAfter 1 ms early (audit 69).
 		d.Allowed = n == 0 || n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst)
 		debt := l.fallback.QueryString(key)
-		d.Remaining, d.ResetAfter = max(fb.Burst-debt, 0), wait(resetAfter(debt, fb.Rate), debt)
+		d.Remaining = max(fb.Burst-debt, 0)
+		d.ResetAfter = wait(l.fbEngine.FitsInString(key, 0, 0, guessMs(resetAfter(debt, fb.Rate))))
 		if d.Allowed {
 			l.c.policyAdmits.Add(1)
 		} else {
 			l.c.policyDenials.Add(1)
-			d.RetryAfter = wait(retryAfter(debt, n, fb.Burst, fb.Rate), debt)
+			d.RetryAfter = -1 // n above Burst/N: never
+			if n <= fb.Burst {
+				d.RetryAfter = wait(l.fbEngine.FitsInString(key, n, fb.Burst, guessMs(retryAfter(debt, n, fb.Burst, fb.Rate))))
+			}
 		}
 	default: // FailClosed
 		l.c.policyDenials.Add(1)

@@ -226,6 +226,20 @@ func (r *Rules) Value(w Word, now uint32) float64 {
 	return r.law.Apply(s, dt)
 }
 
+// ValueLater returns the score w stands for x >= 0 ms after now: Value
+// at that later time, on a 64-bit age (w's signed age at now, as Value
+// takes it, plus x), so it stays defined past the 2^31 ms at which a
+// stamp wraps. While that age is below 2^31 it is exactly what Value
+// returns at now + x: the same law, the same arithmetic. It only reads.
+func (r *Rules) ValueLater(w Word, now uint32, x int64) float64 {
+	s := float64(w.Score())
+	dt := int64(int32(now-w.Stamp())) + x
+	if dt <= 0 || s == 0 {
+		return s
+	}
+	return r.aged(s, dt)
+}
+
 // Next returns the word that results from adding delta to w at time now:
 // decay for the elapsed age, add, clamp to [lo, hi] and narrow upward
 // (RoundSum: the exact sum, not the float64 add's rounding of it), stamp

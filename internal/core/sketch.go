@@ -460,6 +460,103 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 	return s.aggregateOf(v[:len(cs)], lowest)
 }
 
+// FitsInString returns the least whole number of ms x >= 0 after the
+// sketch's time now at which TryUpdateString(key, delta, limit) would
+// admit, were nothing written to the key's cells in between: the
+// aggregate of the words loaded now, each decayed x ms further
+// (atom.Rules.ValueLater, the arithmetic every read uses), capped at Hi
+// as every read is, plus delta, is <= limit. It returns -1 when no x up
+// to 2^62 ms does (delta above limit less the lowest score the law
+// reaches). guess, a closed form's estimate of x, saves steps; any value
+// gives the same answer. It only reads.
+//
+// So a wait computed by it is exact where a wait computed from a Query's
+// decayed value is not: that value is already rounded, and draining it
+// further rounds again, so the two can differ from the cell's own decay
+// by a float64 ulp either way (redis's LocalFallback waits were an ulp
+// of a token early). The answer is the least such x when the aggregate
+// never grows with time (a decaying law over scores >= 0, as a
+// limiter's Linear on [0, Burst]); for other laws it is an x that fits
+// with x - 1 not fitting. It does not foresee the horizon sweep, which
+// may re-stamp a cell older than SweepKeep with its value rounded up (a
+// caller adds the sweep's slack), nor writes made after its loads.
+func (s *Sketch) FitsInString(key string, delta, limit float64, guess int64) int64 {
+	return s.fitsIn(s.sum64String(key), delta, limit, guess, s.nowMillis())
+}
+
+// maxFitWait bounds FitsInString's search.
+const maxFitWait = int64(1) << 62
+
+func (s *Sketch) fitsIn(h uint64, delta, limit float64, guess, ms int64) int64 {
+	s.maintain(ms)
+	var c [MaxLevels]*atom.Cell
+	var w [MaxLevels]atom.Word
+	cs := s.cellsOf(h, &c)
+	for l, p := range cs {
+		w[l] = p.Load()
+	}
+	if ms < s.low.Load() {
+		s.reloadWords(cs, &w, &ms)
+	}
+	now := s.stamp(ms)
+	fits := func(x int64) bool {
+		var v [MaxLevels]float64
+		lowest := math.Inf(1)
+		for l := range cs {
+			v[l] = s.rules.ValueLater(w[l], now, x)
+			if v[l] < lowest {
+				lowest = v[l]
+			}
+		}
+		return s.aggregateOf(v[:len(cs)], lowest)+delta <= limit
+	}
+	return leastFit(fits, min(max(guess, 0), maxFitWait))
+}
+
+// leastFit returns the least x in [0, maxFitWait] with fits(x), fits
+// monotone (false, then true), starting from the estimate g; -1 when
+// fits(maxFitWait) is false. From g it gallops (steps of 1, 2, 4, ...)
+// to a bracket, then bisects it: two calls when g is right.
+func leastFit(fits func(int64) bool, g int64) int64 {
+	lo, hi := int64(-1), g // fits(lo) false (-1 stands for "before 0"), fits(hi) true
+	if fits(g) {
+		for step := int64(1); hi > 0; step *= 2 {
+			x := max(hi-step, 0)
+			if !fits(x) {
+				lo = x
+				break
+			}
+			hi = x
+		}
+	} else {
+		lo = g
+		for step := int64(1); ; step *= 2 {
+			if step >= maxFitWait-lo {
+				if !fits(maxFitWait) {
+					return -1
+				}
+				hi = maxFitWait
+				break
+			}
+			if x := lo + step; fits(x) {
+				hi = x
+				break
+			} else {
+				lo = x
+			}
+		}
+	}
+	for hi-lo > 1 {
+		mid := lo + (hi-lo)/2
+		if fits(mid) {
+			hi = mid
+		} else {
+			lo = mid
+		}
+	}
+	return hi
+}
+
 // Detailed is QueryDetailed: the aggregate of key's cells, decayed to
 // now, and each level's cell as mk builds it from the level, the cell's
 // index in its row and its decayed score (each face builds its own
