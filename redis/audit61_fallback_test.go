@@ -4,13 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math"
 	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // TestAudit61FallbackRandomWaits: LocalFallback with the server down,
@@ -24,23 +22,14 @@ func TestAudit61FallbackRandomWaits(t *testing.T) {
 	t.Parallel() // its own server (or none), a fake clock: only the longest oracles run side by side
 	e := newEnv(t, "rueidis", "standalone")
 	ctx := context.Background()
-	type rig struct {
-		l   *Limiter
-		clk *sketchtest.FakeClock
-		lim Limit
-		N   uint32
-	}
-	var rigs []rig
+	var rigs []fallbackRig
 	for i, lim := range audit61Limits {
 		for j, N := range []uint32{[]uint32{1, 3, 7}[i%3]} {
-			clk := sketchtest.NewFakeClock()
-			clk.Set(1_000_000)
-			cfg := LimiterConfig{Name: fmt.Sprintf("a61fb%d_%d", i, j), Limit: lim, Clock: clk,
-				Policy: LocalFallback, Instances: N, ServerCheck: CheckSkip, Timeout: time.Second}
-			if (i+j)%2 == 0 {
-				cfg.Hasher, cfg.Seed = sketch.SipHash(), 0xA61
-			}
-			rigs = append(rigs, rig{e.limiter(t, cfg), clk, lim, N})
+			rigs = append(rigs, newFallbackRig(t, e, fmt.Sprintf("a61fb%d_%d", i, j), lim, N, func(cfg *LimiterConfig) {
+				if (i+j)%2 == 0 {
+					cfg.Hasher, cfg.Seed = sketch.SipHash(), 0xA61
+				}
+			}))
 		}
 	}
 	e.srv.kill()
@@ -56,18 +45,7 @@ func TestAudit61FallbackRandomWaits(t *testing.T) {
 			} else {
 				clk.Advance(time.Duration(rng.Float64()*drainMs/float64(1+rng.IntN(30))) * time.Millisecond)
 			}
-			var n float64
-			switch rng.IntN(4) {
-			case 0:
-				n = math.Max(1, math.Floor(rng.Float64()*fbB))
-			case 1:
-				n = rng.Float64() * fbB / 3
-			case 2:
-				n = fbB
-			default:
-				n = math.Max(1, math.Floor(rng.Float64()*fbB/10))
-			}
-			n = math.Min(n, fbB)
+			n := fallbackRequest(rng, fbB)
 			now := clk.NowMillis()
 			d, err := l.AllowN(ctx, "k", n)
 			if !errors.Is(err, ErrDegraded) {

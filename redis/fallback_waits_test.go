@@ -38,23 +38,14 @@ func TestFallbackWaitsExact(t *testing.T) {
 		PerSecond(1000*math.E, 1e6+0.1),
 		PerSecond(7.0/3, 1e5),
 	}
-	type rig struct {
-		l   *Limiter
-		clk *sketchtest.FakeClock
-		lim Limit
-		N   uint32
-	}
-	var rigs []rig
+	var rigs []fallbackRig
 	for i, lim := range limits {
 		for _, N := range []uint32{1, 3, 7} {
-			clk := sketchtest.NewFakeClock()
-			clk.Set(1_000_000)
-			l := e.limiter(t, LimiterConfig{Name: fmt.Sprintf("fbw%d_%d", i, N), Limit: lim, Clock: clk,
-				Policy: LocalFallback, Instances: N, ServerCheck: CheckSkip, Timeout: time.Second})
-			if l.fbSlack != 0 {
-				t.Fatalf("%v /%d: sweep slack %v; the test needs none", lim, N, l.fbSlack)
+			r := newFallbackRig(t, e, fmt.Sprintf("fbw%d_%d", i, N), lim, N, nil)
+			if r.l.fbSlack != 0 {
+				t.Fatalf("%v /%d: sweep slack %v; the test needs none", lim, N, r.l.fbSlack)
 			}
-			rigs = append(rigs, rig{l, clk, lim, N})
+			rigs = append(rigs, r)
 		}
 	}
 	e.srv.kill()
@@ -73,18 +64,7 @@ func TestFallbackWaitsExact(t *testing.T) {
 		}
 		for p := range 60 {
 			clk.Advance(time.Duration(rng.Float64()*drainMs/float64(1+rng.IntN(40))) * time.Millisecond)
-			var n float64
-			switch rng.IntN(4) {
-			case 0:
-				n = math.Max(1, math.Floor(rng.Float64()*fbB))
-			case 1:
-				n = rng.Float64() * fbB / 3
-			case 2:
-				n = fbB
-			default:
-				n = math.Max(1, math.Floor(rng.Float64()*fbB/10))
-			}
-			n = math.Min(n, fbB)
+			n := fallbackRequest(rng, fbB)
 			now := clk.NowMillis()
 			d := allow(n)
 			if rng.IntN(2) == 0 && d.ResetAfter > 0 {
@@ -127,4 +107,45 @@ func TestFallbackWaitsExact(t *testing.T) {
 		t.Errorf("checked %d retries and %d resets; want at least 100 of each", retries, resets)
 	}
 	t.Logf("checked %d retries, %d resets", retries, resets)
+}
+
+// fallbackRequest draws a request for a fallback of Burst/N fbB: a whole
+// share of it, a fraction of a third of it, all of it, or a whole tenth.
+func fallbackRequest(rng *rand.Rand, fbB float64) float64 {
+	var n float64
+	switch rng.IntN(4) {
+	case 0:
+		n = math.Max(1, math.Floor(rng.Float64()*fbB))
+	case 1:
+		n = rng.Float64() * fbB / 3
+	case 2:
+		n = fbB
+	default:
+		n = math.Max(1, math.Floor(rng.Float64()*fbB/10))
+	}
+	return math.Min(n, fbB)
+}
+
+// fallbackRig is a LocalFallback limiter over N instances on its own
+// fake clock (set to 1,000,000 ms), made on e's server without a check:
+// kill the server and every call is the fallback's.
+type fallbackRig struct {
+	l   *Limiter
+	clk *sketchtest.FakeClock
+	lim Limit
+	N   uint32
+}
+
+// newFallbackRig makes a fallbackRig named name; edit, if not nil,
+// changes its configuration first.
+func newFallbackRig(t *testing.T, e *env, name string, lim Limit, N uint32, edit func(*LimiterConfig)) fallbackRig {
+	t.Helper()
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000_000)
+	cfg := LimiterConfig{Name: name, Limit: lim, Clock: clk,
+		Policy: LocalFallback, Instances: N, ServerCheck: CheckSkip, Timeout: time.Second}
+	if edit != nil {
+		edit(&cfg)
+	}
+	return fallbackRig{e.limiter(t, cfg), clk, lim, N}
 }
