@@ -470,16 +470,16 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 // reaches). guess, a closed form's estimate of x, saves steps; any value
 // gives the same answer. It only reads.
 //
-// So a wait computed by it is exact where a wait computed from a Query's
-// decayed value is not: that value is already rounded, and draining it
-// further rounds again, so the two can differ from the cell's own decay
-// by a float64 ulp either way (redis's LocalFallback waits were an ulp
-// of a token early). The answer is the least such x when the aggregate
-// never grows with time (a decaying law over scores >= 0, as a
-// limiter's Linear on [0, Burst]); for other laws it is an x that fits
-// with x - 1 not fitting. It does not foresee the horizon sweep, which
-// may re-stamp a cell older than SweepKeep with its value rounded up (a
-// caller adds the sweep's slack), nor writes made after its loads.
+// So a wait computed by it is exact where one computed by draining a
+// Query's value further is not: that value is already rounded, and
+// rounds again, so the two can differ from the cell's own decay by a
+// float64 ulp either way (docs/distributed.md, "The LocalFallback"). The
+// answer is the least such x when the aggregate never grows with time (a
+// decaying law over scores >= 0, as a limiter's Linear on [0, Burst]);
+// for other laws it is an x that fits with x - 1 not fitting. It does
+// not foresee the horizon sweep, which may re-stamp a cell older than
+// SweepKeep with its value rounded up (a caller adds the sweep's slack),
+// nor writes made after its loads.
 func (s *Sketch) FitsInString(key string, delta, limit float64, guess int64) int64 {
 	return s.fitsIn(s.sum64String(key), delta, limit, guess, s.nowMillis())
 }
