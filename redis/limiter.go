@@ -181,7 +181,7 @@ type Limiter struct {
 	lt       *localTime     // the deny cache's and the fallback's time
 	fbLimit  Limit          // Rate/N, Burst/N
 	fbSlack  time.Duration  // sweepSlack of the fallback: added to its waits
-	fbExcess time.Duration  // capExcess of the fallback: added to a wait from a debt at its cap
+	fbExcess time.Duration  // capExcess of the fallback: DecideContext's NextAfter at the cap (its waits search the cells)
 	excess   time.Duration  // capExcess of the server's cells (in units): DecideContext's NextAfter at the cap
 	degraded atomic.Bool
 	c        counters
