@@ -21,7 +21,7 @@ import (
 // decays the key's cells. The clock only moves forward and every drain
 // is far below the horizon sweep's 2^29 ms, so no slack applies.
 //
-// Before the waits came from the cells (core.Sketch.FitsInString) they
+// Before the waits came from the cells (core.Outlook.FitsIn) they
 // were computed by draining Query's decayed debt, which rounds twice:
 // at 1000/13 per s over 3 instances a retry at RetryAfter was now and
 // then denied, owing an ulp of a token (the limitation Decision.RetryAfter

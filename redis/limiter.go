@@ -177,7 +177,7 @@ type Limiter struct {
 	cache    *denyCache     // nil: no deny cache
 	precheck bool           // feed cache on admissions too
 	fallback *sketch.Sketch // LocalFallback only
-	fbEngine *core.Sketch   // fallback's engine: its waits (FitsInString)
+	fbEngine *core.Sketch   // fallback's engine: its debt and waits from one load (OutlookString)
 	lt       *localTime     // the deny cache's and the fallback's time
 	fbLimit  Limit          // Rate/N, Burst/N
 	fbSlack  time.Duration  // sweepSlack of the fallback: added to its waits
@@ -444,7 +444,7 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		}
 		d.Limit = fb
 		// The waits come from the key's cells as the fallback's own
-		// TryUpdate will decay them (core.Sketch.FitsInString), not from
+		// TryUpdate will decay them (core.Outlook.FitsIn), not from
 		// the decayed debt a Query reads: draining that already rounded
 		// value again came out an ulp of a token early at rates whose
 		// drain a float does not hold (audit 61: 1000/13 per s over 3
@@ -462,16 +462,17 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		// cells and rounds them up to float32, and peeks made while
 		// waiting made the retry at RetryAfter 1 ms early (audit 69).
 		d.Allowed = n == 0 || n <= fb.Burst && l.fallback.TryUpdateString(key, n, fb.Burst)
-		debt := l.fallback.QueryString(key)
+		o := l.fbEngine.OutlookString(key) // the debt and both waits from one load
+		debt := o.Value()
 		d.Remaining = max(fb.Burst-debt, 0)
-		d.ResetAfter = wait(l.fbEngine.FitsInString(key, 0, 0, guessMs(resetAfter(debt, fb.Rate))))
+		d.ResetAfter = wait(o.FitsIn(0, 0, guessMs(resetAfter(debt, fb.Rate))))
 		if d.Allowed {
 			l.c.policyAdmits.Add(1)
 		} else {
 			l.c.policyDenials.Add(1)
 			d.RetryAfter = -1 // n above Burst/N: never
 			if n <= fb.Burst {
-				d.RetryAfter = wait(l.fbEngine.FitsInString(key, n, fb.Burst, guessMs(retryAfter(debt, n, fb.Burst, fb.Rate))))
+				d.RetryAfter = wait(o.FitsIn(n, fb.Burst, guessMs(retryAfter(debt, n, fb.Burst, fb.Rate))))
 			}
 		}
 	default: // FailClosed

@@ -12,17 +12,18 @@ import (
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// TestFitsInString: FitsInString's x is the least wait after which
+// TestOutlookFitsIn: Outlook.FitsIn's x is the least wait after which
 // TryUpdate admits, as the sketch itself decides: with nothing written
 // in between, TryUpdateString(k, d, limit) is denied x - 1 ms later (a
 // denial writes nothing) and admitted x ms later. Random histories on
 // few cells (keys collide), decaying laws, every aggregator, bounds a
 // float32 holds and bounds it does not (a cell at the clamp stores Hi
 // rounded up and reads it capped), plain and conservative updates, and
-// first guesses that are right, low, high or absurd.
-func TestFitsInString(t *testing.T) {
+// first guesses that are right, low, high or absurd. Outlook.Value, from
+// the same load, is what Query reads.
+func TestOutlookFitsIn(t *testing.T) {
 	// Every drain stays below core.SweepKeep (2^29 ms, 6.2 days): past
-	// it the horizon sweep may re-stamp a cell, which FitsInString does
+	// it the horizon sweep may re-stamp a cell, which FitsIn does
 	// not foresee (its callers add the sweep's slack).
 	laws := []struct {
 		name string
@@ -96,32 +97,36 @@ func fitsInHistory(t *testing.T, name string, law decay.Decay, hi float64, agg c
 			guess = rng.Int64N(200_000)
 		}
 		now := clk.NowMillis()
-		x := s.FitsInString(k, d, limit, guess)
-		if x2 := s.FitsInString(k, d, limit, 0); x2 != x {
-			t.Fatalf("%s step %d: FitsInString(%q, %v, %v) = %d from guess %d, %d from guess 0", name, step, k, d, limit, x, guess, x2)
+		o := s.OutlookString(k)
+		if v, q := o.Value(), s.QueryString(k); v != q {
+			t.Fatalf("%s step %d: Outlook(%q).Value() = %v, Query %v", name, step, k, v, q)
+		}
+		x := o.FitsIn(d, limit, guess)
+		if x2 := o.FitsIn(d, limit, 0); x2 != x {
+			t.Fatalf("%s step %d: FitsIn(%q, %v, %v) = %d from guess %d, %d from guess 0", name, step, k, d, limit, x, guess, x2)
 		}
 		if x < 0 {
-			t.Fatalf("%s step %d: FitsInString(%q, %v, %v) = %d; every law here drains to 0", name, step, k, d, limit, x)
+			t.Fatalf("%s step %d: FitsIn(%q, %v, %v) = %d; every law here drains to 0", name, step, k, d, limit, x)
 		}
 		if x > 0 {
 			clk.Set(now + x - 1)
 			if s.TryUpdateString(k, d, limit) {
-				t.Fatalf("%s step %d: FitsInString(%q, %v, %v) = %d, but TryUpdate admits at %d", name, step, k, d, limit, x, x-1)
+				t.Fatalf("%s step %d: FitsIn(%q, %v, %v) = %d, but TryUpdate admits at %d", name, step, k, d, limit, x, x-1)
 			}
 		}
 		clk.Set(now + x)
 		if !s.TryUpdateString(k, d, limit) {
-			t.Fatalf("%s step %d: FitsInString(%q, %v, %v) = %d, but TryUpdate denies then (Query %v)", name, step, k, d, limit, x, s.QueryString(k))
+			t.Fatalf("%s step %d: FitsIn(%q, %v, %v) = %d, but TryUpdate denies then (Query %v)", name, step, k, d, limit, x, s.QueryString(k))
 		}
 		checked++
 	}
 	return checked
 }
 
-// TestFitsInStringNever: a delta the law can never make room for (above
+// TestOutlookFitsInNever: a delta the law can never make room for (above
 // the limit, under a law that keeps scores, or above limit - Lo with
 // nothing stored) is -1; one that fits now is 0.
-func TestFitsInStringNever(t *testing.T) {
+func TestOutlookFitsInNever(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	for _, c := range []struct {
 		law          decay.Decay
@@ -140,8 +145,9 @@ func TestFitsInStringNever(t *testing.T) {
 			t.Fatal(err)
 		}
 		s.UpdateString("k", c.stored)
-		if got := s.FitsInString("k", c.d, c.l, 7); got != c.want {
-			t.Errorf("%v: stored %v, FitsInString(d %v, limit %v) = %d; want %d", c.law, c.stored, c.d, c.l, got, c.want)
+		o := s.OutlookString("k")
+		if got := o.FitsIn(c.d, c.l, 7); got != c.want {
+			t.Errorf("%v: stored %v, FitsIn(d %v, limit %v) = %d; want %d", c.law, c.stored, c.d, c.l, got, c.want)
 		}
 	}
 }

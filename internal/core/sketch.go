@@ -460,58 +460,77 @@ func (s *Sketch) query(h uint64, ms int64) float64 {
 	return s.aggregateOf(v[:len(cs)], lowest)
 }
 
-// FitsInString returns the least whole number of ms x >= 0 after the
-// sketch's time now at which TryUpdateString(key, delta, limit) would
-// admit, were nothing written to the key's cells in between: the
-// aggregate of the words loaded now, each decayed x ms further
-// (atom.Rules.ValueLater, the arithmetic every read uses), capped at Hi
-// as every read is, plus delta, is <= limit. It returns -1 when no x up
-// to 2^62 ms does (delta above limit less the lowest score the law
-// reaches). guess, a closed form's estimate of x, saves steps; any value
-// gives the same answer. It only reads.
-//
-// So a wait computed by it is exact where one computed by draining a
-// Query's value further is not: that value is already rounded, and
-// rounds again, so the two can differ from the cell's own decay by a
-// float64 ulp either way (docs/distributed.md, "The LocalFallback"). The
-// answer is the least such x when the aggregate never grows with time (a
-// decaying law over scores >= 0, as a limiter's Linear on [0, Burst]);
-// for other laws it is an x that fits with x - 1 not fitting. It does
-// not foresee the horizon sweep, which may re-stamp a cell older than
-// SweepKeep with its value rounded up (a caller adds the sweep's slack),
-// nor writes made after its loads.
-func (s *Sketch) FitsInString(key string, delta, limit float64, guess int64) int64 {
-	return s.fitsIn(s.sum64String(key), delta, limit, guess, s.nowMillis())
+// Outlook is a key's words loaded once, at the sketch's time then: the
+// estimate they give (Value, what Query reads) and the waits after which
+// TryUpdate would admit (FitsIn), all from the same load. It only reads.
+type Outlook struct {
+	s   *Sketch
+	w   [MaxLevels]atom.Word
+	now uint32
 }
 
-// maxFitWait bounds FitsInString's search.
-const maxFitWait = int64(1) << 62
+// OutlookString loads key's words at the sketch's time now.
+func (s *Sketch) OutlookString(key string) Outlook {
+	return s.outlook(s.sum64String(key), s.nowMillis())
+}
 
-func (s *Sketch) fitsIn(h uint64, delta, limit float64, guess, ms int64) int64 {
+func (s *Sketch) outlook(h uint64, ms int64) Outlook {
 	s.maintain(ms)
+	o := Outlook{s: s}
 	var c [MaxLevels]*atom.Cell
-	var w [MaxLevels]atom.Word
 	cs := s.cellsOf(h, &c)
 	for l, p := range cs {
-		w[l] = p.Load()
+		o.w[l] = p.Load()
 	}
 	if ms < s.low.Load() {
-		s.reloadWords(cs, &w, &ms)
+		s.reloadWords(cs, &o.w, &ms)
 	}
-	now := s.stamp(ms)
-	fits := func(x int64) bool {
-		var v [MaxLevels]float64
-		lowest := math.Inf(1)
-		for l := range cs {
-			v[l] = s.rules.ValueLater(w[l], now, x)
-			if v[l] < lowest {
-				lowest = v[l]
-			}
-		}
-		return s.aggregateOf(v[:len(cs)], lowest)+delta <= limit
-	}
-	return leastFit(fits, min(max(guess, 0), maxFitWait))
+	o.now = s.stamp(ms)
+	return o
 }
+
+// Value is the key's estimate at the load: what Query read then.
+func (o *Outlook) Value() float64 { return o.after(0) }
+
+// after is the estimate x >= 0 ms after the load, from the loaded words:
+// each decayed x ms further (atom.Rules.ValueLater, the arithmetic every
+// read uses) and aggregated capped at Hi, as every read is.
+func (o *Outlook) after(x int64) float64 {
+	s := o.s
+	var v [MaxLevels]float64
+	lowest := math.Inf(1)
+	for l := range s.levels {
+		v[l] = s.rules.ValueLater(o.w[l], o.now, x)
+		if v[l] < lowest {
+			lowest = v[l]
+		}
+	}
+	return s.aggregateOf(v[:s.levels], lowest)
+}
+
+// FitsIn returns the least whole number of ms x >= 0 after the load at
+// which TryUpdate(key, delta, limit) would admit, were nothing written to
+// the key's cells in between: the estimate x ms later plus delta is <=
+// limit. It returns -1 when no x up to 2^62 ms does (delta above limit
+// less the lowest score the law reaches). guess, a closed form's
+// estimate of x, saves steps; any value gives the same answer.
+//
+// So a wait computed by it is exact where one computed by draining
+// Value further is not: that value is already rounded, and rounds again,
+// so the two can differ from the cell's own decay by a float64 ulp either
+// way (docs/distributed.md, "The LocalFallback"). The answer is the least
+// such x when the estimate never grows with time (a decaying law over
+// scores >= 0, as a limiter's Linear on [0, Burst]); for other laws it is
+// an x that fits with x - 1 not fitting. It does not foresee the horizon
+// sweep, which may re-stamp a cell older than SweepKeep with its value
+// rounded up (a caller adds the sweep's slack), nor writes made after the
+// load.
+func (o *Outlook) FitsIn(delta, limit float64, guess int64) int64 {
+	return leastFit(func(x int64) bool { return o.after(x)+delta <= limit }, min(max(guess, 0), maxFitWait))
+}
+
+// maxFitWait bounds FitsIn's search.
+const maxFitWait = int64(1) << 62
 
 // leastFit returns the least x in [0, maxFitWait] with fits(x), fits
 // monotone (false, then true), starting from the estimate g; -1 when
