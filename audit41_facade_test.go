@@ -12,6 +12,7 @@ import (
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/reference"
@@ -97,6 +98,7 @@ func TestAudit41FacadeHashers(t *testing.T) {
 // (1 - (1 - 1/M)^H)^L <= targetP, 8 when none; degenerate inputs: 0 and
 // an error naming the argument.
 func TestAudit41FacadeSuggestLevels(t *testing.T) {
+	testsize.Serial(t)
 	fp := func(l, m, h uint32) float64 {
 		return math.Pow(1-math.Pow(1-1/float64(m), float64(h)), float64(l))
 	}

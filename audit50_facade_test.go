@@ -8,6 +8,7 @@ import (
 
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -68,6 +69,7 @@ func TestAudit50FixedSuggestLevelsExactBoundary(t *testing.T) {
 // of hot keys, cells and targets, skipping inputs within 1e-9 relative of
 // a boundary (where float64 rounding decides).
 func TestAudit50SuggestLevelsGridAwayFromBoundary(t *testing.T) {
+	testsize.Serial(t)
 	hs := []uint32{1, 2, 3, 10, 100, 1000, 10_000, 100_000, 1 << 20, math.MaxUint32}
 	ms := []uint32{1, 2, 3, 7, 100, 1000, 100_000, 1 << 20, math.MaxUint32}
 	ps := []float64{1e-300, 1e-12, 1e-6, 1e-3, 0.01, 0.05, 0.1, 0.25, 0.5, 0.9, 0.999999}

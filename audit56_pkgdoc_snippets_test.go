@@ -11,6 +11,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // audit56: the code blocks of the package docs (tab-indented lines of a
@@ -53,8 +55,12 @@ func a56DocBlocks(t *testing.T, file string) []string {
 }
 
 func TestAudit56PackageDocSnippetsTypeCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("type-checks its imports from source (about 10 s, 20 under -race): make test's test-race step runs it")
+	// It type-checks snippets (go/importer parses in goroutines of its
+	// own, none of this module's code runs concurrently): the race
+	// detector has nothing of ours to watch. make test's purego step runs
+	// it (about 10 s; 80 s under -race beside the other packages).
+	if testing.Short() || testsize.Race {
+		t.Skip("type-checks its imports from source: make test's purego step runs it (not -short, not -race)")
 	}
 	root, _ := filepath.Abs(".")
 	var files []string

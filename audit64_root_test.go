@@ -13,6 +13,7 @@ import (
 
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -54,6 +55,7 @@ func (tr *audit64Truth) at(law audit64Law, ms int64) float64 {
 // (default; gives collision shielding and one-sided error)"; root doc:
 // "rounded toward +Inf on every store, so Min never under-estimates").
 func TestAudit64RootSketchNeverBelowTruth(t *testing.T) {
+	testsize.Serial(t)
 	for _, law := range audit64Laws() {
 		for _, hasher := range []grudge.HasherFactory{nil, grudge.Murmur3(), grudge.SipHash()} {
 			t.Run(law.name, func(t *testing.T) {

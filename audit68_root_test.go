@@ -10,6 +10,7 @@ import (
 
 	grudge "github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch/reference"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 	"github.com/spaolacci/murmur3"
@@ -71,6 +72,7 @@ func (h a68XorHasher) Hash64(key []byte) uint64 {
 // precision, TryUpdate's decisions must agree away from the boundary, and
 // QueryDetailed's cell indices must be the reference's.
 func TestAudit68RootDifferentialReference(t *testing.T) {
+	testsize.Serial(t)
 	laws := []struct {
 		name string
 		d    grudge.Decay
@@ -313,6 +315,7 @@ func TestAudit68RootTickerRotatorModel(t *testing.T) {
 // k periods counts k. Random operation sequences against the same model
 // of grudge's generations as above, with jumps of many periods.
 func TestAudit68RootLazyRotatorModel(t *testing.T) {
+	testsize.Serial(t)
 	for _, gens := range []uint32{2, 3, 4} {
 		for _, period := range []time.Duration{3 * time.Millisecond, 2900 * time.Microsecond, 250 * time.Millisecond} {
 			pms := int64((period + time.Millisecond - 1) / time.Millisecond)

@@ -11,6 +11,7 @@ import (
 	grudge "github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
 	"github.com/lfgrudge/grudge/internal/ref"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -76,6 +77,7 @@ func a76Move(rng *rand.Rand) time.Duration {
 // decays as grudge's int64 timestamps do), negative deltas and both
 // clamps. Both a grudgetest.FakeClock and a user Clock with Now only.
 func TestAudit76ExactIntegerDifferential(t *testing.T) {
+	testsize.Serial(t)
 	laws := []struct {
 		name string
 		d    grudge.Decay
@@ -269,6 +271,7 @@ func (h *a76HWClock) NowMillis() int64 {
 // once, and Rotations() counts k". Exact laws and integer deltas: every
 // reading, decision and Rotations() count must be the reference's.
 func TestAudit76LazyRotatorDifferential(t *testing.T) {
+	testsize.Serial(t)
 	periods := []time.Duration{7 * time.Millisecond, 250 * time.Millisecond, 3 * time.Second,
 		50 * 24 * time.Hour, 1<<32*time.Millisecond + time.Millisecond}
 	seed := uint64(7800)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -147,6 +148,7 @@ func (b *a32TimeBucket) retryAfter(r *big.Rat, burst, n int) time.Duration {
 // policy is never early against its own bucket, and its RetryAfter still
 // predicts its own next decision to the millisecond").
 func TestAudit32PoliciesLongDrain(t *testing.T) {
+	testsize.Serial(t)
 	clk := limittest.NewFakeClock()
 	clk.Set(a32Start)
 	l, err := limit.New(5e-4, 1000, limit.WithClock(clk), limit.WithMaxDebt(4000), limit.WithSeed(5), limit.WithSize(4, 2048))

@@ -181,6 +181,7 @@ func a32Want(m *a32Bucket, n int, allowed bool) [4]time.Duration {
 // bucket's ... a retry at t+RetryAfter is admitted and one 1 ms earlier
 // is not").
 func TestAudit32LongDrainInexactDrainOne(t *testing.T) {
+	testsize.Serial(t)
 	cases := []struct {
 		lim   limit.Limit
 		r     *big.Rat
@@ -234,6 +235,7 @@ func TestAudit32LongDrainInexactDrainOne(t *testing.T) {
 // sweeps and re-bases: Allowed, RetryAfter, ResetAfter, NextAfter and
 // Remaining all equal the exact bucket's.
 func TestAudit32ExactCountMinLongIdle(t *testing.T) {
+	testsize.Serial(t)
 	cases := []struct {
 		lim   limit.Limit
 		r     *big.Rat

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -255,6 +256,7 @@ func a32Cases() []a32Case {
 // "a retry at t+RetryAfter is admitted and one 1 ms earlier is not";
 // Decision.ResetAfter: "the time until the key's debt drains to zero".
 func TestAudit32FixedRetryAfterEarlyAcrossSweep(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range a32Cases() {
 		t.Run(c.name, func(t *testing.T) {
 			offs := c.offs

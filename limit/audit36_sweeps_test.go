@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -67,6 +68,7 @@ func a36RunCases(cases []a32Case, offs []int64) (bad []string, runs int) {
 // a sweep: Rules.Rebase's search for an exact back-dating gave up after 64
 // grid steps; it is now solved in closed form (atom.wholeDrain).
 func TestAudit36FixedRetryAfterEarlyLargeDrainAcrossSweeps(t *testing.T) {
+	testsize.Serial(t)
 	cases := []a32Case{
 		{name: "4093/2^20,burst4000,CountMin4x1024", build: a36Limit(4093.0/(1<<20), 4000, limit.WithEngine(limit.CountMin), limit.WithSize(4, 1024)),
 			fill: a36Allow(4000), n: 4000, w: 5 * a32Day},
@@ -102,6 +104,7 @@ func TestAudit36LargeDrain67AcrossSweeps(t *testing.T) {
 // debt never reads below the truth), and PeekN never admits the whole
 // burst before the exact bucket has drained.
 func TestAudit36LargeDrainNeverBelowTruth(t *testing.T) {
+	testsize.Serial(t)
 	const rate = 4093.0 / (1 << 20)
 	const burst = 8000
 	for _, eng := range []limit.Option{limit.WithEngine(limit.CountMin), limit.WithSize(4, 1024)} {

@@ -47,6 +47,7 @@ func audit42Fresh(l *limit.Limiter, now time.Time, prefix string, probes int) fl
 // keys at their limit at once with at most a share deny of fresh keys
 // (keys never seen) denied because of them".
 func TestAudit42WithCapacityHolds(t *testing.T) {
+	testsize.Serial(t)
 	type tc struct {
 		name  string
 		lim   limit.Limit
@@ -289,6 +290,7 @@ func audit42SmallSweep(e limit.Engine, keys int, deny float64, seeds int) (mean,
 // this small still varies by seed (about 1 in 5 above 1.2%, as
 // docs/capacity.md says), which the target does not bound.
 func TestAudit42FixedCountMinSmallCapacityOverDenies(t *testing.T) {
+	testsize.Serial(t)
 	const seeds = 30
 	mean, worst, over := audit42SmallSweep(limit.CountMin, 50, 0.01, seeds)
 	t.Logf("count-min WithCapacity(50, 1%%): mean %.4f%%, worst %.4f%%, %d of %d limiters above 1.2%%", 100*mean, 100*worst, over, seeds)
@@ -303,6 +305,7 @@ func TestAudit42FixedCountMinSmallCapacityOverDenies(t *testing.T) {
 // seeds (the count-min at 2000 keys: mean 0.98%, worst 1.13%; Buckets
 // at 50, 300 and 2000 keys at 1%: worst 0.07%).
 func TestAudit42SmallCapacityHolds(t *testing.T) {
+	testsize.Serial(t)
 	for i, c := range []struct {
 		e    limit.Engine
 		keys int

@@ -344,6 +344,7 @@ func TestAudit42RestoreAfterSetLimitAndTrailing(t *testing.T) {
 // on both engines ("a debt saved 5 s ago has drained 5 s worth, never
 // more, and never grows").
 func TestAudit42RestoreDowntimeSweep(t *testing.T) {
+	testsize.Serial(t)
 	downs := []int64{}
 	for d := int64(0); d <= 70_000; d += 211 * int64(testsize.Stride(5)) {
 		downs = append(downs, d)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -19,6 +20,7 @@ import (
 // (Stats.Saturation: "the estimated probability that a fresh key ...
 // asking for one token now is denied").
 func TestAudit42SaturationSaysFull(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range []struct {
 		name string
 		opts []limit.Option
@@ -66,6 +68,7 @@ func audit42FillFrom(l *limit.Limiter, now time.Time, from, to int) {
 // and amnesty": never amnestied), so it is denied one token until its
 // own debt is at most burst - 1.
 func TestAudit42ThrottledSurvivesFloodAndRotation(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range []struct {
 		name string
 		opts []limit.Option

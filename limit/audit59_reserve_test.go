@@ -43,6 +43,7 @@ func a59Same(t *testing.T, what string, got, want limit.Decision) {
 // "Exactness"). Before the Cancel, the reservation's Delay is the
 // bucket's.
 func TestAudit59CancelAcrossPromotions(t *testing.T) {
+	testsize.Serial(t)
 	for _, g := range []uint32{2, 3, 4, 8} {
 		{
 			for j := 0; j <= int(g)+1; j++ {
@@ -176,6 +177,7 @@ func TestAudit59CancelAfterOwnWriteBounded(t *testing.T) {
 // since a Cancel may keep the debit), so no key is admitted past its own
 // bucket. Time stays within one Period (no rotation, no amnesty).
 func TestAudit59CollidingRefundsNeverUnderstate(t *testing.T) {
+	testsize.Serial(t)
 	type engine struct {
 		name string
 		opts []limit.Option
@@ -324,6 +326,7 @@ type a59Policy interface {
 // key since its reservation leaves the key as if the reservation had
 // never been taken ("the part drained since included").
 func TestAudit59ReserveCancelScheduleMatchesBucket(t *testing.T) {
+	testsize.Serial(t)
 	type eng struct {
 		name string
 		opts []limit.Option

@@ -43,6 +43,7 @@ func a62Limiter(t *testing.T, c *sketchtest.FakeClock, gens uint32) *limit.Limit
 // abuser throttled before a deploy is still throttled after it, drained
 // by the downtime and never more".
 func TestAudit62LimiterEncodeMovesNeverMoreTokens(t *testing.T) {
+	testsize.Serial(t)
 	S := a62T0 + 1950
 	for _, gens := range []uint32{2, 3} {
 		last := 3 + 3*int(gens)

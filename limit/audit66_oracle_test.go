@@ -181,6 +181,7 @@ func a66Configs() []a66Cfg {
 // policy used reports Exact (package doc, "Exactness" and "Tiers and
 // changing the limit").
 func TestAudit66OracleMixed(t *testing.T) {
+	testsize.Serial(t)
 	for _, cfg := range a66Configs() {
 		t.Run(cfg.name, func(t *testing.T) {
 			checked, seeds := 0, testsize.Pick(12, 4)

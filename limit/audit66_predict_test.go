@@ -98,6 +98,7 @@ func a66Peek(l *limit.Limiter, ts []*limit.Tier, pol, n int) limit.Decision {
 // replaying the schedule on a twin limiter and peeking at the predicted
 // instant and 1 ms before it.
 func TestAudit66PredictionsHoldInexact(t *testing.T) {
+	testsize.Serial(t)
 	cfgs := []a66PCfg{
 		{name: "pi/cm", lim: math.Pi, burst: 7, opts: []limit.Option{limit.WithSize(2, 64), limit.WithMaxDebt(30)},
 			tiers: []limit.Policy{{Name: "e", Limit: math.E / 3, Burst: 4}, {Name: "third", Limit: math.Pi / 3, Burst: 7}},

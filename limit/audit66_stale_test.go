@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -33,6 +34,7 @@ type a66TOp struct {
 // key is back within its burst there ("a stale t never makes the
 // requests act early", ReserveN).
 func TestAudit66StaleTPredictions(t *testing.T) {
+	testsize.Serial(t)
 	type cfg struct {
 		name string
 		lim  limit.Limit

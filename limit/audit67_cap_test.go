@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -49,6 +50,7 @@ func a67ms(d time.Duration) int64 { return int64(math.Ceil(float64(d) / float64(
 // within the clamp's step (MaxDebt x 2^-23 / rate) + 2 ms of the exact
 // bucket's (debt exactly MaxDebt, drained since the fill).
 func TestAudit67CapNeverEarly(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range a67CapCases {
 		step := float64(c.b) * 0x1p-23 / float64(c.r) * 1000 // ms, the clamp's drain at most
 		for _, how := range []string{"burst", "reject", "reserve"} {
@@ -182,6 +184,7 @@ type a67Dec interface {
 // key shared with it counts its burst at the rounded cost (at most b grid
 // steps of drain more time than b x R/r)"), at most 2^-7 of the burst's time.
 func TestAudit67CapNeverEarlyAfterPolicyChanges(t *testing.T) {
+	testsize.Serial(t)
 	type scen struct {
 		name string
 		run  func(l *limit.Limiter, t0 time.Time) a67Dec

@@ -136,6 +136,7 @@ func TestAudit70DefaultMillionKeys(t *testing.T) {
 // measured rate (within 20%, "TestSaturation asserts 20%"), and says
 // "full" (above 1%) only past the cliff: not before it.
 func TestAudit70ScaledRatios(t *testing.T) {
+	testsize.Serial(t)
 	const defLines = 99_929 // docs/capacity.md: the default's lines at 84028a0
 	if got := bucket.LinesFor(int(2 * core.CellBytes(core.DefaultLevels, core.DefaultCellsPerLevel))); got != defLines {
 		t.Logf("default lines now %d (docs: 99,929)", got)
@@ -256,6 +257,7 @@ func TestAudit70PastCapacityOneSided(t *testing.T) {
 // engine in a thousand"; the count-min's rate is a mean over seeds, so it
 // is checked on the mean).
 func TestAudit70CapacityFilled(t *testing.T) {
+	testsize.Serial(t)
 	probes := 100_000
 	if testsize.Small() {
 		probes = 30_000

@@ -91,6 +91,7 @@ func TestAudit70FixedSaturationBlindToFloors(t *testing.T) {
 // (Stats.Saturation: "the estimated probability that a fresh key ...
 // asking for one token now is denied").
 func TestAudit70SteadyStateSaturation(t *testing.T) {
+	testsize.Serial(t)
 	dur := int64(4000)
 	if testsize.Small() {
 		dur = 2500

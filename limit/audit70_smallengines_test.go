@@ -36,6 +36,7 @@ func TestAudit70SuggestDocLines(t *testing.T) {
 // (50,000 at 0.1%); an engine counts as over when its measured rate
 // exceeds the target by 3 binomial standard deviations.
 func TestAudit70SmallEnginesOverSeeds(t *testing.T) {
+	testsize.Serial(t)
 	seeds := uint64(40)
 	if testsize.Small() {
 		seeds = 10

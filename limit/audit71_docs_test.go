@@ -39,6 +39,7 @@ func TestAudit71MaxBytesGuardLines(t *testing.T) {
 // 2^(1-m): 2^-12 at MaxDebt 2000, 2^-19 at 15, 2^-7 from 32768 on; and
 // 5e-4/s at burst 1000 is a token of 2,000,128 units.
 func TestAudit71UnitsDocNumbers(t *testing.T) {
+	testsize.Serial(t)
 	l, err := New(5e-4, 1000, WithEngine(CountMin))
 	if err != nil {
 		t.Fatal(err)

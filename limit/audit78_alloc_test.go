@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -17,6 +18,7 @@ import (
 // Multi.Stats "does not allocate"; a Multi of four windows with
 // per-window keys "does not allocate" (multi.go).
 func TestAudit78Allocs(t *testing.T) {
+	testsize.Serial(t)
 	if testing.Short() {
 		t.Skip()
 	}

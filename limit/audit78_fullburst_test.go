@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -16,6 +17,7 @@ import (
 // one-token request is denied with a RetryAfter of at least one token's
 // time, 1/r s (to the ms).
 func TestAudit78AnyPolicyFullBurstThenDenied(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(3, 4))
 	fails, tried := 0, 0
 	for i := 0; i < 1200; i++ {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -24,6 +25,7 @@ import (
 // share rests on 1,000 denials or more; and both are 0 on an empty
 // limiter.
 func TestSaturation(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range []struct {
 		name string
 		opts []limit.Option

@@ -1,11 +1,13 @@
 package limit
 
 import (
-	"github.com/lfgrudge/grudge/internal/units"
 	"math"
 	"math/big"
 	"testing"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/testsize"
+	"github.com/lfgrudge/grudge/internal/units"
 )
 
 // TestCostOfNewRate: the policy New builds and the one costOf prices for
@@ -14,6 +16,7 @@ import (
 // Buckets plan), so SetLimit(l.Limit()) and Tier(l.Limit(), l.Burst())
 // decide exactly as New's policy does.
 func TestCostOfNewRate(t *testing.T) {
+	testsize.Serial(t)
 	rates := []Limit{10, 3, 1000, 1e6, 1e-6, Limit(1) / 60, Every(3 * time.Second), Every(7 * time.Millisecond),
 		Every(time.Hour / 1000), Limit(math.Pi), 7.3, 1234.5678, 0.37, 5e4 / 3}
 	for _, r := range rates {

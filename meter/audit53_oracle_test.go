@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -116,6 +117,7 @@ func (m *a53RateModel) truths(key string, since int64) (own, all *big.Float) {
 //   - at most the sum of all events plus 2e-5 relative (float32 round-ups
 //     and the 2^-40 bias: no collision among three keys in 4 x 1024).
 func TestAudit53RateBigOracleAcrossJumps(t *testing.T) {
+	testsize.Serial(t)
 	keys := []string{"x", "y", "z"}
 	for _, wms := range []int64{1, 1000, 1 << 24, 1 << 31} {
 		for _, pw := range []float64{1, 2.5, 16} {
@@ -233,6 +235,7 @@ func TestAudit53RateBigOracleAcrossJumps(t *testing.T) {
 // downtime counted". Six keys in 4 x 1024 cells: no false positive
 // either.
 func TestAudit53NoveltyAcrossJumpsAndRestores(t *testing.T) {
+	testsize.Serial(t)
 	keys := []string{"a", "b", "c", "d", "e", "f"}
 	for _, tms := range []int64{1000, 1 << 24, 1 << 31, 1 << 32} {
 		for _, pw := range []float64{1, 1.5, 16} {

@@ -77,6 +77,7 @@ type a62Mark struct {
 // its mark, the downtime counted"; novelty.go: "no false negatives
 // within T".
 func TestAudit62NoveltyEncodeClockMovesRestoreEverywhere(t *testing.T) {
+	testsize.Serial(t)
 	const T = 100
 	S := a62T0 + 50
 	for di, d := range []int64{1, 20, 49, -1, -20, -86_400_000, 50, 86_400_000} {
@@ -158,6 +159,7 @@ func TestAudit62NoveltyEncodeClockMovesRestoreEverywhere(t *testing.T) {
 // holds. rate.go: "The sketch only errs upward"; doc.go: "a restored
 // meter reads what the never-stopped one would".
 func TestAudit62RateEncodeClockMovesNeverBelowOracle(t *testing.T) {
+	testsize.Serial(t)
 	const W = 100
 	S := a62T0 + 50
 	for _, d := range []int64{1, 20, 49, -1, -3_600_000} {
@@ -235,6 +237,7 @@ func TestAudit62RateEncodeClockMovesNeverBelowOracle(t *testing.T) {
 // before) and w (if in the primary) are seen at their marks, T/2 and T-2 s
 // after; Rate reads at least the exact count then.
 func TestAudit62JumpDuringEncodeRefusedExactly(t *testing.T) {
+	testsize.Serial(t)
 	const T = 30 * 86_400_000
 	S := a62T0 + 50_000
 	for _, d := range []int64{3_600_000, 1<<24 - 1, 1 << 24, 1<<24 + 1, 5 * 86_400_000} {

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -12,6 +13,7 @@ import (
 // the clock has walked ms by ms from the start (rotating on access), is
 // contained and seen at mark + T - 1 ns and at mark + d for d < T.
 func TestAudit71NoveltyRotationEdge(t *testing.T) {
+	testsize.Serial(t)
 	for _, pw := range []float64{1, 1.5} {
 		for _, T := range []time.Duration{time.Millisecond, 1500 * time.Microsecond, 2 * time.Millisecond, 5 * time.Millisecond, 5*time.Millisecond + 1} {
 			Tw := a71Whole(T)

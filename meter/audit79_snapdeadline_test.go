@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -18,6 +19,7 @@ import (
 // within T of the snapshot's instant is seen until T after its mark, the
 // downtime counted", and "rotation adds no false negative".
 func TestAudit79NoveltySnapshotAcrossDeadline(t *testing.T) {
+	testsize.Serial(t)
 	T := 20 * time.Millisecond
 	tm := T.Milliseconds()
 	for off := int64(0); off < 2*tm; off++ {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/testhook"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -29,6 +30,7 @@ import (
 // restore: downtime 0). Restored cells written during an encode
 // (negative ages) are carried through the later saves.
 func TestAudit62SaveRestoreChainOracle(t *testing.T) {
+	testsize.Serial(t)
 	const lambda = 0.7 / 3600 // per second: 0.7 per hour
 	rng := rand.New(rand.NewSource(62))
 	type up struct {

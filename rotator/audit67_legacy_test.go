@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -147,6 +148,7 @@ func TestAudit67FixedLegacyGenerationPastCapAgedOnClockAhead(t *testing.T) {
 // bounds wall times to +-2^61 ms), and rotation goes on: 4 Periods after
 // the restore every generation holding the state has retired (0).
 func TestAudit67ForgedRotatorInstantsBounded(t *testing.T) {
+	testsize.Serial(t)
 	snap, S := a67State(t)
 	le := binary.LittleEndian
 	tab := crc32.MakeTable(crc32.Castagnoli)

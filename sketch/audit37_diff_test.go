@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -146,6 +147,7 @@ func audit37Run(t *testing.T, c audit37Case, seed uint64, steps int) (worst floa
 // (Hi a float32, Hi not a float32, Hi = +Inf with a draining law), the
 // clock stepping back, long idles and out-of-order At forms.
 func TestAudit37NeverBelowReference(t *testing.T) {
+	testsize.Serial(t)
 	cases := []audit37Case{
 		{"none-hi1e6", decay.None(), 0, 1e6, false, 10_000},
 		{"none-hi0.1", decay.None(), 0, 0.1, false, 10_000},
@@ -172,6 +174,7 @@ func TestAudit37NeverBelowReference(t *testing.T) {
 // the reference cell that saw the same history"; "The rounding bias
 // holds for negative deltas too").
 func TestAudit37MixedSignVsReference(t *testing.T) {
+	testsize.Serial(t)
 	cases := []audit37Case{
 		{"none-neglo", decay.None(), -50, 1000, true, 10_000},
 		{"exp-neglo", decay.Exponential(0.5), -1e6, 1e6, true, 86400_000},

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -87,6 +88,7 @@ func a67Forge(t *testing.T, s *sketch.Sketch, v float32, age int32, atWall int64
 // idempotent (the second snapshot's bytes are the first's, and both
 // restores read the same). Out-of-range scores and NaN are refused.
 func TestAudit67ForgedRecordsRestoreBounded(t *testing.T) {
+	testsize.Serial(t)
 	const now = int64(1_000_000_000_000)
 	bounds := []struct{ lo, hi float64 }{{0, 100}, {-50, 100}, {0, math.Inf(1)}}
 	ages := []int32{math.MinInt32, -(1 << 24) - 1, -(1 << 24), -(1 << 24) + 1, -86_400, -1000, -1, 0, 1, 1000, 1<<29 - 1, 1 << 29, math.MaxInt32}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 )
 
@@ -19,6 +20,7 @@ import (
 // -race) and requires each row, formatted as the table is, to appear
 // verbatim in the page.
 func TestAudit80PrecisionTableRows(t *testing.T) {
+	testsize.Serial(t)
 	doc, err := os.ReadFile("../docs/precision.md")
 	if err != nil {
 		t.Fatal(err)

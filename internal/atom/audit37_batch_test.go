@@ -3,6 +3,8 @@ package atom
 import (
 	"math"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // TestAudit37BatchAsmEdgeCross runs nextN/decideN (assembly on amd64)
@@ -13,6 +15,7 @@ import (
 // narrowing: each new score is >= clamp(score + delta) computed in
 // float64, inside [lo, hi], and finite.
 func TestAudit37BatchAsmEdgeCross(t *testing.T) {
+	testsize.Serial(t)
 	negz := float32(math.Copysign(0, -1))
 	sub := math.Float32frombits(1)
 	maxSub := math.Float32frombits(0x007fffff)

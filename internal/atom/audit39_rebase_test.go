@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // TestAudit39RebaseOneSided: for linear laws of whole drains (odd ones
@@ -16,6 +17,7 @@ import (
 // float32 in f's binade or the next, under hi and within maxBack, drains
 // back to v exactly, the sweep leaves no remainder.
 func TestAudit39RebaseOneSided(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(39, 1))
 	drains := []float64{2, 3, 5, 7, 63, 64, 65, 67, 97, 127, 129, 255, 1023, 1025, 2047, 3001, 4093, 4095, 4096, 4097,
 		1 << 20, 1<<20 + 1, 1<<31 - 1, 1.5, 2.5, 0.001, 1.0 / 3, 4095.5, 100.25}

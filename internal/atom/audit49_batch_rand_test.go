@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // a49Float32 returns a random float32 from raw bits (NaN excluded), or an
@@ -59,6 +61,7 @@ func a49Float64(rng *rand.Rand) float64 {
 // the scores themselves (the clamps pinned). Bit-for-bit agreement, and
 // every new score finite, within [lo, hi] and >= clamp(score + delta).
 func TestAudit49BatchRandomBitsTwin(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(49, 1))
 	iters := 200_000
 	if testing.Short() {

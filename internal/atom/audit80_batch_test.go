@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // TestAudit80BatchHorizonEdges: nextN and decideN (assembly on amd64,
@@ -15,6 +16,7 @@ import (
 // and subnormal scores, a -0 lower bound, and garbage (aged, non-zero,
 // NaN) in the words past n, which the assembly reads for an odd n.
 func TestAudit80BatchHorizonEdges(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(80, 4))
 	gaps := []uint32{0, 1, 1<<31 - 1, 1 << 31, 1<<31 + 1, math.MaxUint32, 1000}
 	negZero := float32(math.Copysign(0, -1))

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // audit82Ceil is the oracle: the exact a + b (big.Float), clamped to
@@ -86,6 +87,7 @@ func audit82BoundsFor(s float32, delta float64) []audit82Bounds {
 // and the batches agree with the twins bit for bit, whatever the word
 // past n holds; DecideN reports AdmitSame exactly when no word changes.
 func TestAudit82AddEdgesEveryPath(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(82, 1))
 	// Words past n: nasty words that would change the result if they
 	// leaked (aged non-zero, inexact, NaN bits, huge).
@@ -271,6 +273,7 @@ func TestAudit82BoundTies(t *testing.T) {
 // random bits (every exponent), lanes mixed, both batches against the
 // oracle.
 func TestAudit82RandomTwin(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(82, 2))
 	for it := range 60000 {
 		lo, hi := -math.MaxFloat32, math.MaxFloat32
@@ -365,6 +368,7 @@ func TestAudit82FixedSumUpNegativeOverflow(t *testing.T) {
 // Exponential and Linear store the least float32 at or above the exact
 // sum of the decayed value (Value) and delta, tiny deltas included.
 func TestAudit82DecayedAdd(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(82, 4))
 	for _, d := range []decay.Decay{decay.Exponential(0.5), decay.Linear(3), decay.None()} {
 		r := NewRules(d, -1e20, 1e30)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // TestBatchAsm compares nextN and decideN (the assembly on amd64) with
@@ -20,6 +21,7 @@ import (
 // each verdict must come up at least 1,000 times. On a platform without
 // the assembly it compares the twins with themselves.
 func TestBatchAsm(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(1, uint64(len(t.Name()))))
 	scores := []float32{0, float32(math.Copysign(0, -1)), 1, -1, 0.1, -0.1, 1e-45, -1e-45,
 		math.SmallestNonzeroFloat32, math.MaxFloat32, -math.MaxFloat32, 16777217, 3.4e38, 1e12, -1e12}

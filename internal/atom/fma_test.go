@@ -5,6 +5,8 @@ import (
 	"math/big"
 	"math/rand/v2"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // TestFusedOperands: the exactness-dependent helpers (twoSum, SumUp,
@@ -19,6 +21,7 @@ import (
 // inline, as such a caller does; at GOAMD64=v1 (no fusion) it is the
 // plain oracle check.
 func TestFusedOperands(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(7, 11))
 	exact := func(x float64) *big.Float { return new(big.Float).SetPrec(2200).SetFloat64(x) }
 	for i := range 200_000 {

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // TestWholeDrain checks wholeDrain's closed form against a walk up the
@@ -14,6 +15,7 @@ import (
 // none when the walk finds none. Odd drains above 64 are the case the
 // old 64-step search gave up on (audit 36).
 func TestWholeDrain(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(36, 1))
 	walk := func(f, v, d float64) (float64, bool) {
 		g := f

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // ceilSum is the oracle for every add to a cell: the exact sum a + b
@@ -95,6 +96,7 @@ func sumCases(rng *rand.Rand) (score float32, delta, lo, hi float64) {
 // steps the score up, and never above it, so no add gains more than the
 // round-up it needs.
 func TestRoundSumExact(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(49, 2))
 	stepped := 0
 	for iter := range 200000 {

@@ -57,6 +57,7 @@ func agrees(p float64, k, n int, rel float64) bool {
 // TestSaturationReading: Saturation against the measured fresh-key
 // denial rate across loads from empty to past the cliff.
 func TestSaturationReading(t *testing.T) {
+	testsize.Serial(t)
 	lines := scale(4000, 4) // 56,000 slots
 	for _, load := range []float64{0.02, 0.36, 0.71, 0.86, 0.89, 0.93, 0.98, 1.07, 1.43} {
 		keys := int(load * float64(lines*SlotsPerLine))
@@ -103,6 +104,7 @@ func frozenClock() *sketchtest.FakeClock {
 // within a factor 1.6 on the cliff between (a mean-field limit is
 // coarsest where a small change of load changes the rate most).
 func TestCapacityModel(t *testing.T) {
+	testsize.Serial(t)
 	lines := scale(20_000, 8) // 280,000 slots
 	for _, load := range []float64{0.2, 0.5, 0.71, 0.86, 0.89, 0.93, 1.0, 1.25} {
 		keys := int(load * float64(lines*SlotsPerLine))
@@ -130,6 +132,7 @@ func TestCapacityModel(t *testing.T) {
 // asked, denies at most the rate asked (measured), and one of 10% fewer
 // lines would not be suggested.
 func TestSuggest(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range []struct {
 		keys int
 		deny float64
@@ -171,6 +174,7 @@ func TestSuggest(t *testing.T) {
 // sketch (package sketch, Min, the limiter's law and clamp) at the
 // geometry SuggestCountMin picks and at limit's default.
 func TestCountMinModel(t *testing.T) {
+	testsize.Serial(t)
 	g, err := SuggestCountMin(20_000, 0.01, 2)
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -57,6 +58,7 @@ func snapOf(t testing.TB, e *Engine) []byte {
 // both, line for line, word for word (the restored engine is on the old
 // scale: same lw values, same stamps).
 func TestSnapshotRestoreDifferential(t *testing.T) {
+	testsize.Serial(t)
 	laws := []Law{Linear(10, 40), Linear(1000, 2000), Linear(3, 90), None(100)}
 	for li, law := range laws {
 		for _, d := range []time.Duration{0, time.Millisecond, 777 * time.Millisecond, 5 * time.Second, 100 * time.Second, 24 * time.Hour * 365 * 3} {

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/big"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // a55SuggestOracle is SuggestLevels with the rate as an exact big.Rat.
@@ -28,6 +30,7 @@ func a55SuggestOracle(m uint32, h uint64, target *big.Rat) uint32 {
 // nearest it and its two neighbours as targets: SuggestLevels (512 bits)
 // agrees with an exact big.Rat oracle.
 func TestAudit55SuggestLevelsExactOracle(t *testing.T) {
+	testsize.Serial(t)
 	ms := []uint32{}
 	for m := uint32(1); m <= 70; m++ {
 		ms = append(ms, m)

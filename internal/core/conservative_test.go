@@ -13,6 +13,7 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -126,6 +127,7 @@ func TestConservativeLighter(t *testing.T) {
 // every key always reads at least its true debt (the exact bucket of its
 // admitted and added writes), and UpdateAndQuery returns what Query reads.
 func TestConservativeOneSided(t *testing.T) {
+	testsize.Serial(t)
 	for seed := range uint64(20) {
 		clk := sketchtest.NewFakeClock()
 		clk.Set(1_000_000)

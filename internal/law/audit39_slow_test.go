@@ -7,6 +7,7 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/law"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // TestAudit39ExpSlowLawsOneSided: exponential laws around the table
@@ -60,6 +61,7 @@ func TestAudit39ExpSlowLawsOneSided(t *testing.T) {
 // float32 score re-stamped every ms with its decayed value rounded up
 // (what a zero add stores), 200,000 times: never above the start.
 func TestAudit39ExpNeverGrowsUnderWrites(t *testing.T) {
+	testsize.Serial(t)
 	thr := 1000 * math.Ldexp(1, -39)
 	for _, lam := range []float64{1e-12, thr * 0.5, math.Nextafter(thr, 0), thr, math.Nextafter(thr, 1), thr * 1.0001, thr * 2, 1e-8} {
 		c := law.Compile(decay.Exponential(lam))

@@ -26,3 +26,22 @@ func Pick(n, small int) int {
 // Keep reports whether point i of a sweep runs: every point at full size,
 // every k-th (i%k == 0) under Small.
 func Keep(i, k int) bool { return !Small() || i%k == 0 }
+
+// Serial marks a test that runs in one goroutine from start to end: it
+// starts none (no go statement, no t.Parallel, no library call that
+// starts one: the ticker Rotator of the root package, snapshot.Saver,
+// net/http, os/exec do) and its subtests run one after another. Under the
+// race detector it skips: the detector finds races between goroutines,
+// and one goroutine's arithmetic gives it nothing to find. The test still
+// runs in every other step of make test: at full size in the purego step,
+// sampled in the nobackoff, arm64 and amd64 v3 steps (the v3 one built
+// with checkptr, which -race would otherwise have given it).
+//
+// Call it first. .ci/serial-tests lists, from an execution trace, the
+// goroutines each named test starts: run it on a test before marking it.
+func Serial(t testing.TB) {
+	t.Helper()
+	if Race {
+		t.Skip("testsize.Serial: one goroutine, nothing for the race detector; runs in make test's other steps")
+	}
+}

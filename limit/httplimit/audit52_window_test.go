@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/httplimit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -109,6 +110,7 @@ func TestAudit52FixedPolicyWindowRoundsDownForOtherLimiters(t *testing.T) {
 // full burst w seconds after emptying the bucket is admitted.
 // (Fixed: the refill prices the burst's debt as a float32 cell stores it.)
 func TestAudit52FixedPolicyWindowShorterThanCountMinRefill(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range []struct {
 		limit limit.Limit
 		burst int

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/httplimit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -312,6 +313,7 @@ func TestAudit57FixedRetryAfterHTTPDateReplacedByEarlier(t *testing.T) {
 // inner middleware's names are listed once each (after the outer's that
 // it does not replace), every outer name it does not share is kept.
 func TestAudit57StackedNamesRoundTrip(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(57, 57))
 	alphabet := []string{"a", "b", ",", ";", `"`, `\`, "=", " ", "ab", `\"`}
 	name := func() string {
@@ -752,6 +754,7 @@ func a57SFString(s string) string {
 // name none of the middlewares' policies keep their text and order, and
 // every middleware's named policy is listed once, with its latest r.
 func TestAudit57SetHeadersForeignMembersFuzz(t *testing.T) {
+	testsize.Serial(t)
 	rng := rand.New(rand.NewPCG(5757, 1))
 	alphabet := []string{"a", "b", ",", ";", `"`, `\`, "=", " ", "(", ")", "x;r=1", `", "`}
 	str := func() string {

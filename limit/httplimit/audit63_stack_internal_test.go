@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -133,6 +134,7 @@ func a63CheckAnswer(s *a63Stack, w *httptest.ResponseRecorder) (int64, error) {
 // admitted by every stacked limiter that decided the denial (an inner
 // one the denial never reached may deny it: the answer does not list it).
 func TestAudit63ThreeStackedRetryAtAnnouncedSecond(t *testing.T) {
+	testsize.Serial(t)
 	for seed := range uint64(12) {
 		rng := rand.New(rand.NewPCG(seed, 63))
 		clk := sketchtest.NewFakeClock()

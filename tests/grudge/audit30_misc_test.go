@@ -10,6 +10,7 @@ import (
 
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testsize"
 )
 
 // grudge.None has two spellings, a value (Decay: grudge.None, as grudge
@@ -95,6 +96,7 @@ func audit30FPR(l, m, h uint32) float64 {
 // probability at most targetP (8 when none reaches it); degenerate inputs
 // give 0 and SuggestLevels's error names the argument.
 func TestAudit30SuggestLevels(t *testing.T) {
+	testsize.Serial(t)
 	for _, h := range []uint32{1, 2, 10, 100, 1000, 10_000, 100_000, 1_000_000, math.MaxUint32} {
 		for _, m := range []uint32{1, 2, 10, 1000, 100_000, 1 << 20, math.MaxUint32} {
 			for _, p := range []float64{1e-300, 1e-12, 1e-6, 1e-3, 0.01, 0.1, 0.5, 0.9, 0.999999, math.Nextafter(1, 0), 5e-324} {
@@ -259,6 +261,7 @@ func TestAudit30RotatorQueryDetailed(t *testing.T) {
 // A sketch created with the clock far in the past or the future works:
 // writes, decay over years, and backwards steps.
 func TestAudit30ClockFarTimes(t *testing.T) {
+	testsize.Serial(t)
 	for _, start := range []time.Time{
 		time.Date(1, 1, 1, 0, 0, 0, 0, time.UTC),
 		time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC),

@@ -11,6 +11,7 @@ import (
 	"math/big"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -100,6 +101,7 @@ func drawRatio(rt *rapid.T, rate float64) (tierRate float64, exactR *big.Rat, ex
 // empty key", for tiers at adversarial ratios (one ulp off R, 1/1000 of
 // R, 50 R), with MaxDebt what the MaxDebtError asks for.
 func TestAdvTierNeverEarlyRatios(t *testing.T) {
+	testsize.Serial(t)
 	rapid.Check(t, func(rt *rapid.T) {
 		engine := rapid.SampledFrom([]limit.Engine{limit.Auto, limit.CountMin}).Draw(rt, "engine")
 		var rate float64

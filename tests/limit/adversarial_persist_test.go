@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/meter"
@@ -133,6 +134,7 @@ func TestAdvSaveUnderTraffic(t *testing.T) {
 // still takes the good snapshot, which then decides as the limiter that
 // was never saved.
 func TestAdvRestoreAfterRefusal(t *testing.T) {
+	testsize.Serial(t)
 	for _, e := range advEngines {
 		t.Run(e.name, func(t *testing.T) {
 			clk := limittest.NewFakeClock()

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/sketch"
@@ -211,6 +212,7 @@ func TestAudit11APILimitParse(t *testing.T) {
 // denied; WriteTo/ReadFrom carry the debts across a restart; the snapshot
 // package's Saver and Load work with a Limiter.
 func TestAudit11APILimitStatsPersist(t *testing.T) {
+	testsize.Serial(t)
 	fc := limittest.NewFakeClock()
 	l, err := limit.New(1, 3, limit.WithClock(fc), limit.WithSeed(11))
 	if err != nil {

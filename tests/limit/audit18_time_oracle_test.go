@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -117,6 +118,7 @@ type a18target interface {
 }
 
 func TestAudit18TimeOracle(t *testing.T) {
+	testsize.Serial(t)
 	type cfg struct {
 		perSec int64
 		burst  int

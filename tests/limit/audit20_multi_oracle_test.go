@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -105,6 +106,7 @@ func (w *a20win) state(key string, t int64, n int) limit.Decision {
 // named by the first window with it; the first denying window charges
 // its RejectCost.
 func TestAudit20MultiOracle(t *testing.T) {
+	testsize.Serial(t)
 	type wcfg struct {
 		lim    limit.Limit
 		rate   *big.Rat

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -31,6 +32,7 @@ func (p a20pol) of(n int) *big.Rat {
 }
 
 func TestAudit20TierSharedKeyOracle(t *testing.T) {
+	testsize.Serial(t)
 	const R = 10 // New's rate: 1/100 token per ms
 	rate := big.NewRat(1, 100)
 	steps := []int64{0, 1, 50, 99, 100, 101, 299, 300, 400, 1_000, 60_000, 3_600_000}

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -308,6 +309,7 @@ func TestAudit2CancelMaxDebtFilled(t *testing.T) {
 // Saturation says the limiter is full (well above deny) and agrees
 // with the measured rate within docs/capacity.md's 20% relative.
 func TestAudit2CapacityHolds(t *testing.T) {
+	testsize.Serial(t)
 	const keys, deny, fresh = 10000, 0.01, 40000
 	for _, e := range engines {
 		t.Run(e.String(), func(t *testing.T) {

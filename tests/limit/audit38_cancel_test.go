@@ -77,6 +77,7 @@ func a38crowded(cfg string, clk *sketchtest.FakeClock, seed uint64, extra ...lim
 // truth. reserve.go: "a key is never given back more than its own
 // reservation, nor anything of another key's".
 func TestAudit38CancelNeverBelowTruthCrowded(t *testing.T) {
+	testsize.Serial(t)
 	for _, eng := range a38cfgs {
 		for seed := range uint64(testsize.Pick(6, 2)) {
 			reject := int64(seed % 2) // a denied AllowN charges a token on odd seeds

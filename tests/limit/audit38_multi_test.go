@@ -146,6 +146,7 @@ type a38spec struct {
 // at least one denies at t+RetryAfter-1ms (PeekN), and sometimes the
 // Multi itself is asked again at exactly t+RetryAfter and must admit.
 func TestAudit38MultiOracle(t *testing.T) {
+	testsize.Serial(t)
 	specs := [][]a38spec{
 		{{big.NewRat(10, 1), 10, 20}, {big.NewRat(2, 1), 2, 5}, {big.NewRat(1, 2), limit.Every(2 * time.Second), 3}},
 		{{big.NewRat(50, 1), 50, 7}, {big.NewRat(4, 1), 4, 9}, {big.NewRat(5, 2), 2.5, 4}},

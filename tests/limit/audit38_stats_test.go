@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -40,6 +41,7 @@ func a38measure(l *limit.Limiter, now time.Time, tag string, probes int) (float6
 // fresh key ... asking for one token now is denied"; docs/capacity.md:
 // TestSaturation asserts 20%).
 func TestAudit38SaturationOverTime(t *testing.T) {
+	testsize.Serial(t)
 	for _, c := range []struct {
 		name string
 		opts []limit.Option
@@ -144,6 +146,7 @@ func TestAudit38ThrottledNeverForgotten(t *testing.T) {
 // measured share of fresh keys that at least one window denies (two
 // windows with different seeds and loads, both engines).
 func TestAudit38MultiStats(t *testing.T) {
+	testsize.Serial(t)
 	for _, eng := range engines {
 		t.Run(eng.String(), func(t *testing.T) {
 			clk := sketchtest.NewFakeClock()

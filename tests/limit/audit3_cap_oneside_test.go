@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 )
 
@@ -47,6 +48,7 @@ var a3capSizes = []struct {
 // penalty on every denial, clamped at MaxDebt, a lower bound of the
 // truth).
 func TestAudit3CapOneSidedChurn(t *testing.T) {
+	testsize.Serial(t)
 	variants := []struct {
 		name string
 		opts []limit.Option

@@ -24,6 +24,7 @@ import (
 // nothing written since is an exact undo (as x/time/rate's CancelAt at
 // the same t for the last reservation).
 func TestAudit45XRateDifferential(t *testing.T) {
+	testsize.Serial(t)
 	cases := []struct {
 		r     limit.Limit
 		b     int

@@ -19,6 +19,7 @@ import (
 // the count-min's horizon): every decision and TokensAt agrees (keys
 // alone in their cells: doc "Exactness").
 func TestAudit45XRateDifferentialKeysIdle(t *testing.T) {
+	testsize.Serial(t)
 	cases := []struct {
 		r limit.Limit
 		b int

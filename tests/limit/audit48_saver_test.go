@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 	"github.com/lfgrudge/grudge/meter"
@@ -91,6 +92,7 @@ func TestAudit48SaverCloseFinalWrite(t *testing.T) {
 // whose size is not the length of the destination's snapshot before
 // touching it"; a refused header leaves the limiter unchanged).
 func TestAudit48LoadTruncatedOrSwapped(t *testing.T) {
+	testsize.Serial(t)
 	dir := t.TempDir()
 	clk := limittest.NewFakeClock()
 	clk.Set(1_700_000_000_000)
@@ -177,6 +179,7 @@ func TestAudit48LoadTruncatedOrSwapped(t *testing.T) {
 // "a restored meter reads what the never-stopped one would"
 // (meter/doc.go, "Saving and restoring").
 func TestAudit48NoveltyAcrossRotation(t *testing.T) {
+	testsize.Serial(t)
 	const T = 10 * time.Second
 	for _, k := range []float64{1, 1.5, 3} {
 		for _, off := range []time.Duration{-time.Millisecond, 0, time.Millisecond, 700 * time.Millisecond} {

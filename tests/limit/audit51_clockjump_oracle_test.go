@@ -468,6 +468,7 @@ func sign(f float64) float64 {
 }
 
 func TestAudit51ClockJumpOracle(t *testing.T) {
+	testsize.Serial(t)
 	for _, cs := range a51Cases() {
 		t.Run(cs.name, func(t *testing.T) {
 			total := map[string]int{}

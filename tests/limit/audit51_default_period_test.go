@@ -3,6 +3,7 @@ package limit_test
 import (
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 )
 
@@ -12,6 +13,7 @@ import (
 // (doc.go "Rotation and amnesty"), so every answer is still the rational
 // bucket's.
 func TestAudit51ClockJumpOracleDefaultPeriod(t *testing.T) {
+	testsize.Serial(t)
 	c := a51Case{name: "countmin-3/7-defaultperiod", eng: limit.CountMin, base: a51Pol{3, 1, 7}, maxDebt: 28,
 		policies: []a51Pol{{3, 1, 7}, {1, 1, 7}, {3, 1, 28}, {3, 2, 3}}, tiers: []a51Pol{{1, 1, 5}}}
 	for seed := uint64(1); seed <= 3; seed++ {

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -29,6 +30,7 @@ type a51Decider interface {
 // next decision to the millisecond"), ResetAfter is when the bucket is
 // full, and NextAfter when Remaining grows by one.
 func TestAudit51InexactWaitsPredictUnderSteps(t *testing.T) {
+	testsize.Serial(t)
 	type cfg struct {
 		name  string
 		build func(clk *limittest.FakeClock) (*limit.Limiter, a51Decider)

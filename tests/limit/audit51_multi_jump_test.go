@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -20,6 +21,7 @@ import (
 // if n exceeds any window's burst"; a denial takes nothing (precheck),
 // and only the first window in order that denies charges its RejectCost.
 func TestAudit51MultiClockJumpOracle(t *testing.T) {
+	testsize.Serial(t)
 	type win struct {
 		pol    a51Pol
 		eng    limit.Engine

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/limittest"
 )
@@ -28,6 +29,7 @@ func a51Measured(l *limit.Limiter, tag string, probes int) float64 {
 // residue wraps (2^16 ticks), days, the sweep horizons 2^29..2^32 ms,
 // years.
 func TestAudit51SaturationUnderClockJumps(t *testing.T) {
+	testsize.Serial(t)
 	type cfg struct {
 		name string
 		opts []limit.Option

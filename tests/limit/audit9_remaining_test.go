@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -263,6 +264,7 @@ func a9Cases() []a9Case {
 //     admitted, and (non-rotating) at t + RetryAfter - 1 ms it is not;
 //   - at t + ResetAfter a request of the whole burst is admitted.
 func TestAudit9DurationsNeverEarly(t *testing.T) {
+	testsize.Serial(t)
 	const burst = 20
 	type step struct {
 		dt time.Duration

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -179,6 +180,7 @@ func a29Rate(t *testing.T, w time.Duration, k float64, base int64, opts ...meter
 // windows ago, so it lacks at most the count of such an instant, decayed
 // since).
 func TestAudit29RateReplayOracle(t *testing.T) {
+	testsize.Serial(t)
 	for _, w := range []time.Duration{time.Millisecond, 7 * time.Millisecond, time.Second, time.Hour} {
 		for _, k := range []float64{1, 2, 16} {
 			for seed := uint64(0); seed < 3; seed++ {

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
@@ -224,6 +225,7 @@ func audit24RunCells(t *testing.T, seed int64, n uint32, p time.Duration, rate f
 // as the doc says, under a clock stepping both ways, landing on deadlines
 // and idling for thousands of periods.
 func TestAudit24RotationOracleNoDecay(t *testing.T) {
+	testsize.Serial(t)
 	for _, n := range []uint32{2, 3, 5} {
 		for seed := int64(1); seed <= 6; seed++ {
 			t.Run(fmt.Sprintf("N=%d/seed=%d", n, seed), func(t *testing.T) {
@@ -237,6 +239,7 @@ func TestAudit24RotationOracleNoDecay(t *testing.T) {
 // unit per ms), so times matter: a generation written at another time
 // than the primary, or a read at another time than the write, shows.
 func TestAudit24RotationOracleLinear(t *testing.T) {
+	testsize.Serial(t)
 	for _, n := range []uint32{2, 3, 4} {
 		for seed := int64(1); seed <= 6; seed++ {
 			t.Run(fmt.Sprintf("N=%d/seed=%d", n, seed), func(t *testing.T) {

@@ -13,6 +13,7 @@ import (
 	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/internal/law"
 	"github.com/lfgrudge/grudge/internal/ref"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
@@ -397,6 +398,7 @@ func runDifferential(t *rapid.T, dc diffCase, agg sketch.Aggregator) {
 // The clock only moves forward for the draining laws: see
 // TestDifferentialBackwardsClock.
 func TestDifferential(t *testing.T) {
+	testsize.Serial(t)
 	cases := []diffCase{
 		{name: "None", kind: law.KindNone, backwards: true},
 		{name: "None-exact", kind: law.KindNone, exact: true, backwards: true},

@@ -15,6 +15,7 @@ import (
 
 	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
@@ -117,6 +118,7 @@ func a27Step(rng *rand.Rand, clk *sketchtest.FakeClock, g, span uint64) {
 // floor). After an idle longer than the span every key reads exactly 0
 // (no phantom from a stale residue or floor).
 func TestAudit27CollidingChurnOneSided(t *testing.T) {
+	testsize.Serial(t)
 	for _, L := range a27Laws {
 		t.Run(L.name, func(t *testing.T) {
 			const nkeys, lines, ops = 120, 5, 6000

@@ -11,10 +11,12 @@ import (
 	"testing"
 
 	"github.com/lfgrudge/grudge/internal/bucket"
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 func TestAudit27ScaleEndOneSided(t *testing.T) {
+	testsize.Serial(t)
 	for _, L := range a27Laws[:3] {
 		t.Run(L.name, func(t *testing.T) {
 			const nkeys, lines = 60, 3
