@@ -107,11 +107,15 @@ test-arm64:
 ## relies on how each step rounds must say so with a conversion
 ## (docs/design.md, "Fused multiply-add"). Run directly on a CPU with the
 ## v3 features (/proc/cpuinfo), else under qemu-x86_64-static -cpu max.
+## Our packages are built with -d=checkptr (the unsafe.Pointer checks
+## that -race turns on), for the tests that skip under -race
+## (testsize.Serial).
 V3_FLAGS := avx avx2 bmi1 bmi2 f16c fma abm movbe xsave
+CHECKPTR := -gcflags=github.com/lfgrudge/grudge/...=-d=checkptr
 test-amd64v3:
 	@emu=; for f in $(V3_FLAGS); do grep -qw $$f /proc/cpuinfo 2>/dev/null || emu=$(CURDIR)/.ci/qemu-x86_64-v3; done; \
 	[ -z "$$emu" ] || echo "test-amd64v3: this CPU lacks a v3 feature; running under $$emu"; \
-	GOARCH=amd64 GOAMD64=v3 GO=$(GO) bash .ci/cross-tests "amd64 v3" $(AMD64V3_BIN) "$$emu" $(CORE_MODULES)
+	GOARCH=amd64 GOAMD64=v3 GOFLAGS="$$GOFLAGS $(CHECKPTR)" GO=$(GO) bash .ci/cross-tests "amd64 v3" $(AMD64V3_BIN) "$$emu" $(CORE_MODULES)
 
 ## test-bench: the bench module's own tests (the matrix's report, plots,
 ## options), raced.

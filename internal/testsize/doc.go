@@ -8,5 +8,9 @@
 // goroutine's arithmetic; -short, the arm64 suite under emulation) they
 // run a sample of the same grid: Small reports which.
 //
+// A test that runs in one goroutine from start to end calls Serial first:
+// under -race it skips, so the race step spends its time on the tests
+// that have goroutines to race.
+//
 // Only tests import this package.
 package testsize

@@ -33,9 +33,9 @@ func Keep(i, k int) bool { return !Small() || i%k == 0 }
 // net/http, os/exec do) and its subtests run one after another. Under the
 // race detector it skips: the detector finds races between goroutines,
 // and one goroutine's arithmetic gives it nothing to find. The test still
-// runs in every other step of make test: at full size in the purego step,
-// sampled in the nobackoff, arm64 and amd64 v3 steps (the v3 one built
-// with checkptr, which -race would otherwise have given it).
+// runs in make test's other steps: at full size in the purego step, and
+// sampled under arm64 and amd64 v3 (whose build turns on -d=checkptr, the
+// unsafe.Pointer checks -race would have made).
 //
 // Call it first. .ci/serial-tests lists, from an execution trace, the
 // goroutines each named test starts: run it on a test before marking it.
