@@ -24,7 +24,7 @@ CORE_MODULES := . tests
 STATICCHECK_VERSION ?= v0.8.2
 STATICCHECK ?= $(shell command -v staticcheck 2>/dev/null || echo $$($(GO) env GOPATH)/bin/staticcheck)
 
-.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-amd64v3 test-redis test-bench test-examples vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
+.PHONY: all deps test lint tidy-check tidy-check-redis tidy-redis test-race test-purego test-nobackoff test-arm64 test-amd64v3 test-emulated-with-redis test-redis test-bench test-examples vet fmt fmt-check cover bench bench-go bench-arm64 bench-matrix clean
 
 all: test
 
@@ -34,9 +34,18 @@ all: test
 ## the no-backoff build, the arm64 suite under qemu, the GOAMD64=v3 suite
 ## (fused multiply-adds), the bench module's
 ## tests, the examples module's, and the redis/ module (vet, staticcheck, its tidy check, race
-## tests against real redis-servers and a Redis Cluster).
-test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-arm64 test-amd64v3 test-bench test-examples test-redis
+## tests against real redis-servers and a Redis Cluster), the last
+## beside the arm64 and v3 steps (test-emulated-with-redis).
+test: deps fmt-check vet lint tidy-check test-race test-purego test-nobackoff test-emulated-with-redis test-bench test-examples
 	@echo "make test: all checks passed"
+
+## test-emulated-with-redis: test-redis, which waits on its servers most
+## of the time, beside test-arm64 then test-amd64v3, which use every CPU
+## and run at a lower priority (nice 10) so the Redis tests get a CPU
+## whenever they want one (.ci/alongside). The Redis module's output is
+## printed when the emulated steps have ended.
+test-emulated-with-redis:
+	@bash .ci/alongside '$(MAKE) --no-print-directory test-redis' '$(MAKE) --no-print-directory test-arm64 test-amd64v3'
 
 ## deps: install what the tests need when it is missing: qemu-user-static
 ## (the arm64 suite) and redis-server with redis-cli (redis/: standalone
