@@ -39,6 +39,8 @@ func Keep(i, k int) bool { return !Small() || i%k == 0 }
 //
 // Call it first. .ci/serial-tests lists, from an execution trace, the
 // goroutines each named test starts: run it on a test before marking it.
+// TestSerialMarksStartNothing fails for a marked test whose own body
+// starts one.
 func Serial(t testing.TB) {
 	t.Helper()
 	if Race {
