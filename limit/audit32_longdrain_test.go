@@ -188,8 +188,9 @@ func TestAudit32LongDrainInexactDrainOne(t *testing.T) {
 		burst int
 		opts  []limit.Option
 	}{
-		// Small sizes: the sweeps of the default size are slow under
-		// -race (TestAudit32FindingRetryAfterEarlyAcrossSweep runs one).
+		// Small sizes: the sweeps of the default size are slow, under
+		// qemu as they were under -race before this test was Serial
+		// (TestAudit32FindingRetryAfterEarlyAcrossSweep runs one).
 		{5e-4, a32Rate(1, 2000), 1000, []limit.Option{limit.WithSize(4, 2048)}},
 		{5e-4, a32Rate(1, 2000), 1000, []limit.Option{limit.WithEngine(limit.CountMin), limit.WithSize(4, 1024)}},
 		{1e-3, a32Rate(1, 1000), 1000, []limit.Option{limit.WithRejectCost(3), limit.WithSize(4, 2048)}},
