@@ -62,3 +62,39 @@ func TestAnchorSystemClockNeverEarly(t *testing.T) {
 		t.Errorf("convert(time.Now()) was late %d times in %d", late, n)
 	}
 }
+
+// TestWallMillisBetweenSaturates: past 292 years convert counts on the
+// wall clock; past about 292 million years UnixMilli wraps, and the
+// difference saturates instead (audit 84: time.Unix(1<<62, 0) converted
+// to a reading in the past, so an At time that far ahead was not capped
+// at the clock's reading).
+func TestWallMillisBetweenSaturates(t *testing.T) {
+	const maxI, minI = int64(1<<63 - 1), int64(-1 << 63)
+	a := time.Unix(1_700_000_000, 123_456_789)
+	for _, c := range []struct {
+		name string
+		t    time.Time
+		want int64
+	}{
+		{"same", a, 0},
+		{"1 ms later", a.Add(time.Millisecond), 1},
+		{"floors both", time.Unix(1_700_000_001, 0), 877},
+		{"before", time.Unix(1_699_999_999, 999_999_999), -124}, {"a second before", time.Unix(1_699_999_999, 0), -1123},
+		{"300 years ahead", time.Unix(1_700_000_000+300*365*86400, 123_000_000), 300 * 365 * 86400 * 1000},
+		{"2^62 s ahead", time.Unix(1<<62, 0), maxI},
+		{"max seconds", time.Unix(maxI, 999_999_999), maxI},
+		{"2^62 s before", time.Unix(-1<<62, 0), minI},
+		{"min seconds", time.Unix(minI, 0), minI},
+	} {
+		if got := wallMillisBetween(c.t, a); got != c.want {
+			t.Errorf("%s: wallMillisBetween = %d, want %d", c.name, got, c.want)
+		}
+	}
+	for _, c := range []struct{ a, b, want int64 }{
+		{1, 2, 3}, {maxI, 1, maxI}, {minI, -1, minI}, {maxI, minI, -1}, {-5, maxI, maxI - 5},
+	} {
+		if got := addSigned(c.a, c.b); got != c.want {
+			t.Errorf("addSigned(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		}
+	}
+}

@@ -294,14 +294,47 @@ func (tb *Timebase) Millis(t time.Time) int64 {
 func (tb *Timebase) convert(t time.Time) int64 {
 	d := t.Sub(tb.anchor)
 	if d == math.MaxInt64 || d == math.MinInt64 {
-		// Sub saturates past 292 years: count in ms on the wall clock.
-		return tb.anchorMs + (t.UnixMilli() - tb.anchor.UnixMilli())
+		// Sub saturates past 292 years: count in ms on the wall clock,
+		// saturated too (UnixMilli wraps past 292 million years).
+		return addSigned(tb.anchorMs, wallMillisBetween(t, tb.anchor))
 	}
 	ms := d.Milliseconds()
 	if d < 0 && d%time.Millisecond != 0 {
 		ms-- // floor: a t before the anchor is in the millisecond it falls in
 	}
 	return tb.anchorMs + ms
+}
+
+// wallMillisBetween returns t's Unix millisecond less a's (each floored,
+// as UnixMilli floors), saturated at the int64 range instead of wrapping.
+func wallMillisBetween(t, a time.Time) int64 {
+	ts, as := t.Unix(), a.Unix()
+	switch {
+	case as > 0 && ts < math.MinInt64+as:
+		return math.MinInt64
+	case as < 0 && ts > math.MaxInt64+as:
+		return math.MaxInt64
+	}
+	const lim = math.MaxInt64/1000 - 1 // |ds*1000 ± 999| stays in range
+	switch ds := ts - as; {
+	case ds > lim:
+		return math.MaxInt64
+	case ds < -lim:
+		return math.MinInt64
+	default:
+		return ds*1000 + int64(t.Nanosecond()/1e6) - int64(a.Nanosecond()/1e6)
+	}
+}
+
+// addSigned returns a+b saturated at the int64 range.
+func addSigned(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // Time returns the time.Time of reading ms (the inverse of Millis for
