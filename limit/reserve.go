@@ -78,7 +78,9 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // keys included): its cells' 32-bit stamps could no longer be put back
 // inside the sketch's time window, so the debit stays (only debts that
 // outlast 24.8 days meet this: Every(24h) with a burst of 25 or more, a
-// monthly quota). x/time/rate's CancelAt
+// monthly quota), nor, on either engine, a reservation taken before the
+// limiter was restored from a snapshot (ReadFrom): the snapshot's debts
+// replace everything the reservation wrote. x/time/rate's CancelAt
 // restores the tokens no later reservation has used; docs/readings.md
 // compares the two. Cancel a reservation only when its request did not
 // act: after its act time Cancel still gives the tokens back (the undo

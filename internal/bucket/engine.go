@@ -55,6 +55,7 @@ type Engine struct {
 	seed   uint64
 	hooks  *testHooks // nil outside tests
 
+	resets   atomic.Uint64 // snapshot loads so far: a Receipt from before one is void
 	satCalls atomic.Uint64 // Saturation's sample streams
 	floors   floorHist     // the lines' floors by stamp, for Saturation
 }

@@ -43,6 +43,7 @@ type Receipt struct {
 	stamp     uint64 // written's stamp
 	prevStamp uint64 // the stamp of the key's entry it replaced (0: none, or expired)
 	ms        uint64 // the write's millisecond on the engine's scale, for Reserved
+	resets    uint64 // the engine's snapshot loads when issued: a Receipt from before one is void
 }
 
 // view is one read of a key's two lines: each line consistent (see load).
@@ -365,7 +366,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		// an exponential one, whose small loads can round into a stamp
 		// unchanged.
 		refundable := q.kind != KindExponential && ns < thi+q.span
-		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, stamp: ns, ms: tms}
+		r.rc = Receipt{line: uint32(idx), slot: uint8(slot), ok: refundable, written: ne, stamp: ns, ms: tms, resets: e.resets.Load()}
 		if !isEmpty(oe) {
 			// A candidate of the key (or of a fingerprint twin), or an
 			// expired entry of a free slot.
@@ -682,7 +683,10 @@ func (e *Engine) Reserved(r *Receipt) (ms int64, load float64) {
 // exactly what that write stored: an exact undo. Otherwise (the key was
 // written since, or its entry evicted) it does nothing, so the debt stays
 // (never an under-count). It reports whether it gave the write back, and
-// clears the Receipt, so a second call does nothing.
+// clears the Receipt, so a second call does nothing. A Receipt issued
+// before a snapshot load (ReadFrom, ReadFromAdopt) gives back nothing:
+// the load rewrote every entry, so one that holds the same word again
+// does not hold that write.
 //
 // An entry the write replaced that has expired since (or was empty) comes
 // back as an empty slot: the same load, 0, without a stamp that could
@@ -697,6 +701,9 @@ func (e *Engine) Refund(r *Receipt) bool {
 		return false
 	}
 	r.ok = false
+	if r.resets != e.resets.Load() {
+		return false
+	}
 	ln := &e.lines[r.line]
 	j, sh := slotWord(int(r.slot))
 	full, given := e.lower(ln, j, sh, entFP(r.written), r.stamp, r.prevStamp)

@@ -205,6 +205,8 @@ func (e *Engine) readFrom(r io.Reader, adopt bool) (int64, error) {
 	crc := crc32.Update(0, crcTable, hdr[:])
 
 	// Stream the lines into place; any error from here on empties e.
+	// Either way every entry is rewritten: receipts issued before are void.
+	e.resets.Add(1)
 	fail := func(err error) (int64, error) {
 		e.clear()
 		return total, err
