@@ -92,8 +92,13 @@
 // being the largest that divides both a token and a millisecond's drain
 // (with the default MaxDebt of 2 x burst: bursts up to 2330 at 1000/h,
 // 139 at 1/minute, 83886 at 10/s). Otherwise decisions are never
-// earlier than the exact bucket's and late by at most the float32
-// rounding of a stored value (a short fraction's units beyond 2^24), or
+// earlier than the exact bucket's, and late by the float32 rounding of
+// the key's stored debt (a short fraction's units beyond 2^24): each
+// write while the key is in debt (an admission, a RejectCost) rounds it
+// up by less than 2^-23 of itself, and these steps add up until the debt
+// has drained to 0 (Every(24h) with burst 30: a step is 256 ms at 30
+// days of debt, and 40 admissions 1 day and 255 ms apart, each storing
+// 30 days, leave the key 10.2 s late; docs/precision.md, workload b), or
 // the rate is rounded down by less than 2^-7 of itself (2^-12 at
 // MaxDebt 2000: a token's ms rounded up to 8, or 13, significant bits
 // costs up to one step, 2^(1-bits) of a value just above a power of two)
