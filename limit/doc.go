@@ -92,20 +92,32 @@
 // being the largest that divides both a token and a millisecond's drain
 // (with the default MaxDebt of 2 x burst: bursts up to 2330 at 1000/h,
 // 139 at 1/minute, 83886 at 10/s). Otherwise decisions are never
-// earlier than the exact bucket's, and late by the float32 rounding of
-// the key's stored debt (a short fraction's units beyond 2^24): each
-// write while the key is in debt (an admission, a RejectCost) rounds it
-// up by less than 2^-23 of itself, and these steps add up until the debt
-// has drained to 0 (Every(24h) with burst 30: a step is 256 ms at 30
-// days of debt, and 40 admissions 1 day and 255 ms apart, each storing
-// 30 days, leave the key 10.2 s late; docs/precision.md, workload b), or
-// the rate is rounded down by less than 2^-7 of itself (2^-12 at
-// MaxDebt 2000: a token's ms rounded up to 8, or 13, significant bits
-// costs up to one step, 2^(1-bits) of a value just above a power of two)
-// for a rate that is not a short fraction or whose token a float32
-// cannot add exactly up to MaxDebt (5e-4 = 1/2000 at burst 1000: a token
-// of 2,000,128 units of a millisecond's drain, not 2,000,000), so that a token's adds
-// stay exact (internal/units has the derivation). Either way a full burst is
+// earlier than the exact bucket's, and late in one of two ways
+// (internal/units has the derivation):
+//
+//   - A short fraction keeps its units past 2^24 while its drain is at
+//     most 4096 units a millisecond and the bit lengths of the unit's odd
+//     part and of MaxDebt (rounded up) add up to at most 24, so that a
+//     token's adds stay exact (1/minute: a unit of 60000 = 2^5 x 1875,
+//     11 bits, up to MaxDebt 8191). Decisions are then late by the
+//     float32 rounding of the key's stored debt: each write while the
+//     key is in debt (an admission, a RejectCost) rounds it up by less
+//     than 2^-23 of itself, and these steps add up until the debt has
+//     drained to 0 (Every(24h) with burst 30: a step is 256 ms at 30
+//     days of debt, and 40 admissions 1 day and 255 ms apart, each
+//     storing 30 days, leave the key 10.2 s late; docs/precision.md,
+//     workload b).
+//   - Any other rate, a short fraction outside those bounds included
+//     (Every(time.Minute) at burst 4096, whose MaxDebt 8192 takes 14
+//     bits; 5001/s past 2^24 units, a drain of 5001), counts tokens of
+//     a token's ms rounded up to m = 24 - bits(MaxDebt) significant
+//     bits, at least 8, so that a token's adds stay exact up to MaxDebt
+//     65535 (5e-4 = 1/2000 at burst 1000: a token of 2,000,128 units of
+//     a millisecond's drain, not 2,000,000): the rate is rounded down by
+//     less than 2^(1-m) of itself, 2^-7 at most (2^-12 at MaxDebt 2000;
+//     one step of m bits on a value just above a power of two).
+//
+// Either way a full burst is
 // admitted at once from an empty key, and RetryAfter predicts the
 // limiter's own next decision to the millisecond: a retry at
 // t+RetryAfter is admitted and one 1 ms earlier is not. One exception:

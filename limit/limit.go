@@ -148,7 +148,11 @@ func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost =
 // WithMaxDebt sets the most debt a key can carry (the sketch's Hi;
 // default 2 x burst capped at 2^24, at least burst + RejectCost). Debt above the burst
 // comes from reservations queued into the future (ReserveN, WaitN) and
-// from penalties; it must be >= burst and at most 2^24.
+// from penalties; it must be >= burst and at most 2^24. It is held in
+// the limiter's units (see "Exactness" in the package doc) as the
+// float64 nearest to d x unit, so a decimal d means what it says:
+// WithMaxDebt(20.03) at 10/s holds 2003 units of 10 ms's drain, 20.03
+// tokens, where the float64 20.03 is 1.1e-15 above that.
 func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
 
 // WithGenerations sets the count-min rotator's number of generations
