@@ -86,8 +86,11 @@
 // The legacy fields keep the least Remaining of the middlewares that set
 // them. A denial's Retry-After is never earlier than the t of any listed
 // item with no quota left (r=0), nor than a Retry-After already set: a
-// retry at that second is not denied again by a policy the answer lists
-// as empty.
+// one-token retry at that second is not denied again by a policy the
+// answer lists as empty. A costlier one (WithCost) may be: t is that
+// policy's next whole token, and only its own middleware knows how many
+// it needs (cost 3 on an outer 1/s policy listed as r=0;t=1 fits 3 s
+// later, not at Retry-After: 1).
 //
 // A request whose key cannot be extracted, or whose cost is invalid, goes
 // to the error handler (WithErrorHandler) with a typed error (ErrNoClientIP,

@@ -412,7 +412,8 @@ func (m *Middleware) find(d limit.Decision) policy {
 // names); the legacy fields keep the least Remaining; on a denial,
 // Retry-After is the latest of this one's, one already set (seconds or
 // an HTTP-date) and the t of every listed item with r=0 (an outer
-// policy with no quota left denies a retry before its t).
+// policy with no quota left denies a retry before its t; t is its next
+// whole token, so a retry that costs it more may be denied later too).
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	v := m.policyValue()
 	if v == "" {
