@@ -48,7 +48,10 @@ type Stats struct {
 	// cure. The Buckets engine reads its eviction-floor
 	// histogram and samples 4096 lines; the count-min the share of cells
 	// that would deny in a run of 16,384 cells of each level of its
-	// primary generation (their product: the Bloom filter's rate). Each
+	// primary generation (their product: the Bloom filter's rate, which
+	// leaves out what double hashing adds, so on a count-min of a few
+	// cells per level it can read half the measured rate: see
+	// docs/capacity.md). Each
 	// reading reads about 256 KiB (Buckets) or 512 KiB (count-min) and
 	// takes well under a millisecond; it writes no cell and does not
 	// allocate (but see Rotations). 0 for Inf.

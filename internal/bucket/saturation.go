@@ -21,16 +21,19 @@ func (e *Engine) SaturationAt(t time.Time, n, limit float64) float64 {
 	return e.saturation(e.at(t), n, limit)
 }
 
-// saturation: a fresh key is denied when either of its two lines (drawn
-// independently) has a floor that denies it, or, failing that, when its
-// fingerprint matches one of the entries of its lines that deny it
-// (probability 1/65535 each):
+// saturation: a fresh key is denied when either of its two lines (two
+// different lines: locate) has a floor that denies it, or, failing that,
+// when its fingerprint matches one of the entries of its lines that deny
+// it (probability 1/65535 each):
 //
-//	P = 1 - (1-q)^2 (1 - 1/65535)^(2h)
+//	P = 1 - (1-q) (1 - f/(n-1)) (1 - 1/65535)^(2h)
 //
-// with q the share of lines whose floor denies (from the floor
+// with f = qn the lines (of n) whose floor denies (from the floor
 // histogram: exact but for the bucket at the threshold) and h the mean
-// number of denying entries per line (sampled).
+// number of denying entries per line (sampled). The second line is one
+// of the n-1 others (audit 85: with independent draws, (1-q)^2, an
+// engine of 2 lines with one floored read 75% while it denied every
+// fresh key).
 func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	checkLoad("Saturation", n)
 	checkLimit("Saturation", limit)
@@ -73,5 +76,6 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 		}
 	}
 	h := float64(heavy) / float64(samples)
-	return 1 - (1-qf)*(1-qf)*math.Exp(2*h*math.Log1p(-1.0/65535))
+	free := (1 - qf) * max(0, 1-qf*float64(e.n)/float64(e.n-1))
+	return 1 - free*math.Exp(2*h*math.Log1p(-1.0/65535))
 }
