@@ -10,7 +10,8 @@ import (
 // and 1000/h for one key, or per-user and per-tenant with one key each. A
 // request is admitted only if every window admits it; a denial by any
 // window gives back what the windows before it took (all of it, unless a
-// concurrent request touched the same cells: see below).
+// concurrent request touched the same cells, or made a later window deny
+// after a take that cannot come back: see below).
 //
 // How: each window in order takes its share as a strict ReserveN does
 // (exact under contention); when one denies, the
@@ -26,9 +27,13 @@ import (
 // WithConservativeUpdate), and a Buckets take fails to whenever another
 // request of the key wrote the window's cells on top of it, so
 // concurrent denials of one key would
-// otherwise keep their takes; what remains is the race at the boundary
-// (a take that another caller's admission lands on, by the caller that
-// window then denies). A concurrent reader can therefore
+// otherwise keep their takes. What remains is a race: another request
+// (of any key whose cells it shares) can fill a later window between
+// that read and the window's take, which then denies after the windows
+// before it took, and a take that cannot come back (as above, or one
+// that another caller's admission landed on) stays, on the safe side:
+// the key is denied more for up to that take's drain, never admitted
+// more (audit 85 forced it with MaxDebt = burst). A concurrent reader can therefore
 // observe, for the moment between a take and its refund, the debit of a
 // request that ends up denied: it can only make that reader deny more,
 // never admit more.
