@@ -69,8 +69,6 @@ type audit84unitsPred struct {
 	mdCeil  uint64
 }
 
-func audit84unitsBitLen(x *big.Int) int { return x.BitLen() }
-
 func audit84unitsPredict(c audit84unitsCfg, cmOnly bool) audit84unitsPred {
 	var p audit84unitsPred
 	b := float64(c.burst)
