@@ -33,7 +33,20 @@ func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.D
 	if err != nil && l.policy == LocalFallback {
 		excess = l.fbExcess
 	}
-	return toDecision(d, float64(n), l.sk.cfg.Name, excess), err
+	var eu exactUnits
+	if l.exactU && err == nil && l.burstU == math.Floor(l.burstU) {
+		eu = exactUnits{unit: l.unit, burstU: l.burstU, perMs: l.rateU / 1000}
+	}
+	return toDecision(d, float64(n), l.sk.cfg.Name, excess, eu), err
+}
+
+// exactUnits are a limiter's exact units (Limiter's doc: a whole number
+// of units a token, a whole number drained each ms, Burst within 2^24 of
+// them, here a whole number of them too), for DecideContext's NextAfter;
+// the zero value: none (a limit that counts tokens, a Burst of a
+// fraction of a unit, or the LocalFallback's decision).
+type exactUnits struct {
+	unit, burstU, perMs float64
 }
 
 // Policies returns the limiter's one policy: its Name, Rate and Burst
@@ -78,7 +91,7 @@ func wholeTokens(x float64) int { return int(min(max(math.Floor(x), 0), 1<<53)) 
 // toDecision converts AllowN's Decision for n tokens; excess is the
 // drain a debt read at the cap hides (capExcess), added to NextAfter
 // when Remaining is 0.
-func toDecision(d Decision, n float64, name string, excess time.Duration) limit.Decision {
+func toDecision(d Decision, n float64, name string, excess time.Duration, eu exactUnits) limit.Decision {
 	out := limit.Decision{
 		Allowed: d.Allowed, Limit: limit.Limit(d.Limit.Rate), Burst: wholeTokens(d.Limit.Burst), Policy: name,
 		Remaining: min(wholeTokens(d.Remaining), wholeTokens(d.Limit.Burst)), ResetAfter: max(d.ResetAfter, 0),
@@ -93,11 +106,26 @@ func toDecision(d Decision, n float64, name string, excess time.Duration) limit.
 	// The next whole token: from Remaining r to floor(r)+1 (at most the
 	// burst) at Rate per second.
 	if r, b := d.Remaining, d.Limit.Burst; r < b && d.Limit.Rate > 0 {
-		next := min(math.Floor(r)+1, b) - r
-		// Snapped within 4 ulps of a whole ms first: at an exact rate
-		// (Every(13ms)) the quotient comes out a few ulps above it
-		// (audit 60: 14 ms, where package limit says 13).
-		ms := math.Ceil(common.SnapWhole(next / d.Limit.Rate * 1000))
+		var ms float64
+		if eu.perMs > 0 {
+			// In exact units, as the server counts: the room is a whole
+			// number of units (snapped: r is room/unit rounded; a room
+			// between two wholes, from a cached debt, rounds down, to
+			// the safe side), and so are the next token and the drain,
+			// so the wait is an integer ceiling (audit 86: computed from
+			// r in tokens, floor(r)+1 - r cancelled to 1.0000000000004
+			// ms at 1000/h, a NextAfter 1 ms late).
+			roomU := int64(math.Floor(common.SnapWhole(r * eu.unit)))
+			unit, perMs := int64(eu.unit), int64(eu.perMs)
+			nextU := min((roomU/unit+1)*unit, int64(eu.burstU)) - roomU
+			ms = float64((nextU + perMs - 1) / perMs)
+		} else {
+			next := min(math.Floor(r)+1, b) - r
+			// Snapped within 4 ulps of a whole ms first: at an exact rate
+			// (Every(13ms)) the quotient comes out a few ulps above it
+			// (audit 60: 14 ms, where package limit says 13).
+			ms = math.Ceil(common.SnapWhole(next / d.Limit.Rate * 1000))
+		}
 		if r <= 0 {
 			ms += float64(excess / time.Millisecond)
 		}

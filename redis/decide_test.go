@@ -41,7 +41,7 @@ func TestToDecision(t *testing.T) {
 		{"fractional burst", Decision{Allowed: true, Limit: PerSecond(1, 2.5), Remaining: 2.2, RetryAfter: -1},
 			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 2, NextAfter: 300 * time.Millisecond}},
 	} {
-		if got := toDecision(tt.d, tt.n, "p", 0); got != tt.want {
+		if got := toDecision(tt.d, tt.n, "p", 0, exactUnits{}); got != tt.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
 		}
 	}
