@@ -23,7 +23,9 @@
 //
 // Parameters are per second. Exponential(lambda) keeps s*exp(-lambda*t), a
 // half-life of ln(2)/lambda seconds; Linear(rate) moves s toward 0 by rate
-// per second and stops at 0; None is the identity.
+// per second and stops at 0, its float64 result rounded toward +Inf (never
+// below the exact drain of the float64 rate; exact drains, such as whole
+// units a millisecond, come out exact); None is the identity.
 //
 // Constructors never fail: invalid parameters (NaN, Inf, <= 0) are reported
 // by sketch.New as a *sketch.ConfigError naming the value.

@@ -104,19 +104,73 @@ local function fail(msg)
   return redis.error_reply('ERR grudge: ' .. msg)
 end
 
+-- twoProd returns a x b rounded and its exact error (Dekker's product,
+-- Veltkamp's split: the fused multiply-add Lua lacks), for |a|, |b|
+-- below 2^996.
+local SPLIT = 134217729 -- 2^27 + 1
+local function twoProd(a, b)
+  local p = a * b
+  local t = SPLIT * a
+  local ah = t - (t - a)
+  local al = a - ah
+  t = SPLIT * b
+  local bh = t - (t - b)
+  local bl = b - bh
+  return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+end
+
+-- nextUp returns the float64 just above w (math.Nextafter(w, +Inf)).
+local function nextUp(w)
+  if w == 0 then return ldexp(1, -1074) end
+  local m, e = frexp(w) -- w = m x 2^e, 0.5 <= |m| < 1
+  if m == -0.5 then e = e - 1 end -- toward 0 from a power of two: the finer binade
+  if e - 53 < -1074 then return w + ldexp(1, -1074) end
+  return w + ldexp(1, e - 53)
+end
+
+-- addUp is the Go law's addUp: the least float64 at or above v + c (c >
+-- 0), c widened by 2^-50 of itself and of delta.
+local function addUp(v, c, delta)
+  c = c + (c + math.abs(delta)) * 2 ^ -50
+  local w = v + c
+  if math.abs(v) < c or c - (w - v) > 0 then return nextUp(w) end
+  return w
+end
+
 -- decay returns score after dt ms under the law (dt <= 0: unchanged).
+-- The linear law is the Go engine's (internal/law: linearAt), bit for
+-- bit: the drop rate x dt / 1000 as float64 computes it, its two
+-- roundings' exact errors (delta), and the result rounded toward +Inf,
+-- never below the exact drain (audit 86). (Past rate x dt = 2^996, a rate
+-- above 1e290, the split overflows and delta is left 0: there the Go law
+-- may step a result one ulp further.)
 local function decay(s, dt)
   if dt <= 0 or s == 0 then return s end
   if kind == 'exponential' then
     return s * exp(-param * dt / 1000)
   elseif kind == 'linear' then
-    local drop = param * dt / 1000
-    if s > 0 then
-      if s - drop > 0 then return s - drop end
-      return 0
+    local p, e1 = twoProd(param, dt)
+    local drop = p / 1000
+    local p2, e = twoProd(drop, 1000)
+    local delta = (e1 + ((p - p2) - e)) * 0.001
+    if not (math.abs(p) < 2 ^ 996) then
+      delta = 0 -- beyond the split (a rate near MaxFloat64): the plain drop, past any cell's score
     end
-    if s + drop < 0 then return s + drop end
-    return 0
+    if s > 0 then
+      local v = s - drop
+      local c = ((s - v) - drop) - delta
+      if c > 0 then
+        v = addUp(v, c, delta)
+        if v > s then v = s end
+      end
+      if v <= 0 then return 0 end
+      return v
+    end
+    local v = s + drop
+    local c = (drop - (v - s)) + delta
+    if c > 0 then v = addUp(v, c, delta) end
+    if v >= 0 then return 0 end
+    return v
   end
   return s
 end

@@ -88,7 +88,8 @@ func TestAudit80FixedSketchTinyDeltaUnderestimates(t *testing.T) {
 // public results.
 func TestAudit80PublicTwinDigest(t *testing.T) {
 	// Recorded on amd64 with -tags purego (again in stop 49, when every
-	// add began rounding the exact sum up), at GOAMD64=v1 and v3, which
+	// add began rounding the exact sum up, and in stop 55, when the linear
+	// law began rounding its drain up), at GOAMD64=v1 and v3, which
 	// fuses multiply-adds (twinDigest, audit80_digest_*_test.go). Only
 	// amd64 has the batch assembly this compares against; arm64 fuses
 	// more multiply-adds than v3 and runs the pure-Go code in both builds.

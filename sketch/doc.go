@@ -57,7 +57,9 @@
 //     is kept and stepped over), so a delta below half a float64 ulp of
 //     the score, which the reference and grudge lose, still counts; a
 //     TryUpdate's aggregate + delta <= limit is a float64 compare, as
-//     theirs. The reference implementations decay in float64 rounded to
+//     theirs. The linear law rounds its drain toward +Inf too (the exact
+//     errors of rate x dt/1000 and of the subtraction are kept:
+//     docs/precision.md, "Linear decay"). The reference implementations decay in float64 rounded to
 //     nearest and write the decayed score back at every access, as
 //     grudge does: for them this holds up to float64 rounding, which
 //     grows with the reads (a relative 5e-14 below the law after a

@@ -16,6 +16,7 @@ type Compiled struct {
 	law   Decay
 	kind  Kind
 	param float64 // lambda (Exponential) or rate (Linear), per second
+	whole bool    // Linear at a whole number of thousands a second, at most 2^20 (wholeRate)
 	// exp[k][i] = exp(-lambda * (i << (k*expTableBits)) / 1000), with the
 	// expression shape of Exponential's Apply.
 	exp [3][1 << expTableBits]float64
@@ -46,6 +47,7 @@ func Compile(d Decay) *Compiled {
 	}
 	c := &Compiled{law: d}
 	c.kind, c.param = Params(d)
+	c.whole = c.kind == KindLinear && wholeRate(c.param)
 	// A law so slow that a 1 ms factor is within 2^-39 of 1 (lambda below
 	// about 1.8e-9/s, a half-life of 12 years) keeps empty tables, so
 	// that ExpFast always declines: its nudged factor could exceed 1 and
@@ -150,26 +152,12 @@ func (c *Compiled) expSlow(score float64, dt int64) float64 {
 }
 
 // LinearApply is the linear law for dt > 0 and a score that is neither 0
-// nor NaN, for a caller's own batch loop (atomiccell's ValueN): the
-// expression of Linear's Apply, so the result equals the law's exactly
-// for every score a cell holds (|score| <= MaxFloat32: where rate x dt
-// overflows, Apply divides first, but either drop is then above 1e305
-// and both give 0)
-// (plain compares stand in for math.Max and math.Min, whose NaN and
-// signed-zero cases cannot arise here). Kind must be KindLinear. It
-// inlines (TestInlining).
+// nor NaN, for a caller's own batch loop (atomiccell's ValueN): Linear's
+// Apply (linearAt, rounded toward +Inf), so the result equals the law's
+// exactly for every finite score. Kind must be KindLinear. It inlines
+// (TestInlining), to one call (linearAt costs past the inliner's 80).
 func (c *Compiled) LinearApply(score float64, dt int64) float64 {
-	drop := c.param * float64(dt) / 1000
-	if score > 0 {
-		if v := score - drop; v > 0 {
-			return v
-		}
-		return 0
-	}
-	if v := score + drop; v < 0 {
-		return v
-	}
-	return 0
+	return linearAt(c.param, c.whole, score, dt)
 }
 
 // Sanitize is sanitize for the packages that call a custom law

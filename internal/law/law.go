@@ -179,30 +179,96 @@ func (e exponential) Drains() bool    { return e.lambda > 0 }
 
 // Linear returns the law that moves a score toward 0 by rate per second and
 // stops at 0 (a leaky bucket). rate must be finite and > 0 (see Validate).
-func Linear(rate float64) Decay { return linear{rate: rate} }
+func Linear(rate float64) Decay { return linear{rate: rate, whole: wholeRate(rate)} }
 
 type linear struct {
-	rate float64 // per second; valid when finite and > 0
+	rate  float64 // per second; valid when finite and > 0
+	whole bool    // wholeRate(rate)
 }
 
+// wholeRate reports a linear rate of a whole number of thousands a
+// second, at most 2^20 (package limit's units: a whole drain a ms): its
+// drop over dt < 2^32 ms is exact (rate x dt < 2^52), so linearAt only
+// checks the subtraction.
+func wholeRate(rate float64) bool { return math.Mod(rate, 1000) == 0 && rate <= 1<<20 }
+
+// Apply moves score toward 0 by rate x dt/1000, stopping at 0, never
+// below the exact drain of the float64 rate (linearAt).
 func (l linear) Apply(score float64, dtMillis int64) float64 {
-	if dtMillis <= 0 || score == 0 {
-		return score
+	if dtMillis <= 0 || score == 0 || score != score || math.IsInf(score, 0) {
+		return score // ±Inf less any drop stays itself
 	}
-	drop := l.rate * float64(dtMillis) / 1000
-	if drop > math.MaxFloat64 {
-		drop = wideDrop(l.rate, dtMillis)
-		if math.IsInf(score, 0) {
-			return score // Inf less an infinite drop: not NaN
+	return linearAt(l.rate, l.whole, score, dtMillis)
+}
+
+// linearAt returns score (finite, not 0) moved toward 0 by rate x dt/1000
+// (dt > 0), stopping at 0, rounded toward +Inf: never below the exact
+// result, never past score. The drop is computed as float64 does (the
+// product, then the quotient, each rounded to nearest) with delta, the
+// exact drop less it (both roundings' errors, from two fused
+// multiply-adds, to within delta's own rounding; its sign exact); the
+// subtraction's own error is exact (Fast2Sum: |score| > drop wherever the
+// result is not 0). With them c is the exact result less the float64
+// one, and a positive c moves the result to the least float64 at or
+// above v + c (addUp). Where both are 0 (an exact drop of an exact
+// difference: package limit's whole units, or Linear(1) over 3000 ms) the
+// result is the plain expression's, bit for bit. Where rate x dt
+// overflows, the drop divides first (wideDrop), its two roundings taken
+// 2^-51 of it to the safe side. Audit 86: rounded to nearest,
+// Linear(0.1) read 0.99939999999999995 for an exact
+// 0.99939999999999999997, and a negative score absorbed at every write a
+// drain below half its ulp. The Redis script (redis/sketch.lua, decay)
+// computes the same, with Dekker's product for the fused multiply-add.
+func linearAt(rate float64, whole bool, score float64, dt int64) float64 {
+	if whole && score > 0 && uint64(dt) < 1<<32 {
+		// An exact drop: only the subtraction can round, and it did not
+		// where its Fast2Sum error is 0 (the common case: package limit).
+		drop := rate * float64(dt) / 1000
+		v := score - drop
+		if v <= 0 {
+			return 0
+		}
+		if score-v == drop {
+			return v
 		}
 	}
-	switch {
-	case score > 0:
-		return math.Max(score-drop, 0)
-	case score < 0:
-		return math.Min(score+drop, 0)
+	t := float64(dt)
+	p := rate * t
+	drop := p / 1000
+	// rate x t = p + e1; p = 1000 x drop + e2; delta = (e1 + e2)/1000, a
+	// multiply (2^-51 of delta off, which addUp's widening covers).
+	delta := (math.FMA(rate, t, -p) + math.FMA(-drop, 1000, p)) * 0.001
+	if drop > math.MaxFloat64 {
+		drop = wideDrop(rate, dt)
+		delta = -math.Copysign(drop*0x1p-51, score)
 	}
-	return score // NaN
+	if score > 0 {
+		v := score - drop
+		if c := ((score - v) - drop) - delta; c > 0 {
+			v = min(addUp(v, c, delta), score)
+		}
+		return max(v, 0)
+	}
+	v := score + drop
+	if c := (drop - (v - score)) + delta; c > 0 {
+		v = addUp(v, c, delta)
+	}
+	return min(v, 0)
+}
+
+// addUp returns the least float64 at or above v + c for c > 0 computed
+// from delta (linearAt): c widened by 2^-50 of itself and of delta (its
+// own rounding, and delta's), then the sum rounded up, its error exact
+// where |v| >= c (Fast2Sum), else stepped up regardless.
+//
+//go:noinline
+func addUp(v, c, delta float64) float64 {
+	c += (c + math.Abs(delta)) * 0x1p-50
+	w := v + c
+	if math.Abs(v) < c || c-(w-v) > 0 {
+		return math.Nextafter(w, math.Inf(1))
+	}
+	return w
 }
 
 // wideDrop is the linear drop rate x dt/1000 when rate x dt overflows

@@ -57,22 +57,15 @@ func (m *scalarModel) estimate() float64 {
 }
 
 // Closed forms of the provided laws, written independently of package
-// decay but with the same float operations, so None and Linear agree
-// exactly.
+// decay, so None agrees exactly. Linear is decay.Linear's own Apply: it
+// rounds its drain toward +Inf (audit 86), and a step-by-step model of
+// that rounding would be a second copy of law.linearAt; its arithmetic
+// is checked against math/big in tests/decay and tests/sketch
+// (TestAudit25CompiledLinearEqualsLaw, TestAudit86Prec*), and this test
+// checks what the reference does with it (clamps, times, writes back).
 func noneLaw(s float64, _ int64) float64 { return s }
 
-func linearLaw(rate float64) func(float64, int64) float64 {
-	return func(s float64, dt int64) float64 {
-		drop := rate * float64(dt) / 1000
-		switch {
-		case s > 0:
-			return max(s-drop, 0)
-		case s < 0:
-			return min(s+drop, 0)
-		}
-		return s
-	}
-}
+func linearLaw(rate float64) func(float64, int64) float64 { return decay.Linear(rate).Apply }
 
 func expLaw(lambda float64) func(float64, int64) float64 {
 	return func(s float64, dt int64) float64 { return s * math.Exp(-lambda*float64(dt)/1000) }
