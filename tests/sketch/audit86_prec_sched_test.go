@@ -275,8 +275,8 @@ func TestAudit86PrecSchedules(t *testing.T) {
 		audit86precExpLaw(1e-12), audit86precExpLaw(1e-6), audit86precExpLaw(math.Ln2 / 10),
 		audit86precExpLaw(1), audit86precExpLaw(1e3), audit86precExpLaw(1e6),
 		audit86precHypLaw(1e-3), audit86precHypLaw(10),
-		// Linear is left out: its reads fall a float64 ulp below the
-		// exact law (TestAudit86PrecLinearQueryBelowExact).
+		// Linear since its drain rounds up (TestAudit86PrecFixedLinear*).
+		audit86precLinLaw(0.1), audit86precLinLaw(3), audit86precLinLaw(1e6),
 	}
 	bounds := [][2]float64{{0, 1e9}, {-1e6, 1e6}, {-math.MaxFloat32, math.MaxFloat32}, {-100, 0.1}, {-1e-30, 1e-30}}
 	scales := []float64{1, 1e-38, 1e30, 1e-3}
