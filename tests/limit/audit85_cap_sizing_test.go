@@ -268,7 +268,10 @@ func TestAudit85CapReadmeRow(t *testing.T) {
 		t.Errorf("README row 100,000 keys at 1%%: %.4f%% of fresh keys denied", 100*rate)
 	}
 	cm, _ := audit85capNew(t, limit.CountMin, 1, limit.WithCapacity(100_000, 0.01))
-	if mib := float64(cm.Sizes().Total) / (1 << 20); math.Abs(mib-14.6) > 0.1 {
+	// 14.67 MiB on amd64; 14.71 on arm64, whose 128-byte cache lines pad
+	// the rows and stripes more (README's 14.6 is the cells of docs/
+	// capacity.md's 7 x 137043 x 2 generations, 14.64 MiB).
+	if mib := float64(cm.Sizes().Total) / (1 << 20); math.Abs(mib-14.6) > 0.15 {
 		t.Errorf("count-min WithCapacity(100k, 1%%): %.2f MiB, README says 14.6 MiB", mib)
 	}
 }
