@@ -453,7 +453,14 @@ func RotatorDetailed[L any](r *Rotator, key []byte, mk func(level, index uint32,
 
 // PeriodMillis is a Period in the whole ms the rotator counts, rounded
 // up, so that a generation is the primary for at least Period (a Period
-// of 2.9 ms was cut to 2: audit 40).
+// of 2.9 ms was cut to 2: audit 40). It divides before rounding up: p +
+// 999999 ns wrapped for a Period within a millisecond of MaxInt64, and
+// the negative period it gave was hidden by a saturating add that
+// overflowed on it.
 func PeriodMillis(p time.Duration) int64 {
-	return int64((p + time.Millisecond - 1) / time.Millisecond)
+	ms := int64(p / time.Millisecond)
+	if p%time.Millisecond > 0 {
+		ms++
+	}
+	return ms
 }

@@ -1,6 +1,7 @@
 package core_test
 
 import (
+	"math"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -78,5 +79,24 @@ func TestReplayWriteDuringPromotion(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPeriodMillisRoundsUpWithoutWrapping: a Period rounds up to whole
+// ms, and one within a millisecond of MaxInt64 ns stays positive (it
+// wrapped to a negative period, which a saturating add's own overflow
+// then turned into "never").
+func TestPeriodMillisRoundsUpWithoutWrapping(t *testing.T) {
+	for _, c := range []struct {
+		p    time.Duration
+		want int64
+	}{
+		{time.Millisecond, 1}, {2900 * time.Microsecond, 3}, {time.Second, 1000},
+		{math.MaxInt64, math.MaxInt64/int64(time.Millisecond) + 1},
+		{math.MaxInt64 - 1e6, math.MaxInt64 / int64(time.Millisecond)},
+	} {
+		if got := core.PeriodMillis(c.p); got != c.want {
+			t.Errorf("PeriodMillis(%d) = %d, want %d", c.p, got, c.want)
+		}
 	}
 }
