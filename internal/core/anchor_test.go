@@ -93,8 +93,8 @@ func TestWallMillisBetweenSaturates(t *testing.T) {
 	for _, c := range []struct{ a, b, want int64 }{
 		{1, 2, 3}, {maxI, 1, maxI}, {minI, -1, minI}, {maxI, minI, -1}, {-5, maxI, maxI - 5},
 	} {
-		if got := addSigned(c.a, c.b); got != c.want {
-			t.Errorf("addSigned(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
+		if got := addSat(c.a, c.b); got != c.want {
+			t.Errorf("addSat(%d, %d) = %d, want %d", c.a, c.b, got, c.want)
 		}
 	}
 }

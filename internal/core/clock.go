@@ -296,7 +296,7 @@ func (tb *Timebase) convert(t time.Time) int64 {
 	if d == math.MaxInt64 || d == math.MinInt64 {
 		// Sub saturates past 292 years: count in ms on the wall clock,
 		// saturated too (UnixMilli wraps past 292 million years).
-		return addSigned(tb.anchorMs, wallMillisBetween(t, tb.anchor))
+		return addSat(tb.anchorMs, wallMillisBetween(t, tb.anchor))
 	}
 	ms := d.Milliseconds()
 	if d < 0 && d%time.Millisecond != 0 {
@@ -326,8 +326,8 @@ func wallMillisBetween(t, a time.Time) int64 {
 	}
 }
 
-// addSigned returns a+b saturated at the int64 range.
-func addSigned(a, b int64) int64 {
+// addSat returns a+b saturated at the int64 range.
+func addSat(a, b int64) int64 {
 	switch {
 	case b > 0 && a > math.MaxInt64-b:
 		return math.MaxInt64

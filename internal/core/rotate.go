@@ -1,8 +1,6 @@
 package core
 
 import (
-	"math"
-
 	"github.com/lfgrudge/grudge/asm"
 )
 
@@ -92,12 +90,4 @@ func (r *Rotator) successorN(gs *genSet, k uint64, now int64) (next *genSet) {
 		set.next++
 	}
 	return set
-}
-
-// addSat returns a+b (b >= 0), saturated at MaxInt64.
-func addSat(a, b int64) int64 {
-	if a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -220,10 +220,12 @@ func (l linear) Apply(score float64, dtMillis int64) float64 {
 // drain below half its ulp. The Redis script (redis/sketch.lua, decay)
 // computes the same, with Dekker's product for the fused multiply-add.
 func linearAt(rate float64, whole bool, score float64, dt int64) float64 {
+	t := float64(dt)
+	p := rate * t
+	drop := p / 1000
 	if whole && score > 0 && uint64(dt) < 1<<32 {
 		// An exact drop: only the subtraction can round, and it did not
 		// where its Fast2Sum error is 0 (the common case: package limit).
-		drop := rate * float64(dt) / 1000
 		v := score - drop
 		if v <= 0 {
 			return 0
@@ -232,9 +234,6 @@ func linearAt(rate float64, whole bool, score float64, dt int64) float64 {
 			return v
 		}
 	}
-	t := float64(dt)
-	p := rate * t
-	drop := p / 1000
 	// rate x t = p + e1; p = 1000 x drop + e2; delta = (e1 + e2)/1000, a
 	// multiply (2^-51 of delta off, which addUp's widening covers).
 	delta := (math.FMA(rate, t, -p) + math.FMA(-drop, 1000, p)) * 0.001
