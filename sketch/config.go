@@ -34,7 +34,9 @@ type Config struct {
 	// scores beyond the call. It is the slow path (an indirect call on a
 	// pooled copy of the scores per operation); Min, Max and Mean are
 	// faster as Aggregator. It must return a finite value for finite
-	// scores; TryUpdate compares its result with the limit.
+	// scores; TryUpdate compares its result with the limit. The scores
+	// it gets are capped at Hi; its result is used as it returns it (not
+	// capped: a float64 mean of scores at Hi may round an ulp above it).
 	AggregateFunc func(scores []float64) float64
 	Hasher        HasherFactory // nil means XXH3(); SipHash() is the keyed PRF
 	Seed          uint64        // hash seed (SipHash key is expanded from it)

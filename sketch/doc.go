@@ -52,13 +52,14 @@
 //     range: with Hi = +Inf a score saturates at MaxFloat32 (3.4e38), as
 //     if Hi were MaxFloat32 (the float64 reference at MaxFloat64). A Hi
 //     that no float32 holds (0.1) is stored rounded up and read back
-//     capped at Hi: no read exceeds Hi. Every add stores the least
-//     float32 at or above the exact sum (the float64 add's rounding error
-//     is kept and stepped over), so a delta below half a float64 ulp of
-//     the score, which the reference and grudge lose, still counts; a
-//     TryUpdate's aggregate + delta <= limit is a float64 compare, as
-//     theirs. The linear law rounds its drain toward +Inf too (the exact
-//     errors of rate x dt/1000 and of the subtraction are kept:
+//     capped at Hi: no level's read exceeds Hi, nor the built-in
+//     aggregators' (an AggregateFunc's result is its own). Every add
+//     stores the least float32 at or above the exact sum (the float64
+//     add's rounding error is kept and stepped over), so a delta below
+//     half a float64 ulp of the score, which the reference and grudge
+//     lose, still counts; a TryUpdate's aggregate + delta <= limit is a
+//     float64 compare, as theirs. The linear law rounds its drain
+//     toward +Inf too (the exact errors of rate x dt/1000 and of the subtraction are kept:
 //     docs/precision.md, "Linear decay"). The reference implementations decay in float64 rounded to
 //     nearest and write the decayed score back at every access, as
 //     grudge does: for them this holds up to float64 rounding, which
@@ -78,7 +79,10 @@
 //     key's mass (it still holds the very word the call stored, or was
 //     written since only within the same millisecond, below Hi, and
 //     less than 2^31 ms ago, as 32-bit stamps repeat); otherwise it keeps
-//     the increment, an over-estimate.
+//     the increment, an over-estimate. A negative increment, which kept
+//     would be an under-estimate, is always given back: exactly, or by
+//     adding it back as an Update would (rounded up, never below the
+//     cell's value without it).
 //   - Each cell is linearizable on its own; a Query is not an atomic
 //     snapshot of the L cells (as with grudge's per-cell locks), but
 //     TryUpdate-with-Query histories of one key, under Min or Max and

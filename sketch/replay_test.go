@@ -216,3 +216,54 @@ func TestReplayRefundAtNewerStamp(t *testing.T) {
 		t.Fatal("a second Refund of one receipt took more")
 	}
 }
+
+// TestReplayNegativeDenialGivesBack replays audit 87's under-estimate:
+// TryUpdate(k, -1, 0) is admitted on a snapshot of 0, CASes level 0 and
+// is held before level 1; an Update(k, +3) writes both levels; k's CAS
+// on level 1 fails, and its undo finds level 0 written since. Kept
+// there, the -1 read as 2 for a true 3, and the retry (3 - 1 > 0) was
+// denied, so the key stayed below its truth for good. A negative
+// increment is now always given back (added back when the exact CAS
+// cannot be made): every level reads at least the truth, 3, and at most
+// the -1 given back on a decayed cell above it. With Linear(1) the
+// clock moves 400 ms between k's CAS and the Update, so the add-back
+// meets a cell written at a later stamp.
+func TestReplayNegativeDenialGivesBack(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		law  decay.Decay
+		move time.Duration
+	}{
+		{"None", decay.None(), 0},
+		{"Linear(1)/same ms", decay.Linear(1), 0},
+		{"Linear(1)/400ms", decay.Linear(1), 400 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := sketchtest.NewFakeClock()
+			clk.Set(1_000_000)
+			s := mustNewSketch(t, sketch.Config{Levels: 2, CellsPerLevel: 64, Lo: -100, Hi: 100, Decay: tc.law, Clock: clk})
+			k := []byte("k")
+			hold := newHoldPoint(1, 1)
+			core.SetHooks(core.SketchOf(s), core.Hooks{BeforeCAS: hold.hook})
+			done := make(chan bool)
+			go func() { done <- s.TryUpdate(k, -1, 0) }()
+			hold.wait(t, "k's CAS on level 1")
+			clk.Advance(tc.move)
+			s.Update(k, 3)
+			close(hold.release)
+			if <-done {
+				t.Fatal("TryUpdate(k, -1, 0) admitted with 3 in the cells")
+			}
+			// The truth: 3, written at the clock's time (the -1 never
+			// happened); nothing decays after it.
+			for l, c := range s.QueryDetailed(k).Levels {
+				if c.Score < 3 || c.Score > 4 {
+					t.Errorf("level %d reads %v after the denied TryUpdate; want 3 (the truth) up to 4 (the -1 given back undecayed)", l, c.Score)
+				}
+			}
+			if s.TryUpdate(k, 1, 3) {
+				t.Errorf("TryUpdate(k, 1, 3) admitted for a key at 3: it reads %v", s.Query(k))
+			}
+		})
+	}
+}

@@ -20,9 +20,10 @@ import (
 // decay admit exactly 1000, and with every key colliding (CellsPerLevel=1)
 // the total admitted over all keys never exceeds the limit. A denial
 // writes nothing, except after a commit conflict whose roll-back could not
-// be exact (see [Sketch.Refund]): then the call's increment stays in the
-// cells it could not restore, an over-estimate. docs/design.md has the
-// protocol and its argument.
+// be exact (see [Sketch.Refund]): then a positive increment stays in the
+// cells it could not restore, an over-estimate, and a negative one is
+// added back (rollback). docs/design.md has the protocol and its
+// argument.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
 	CheckTry(delta, limit)
 	return s.tryUpdate(s.sum64(key), delta, limit, s.nowMillis())
@@ -99,7 +100,10 @@ func (s *Sketch) TryReserveStringAt(t time.Time, key string, delta, limit float6
 //     the sketch: see docs/design.md, "Roll-backs");
 //   - any other cell (time has passed, the cell is at Hi, the call's own
 //     add reached Hi, or negative deltas are in use) keeps the increment:
-//     an over-estimate.
+//     an over-estimate;
+//   - a negative increment is always given back (kept, it would be an
+//     under-estimate): by the CAS above, or else added back as an Update
+//     adds, rounded up (rollback says why that is never too little).
 //
 // It reports whether every level was given back, and clears rc, so a
 // second Refund does nothing. The zero Receipt refunds nothing and
@@ -177,8 +181,23 @@ func (s *Sketch) Reserved(rc *Receipt) (ms int64, v float64) {
 // a word written exactly 2^32 ms after stored, or the identical word, is
 // another key's mass. So once the sketch's time is 2^31 ms past ms, the
 // time of the call that stored the word, nothing is given back.
+//
+// A negative increment (stored below restore) is always given back:
+// kept, it would be an under-estimate. The cell that still holds stored
+// gets restore back by CAS, as above; any other gets the difference
+// added, as an Update adds it (decayed, rounded up, clamped). That is
+// never below the cell's value without the call: the laws and the
+// clamps are monotone and move two values no further apart, so the cell
+// is at most the difference below it (docs/design.md, "Roll-backs",
+// case 6).
 func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word, ms int64) bool {
 	if stored == restore {
+		return true
+	}
+	if stored.Score() < restore.Score() {
+		if !c.CompareAndSwap(stored, restore) {
+			s.addLoop(c, &ms, atom.SumUp(float64(restore.Score()), -float64(stored.Score())), false)
+		}
 		return true
 	}
 	if stored.Score() == s.hi32 || s.tb.hw.Load()-ms >= 1<<31 {
