@@ -17,8 +17,8 @@ import (
 // service). The error is AllowN's: on a round trip that failed, d is the
 // Policy's decision (FailOpen and LocalFallback decide; FailClosed's
 // denial, and LocalFallback's for n above its Burst/N, say no retry
-// time, RetryAfter 0, and are not Never; httplimit answers them through
-// its error handler, 503). Burst and Remaining are rounded down
+// time, RetryAfter 0 and NextAfter 0, and are not Never; httplimit
+// answers them through its error handler, 503). Burst and Remaining are rounded down
 // to whole tokens; NextAfter is the time until Remaining grows by one
 // (or the bucket is full), rounded up to the millisecond. It panics if
 // n <= 0.
@@ -104,8 +104,11 @@ func toDecision(d Decision, n float64, name string, excess time.Duration, eu exa
 		out.RetryAfter = d.RetryAfter
 	}
 	// The next whole token: from Remaining r to floor(r)+1 (at most the
-	// burst) at Rate per second.
-	if r, b := d.Remaining, d.Limit.Burst; r < b && d.Limit.Rate > 0 {
+	// burst) at Rate per second. A denial that is no decision (the
+	// policy's, with no retry time) knows nothing of the key: NextAfter
+	// stays 0, at most its RetryAfter as on every denial.
+	noDecision := !d.Allowed && !out.Never && out.RetryAfter == 0
+	if r, b := d.Remaining, d.Limit.Burst; r < b && d.Limit.Rate > 0 && !noDecision {
 		var ms float64
 		if eu.perMs > 0 {
 			// In exact units, as the server counts: the room is a whole

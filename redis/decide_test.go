@@ -37,7 +37,7 @@ func TestToDecision(t *testing.T) {
 		{"never", Decision{Limit: lim, Remaining: 5, RetryAfter: -1},
 			6, limit.Decision{Limit: 2, Burst: 5, Policy: "p", Remaining: 5, Never: true, RetryAfter: limit.InfDuration}},
 		{"fail closed: no decision", Decision{Limit: lim, RetryAfter: -1},
-			1, limit.Decision{Limit: 2, Burst: 5, Policy: "p", NextAfter: 500 * time.Millisecond}},
+			1, limit.Decision{Limit: 2, Burst: 5, Policy: "p"}},
 		{"fractional burst", Decision{Allowed: true, Limit: PerSecond(1, 2.5), Remaining: 2.2, RetryAfter: -1},
 			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 2, NextAfter: 300 * time.Millisecond}},
 	} {

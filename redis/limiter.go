@@ -59,13 +59,18 @@ type Decision struct {
 	// (it stores the server's debt rounded up) and by the server's
 	// rebase slack bound (2 + wait / 2^30 ms: it copies the server's
 	// debt, which a rebase may raise). The LocalFallback's waits are
-	// otherwise exact: computed from the key's cells as its own
-	// TryUpdate decays them, a retry at RetryAfter fits and one a
-	// millisecond earlier does not, if nothing else is admitted
-	// meanwhile.
+	// otherwise exact for its own cells: computed from the key's cells
+	// as its own TryUpdate decays them, a retry at RetryAfter fits and
+	// one a millisecond earlier does not, if nothing else is admitted
+	// meanwhile. Those cells count tokens (float32, every drain rounded
+	// up), not the exact units of the server's limits, so against the
+	// exact bucket at Rate/N and Burst/N its waits may be up to 1 ms
+	// late, and a request that bucket admits may be denied with a
+	// RetryAfter of 1 ms; never the other way.
 	RetryAfter time.Duration
 	// ResetAfter is the time until the key's debt drains to 0 (the
-	// LocalFallback's: exactly, up to its sweep slack above).
+	// LocalFallback's: exactly for its cells, up to its sweep slack
+	// above).
 	ResetAfter time.Duration
 }
 

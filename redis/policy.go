@@ -22,9 +22,13 @@ const (
 	FailOpen
 	// LocalFallback decides with a local lock-free limiter at Rate/N and
 	// Burst/N, N = LimiterConfig.Instances: N instances that all fall
-	// back admit at most the global rate between them. A request above
-	// Burst/N (but within Burst) gets no decision from it, as under
-	// FailClosed.
+	// back admit at most the global rate between them while the fault
+	// lasts. The fallback starts from its own state, not the server's
+	// debts, and the server never learns what it admitted, so around a
+	// fault a key can be admitted up to one Burst more than the global
+	// bucket allows (the server's Burst before it, the fallbacks' N x
+	// Burst/N during it). A request above Burst/N (but within Burst)
+	// gets no decision from it, as under FailClosed.
 	LocalFallback
 )
 
