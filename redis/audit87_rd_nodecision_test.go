@@ -9,7 +9,7 @@ import (
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// TestAudit87RdDecideFindingNoDecisionNextAfter: decide.go, DecideContext:
+// TestAudit87RdDecideFixedNoDecisionNextAfter: decide.go, DecideContext:
 // "FailClosed's denial, and LocalFallback's for n above its Burst/N, say
 // no retry time, RetryAfter 0, and are not Never"; the limit.Decision it
 // returns promises (limit/decision.go, Decision.NextAfter): "On a denial
@@ -21,9 +21,9 @@ import (
 // answers n = 10 (above Burst/N = 5, within Burst) the same way. A
 // caller of DecideContext that trusts the type's invariant (NextAfter <=
 // RetryAfter on a denial) reads "one more token in 100 ms" from a
-// decision that knows nothing of the key. Expected: NextAfter at most
-// RetryAfter (0) on these denials.
-func TestAudit87RdDecideFindingNoDecisionNextAfter(t *testing.T) {
+// decision that knows nothing of the key. Fixed (stop 56): these
+// denials say NextAfter 0 (redis/decide.go, toDecision).
+func TestAudit87RdDecideFixedNoDecisionNextAfter(t *testing.T) {
 	e := newEnv(t, "rueidis", "standalone")
 	lim := PerSecond(10, 20)
 	mk := func(name string, pol Policy) *Limiter {
