@@ -25,7 +25,9 @@ type Config struct {
 	Lo, Hi float64
 	// Aggregator combines a key's L level scores; nil means Min. Min, Max
 	// and Mean take the lock-free fast path; any other function works
-	// through a pooled copy of the scores (slow path).
+	// through a pooled copy of the scores (slow path), each capped at Hi,
+	// and its result is read as it returns it (a mean of its own may
+	// round an ulp above Hi, where Mean reads Hi).
 	Aggregator Aggregator
 	// Hasher builds the key hash; nil means Murmur3 (grudge's default).
 	// Use SipHash for keys chosen by untrusted clients.

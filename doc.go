@@ -43,7 +43,9 @@
 //   - Scores are float32, rounded toward +Inf on every store, so Min
 //     never under-estimates; the error is measured in docs/precision.md
 //     (about (score/delta)*2^-23 relative for a decayed counter). Reads
-//     are capped at Hi, and a score saturates at ±MaxFloat32 (3.4e38),
+//     are capped at Hi (each level's, and Min's, Max's and Mean's; a
+//     custom Aggregator gets the capped levels and its result is its
+//     own, as in grudge), and a score saturates at ±MaxFloat32 (3.4e38),
 //     so an infinite bound works as that value.
 //   - Without a Ticker a Rotator rotates lazily, on the first operation
 //     after a Period ends, and starts no goroutine; with a Ticker it
