@@ -117,11 +117,15 @@ func (s *Sketch) Reset() { s.e.Reset() }
 // Merge adds other into s under the additive law, cell by cell, both
 // decayed to s's current time: exact for the None and Exponential laws.
 // For Linear, overlap (at least the time both replicas may have held a
-// positive score) raises every cell by rate x overlap so that no key
-// reads below the union of both streams; other laws ignore it. overlap
+// positive score) raises every cell by rate x overlap (overlap rounded
+// up to whole ms, as clocks count) so that no key reads below the union
+// of both streams; other laws ignore it. overlap
 // is optional: Merge(other) is Merge(other, 0), and more than one
 // panics, as does a nil other. It refuses (ErrSnapshotMismatch) a sketch
-// of another configuration, or s itself.
+// of another configuration, or s itself. Writes that land on either
+// sketch during the merge are on the safe side for positive scores; a
+// credit (a negative score) written then can read below the union until
+// the merge's lead on it has passed (docs/snapshots.md, "Merge").
 func (s *Sketch) Merge(other *Sketch, overlap ...time.Duration) error {
 	if other == nil {
 		panic("sketch: Merge of a nil *Sketch")

@@ -44,6 +44,15 @@ import (
 //     either side, a credit that drains too, the merge takes max(a, b) when
 //     a + b would fall below it, so it never falls below either input.
 //
+// Writes during the merge: a cell written after the merge's instant is
+// read back to it (positive scores of None, Exponential and Linear) or
+// the merged cell is stamped later, so that the other side decays late:
+// the safe side for positive scores. A credit (a negative score) that
+// decays late reads low, so with negative writes landing on either
+// sketch during the merge a key can read below the union until the lead
+// has passed (audit 88: -20 for -16 under a 1 s half-life, the write
+// landing 1 s into the merge).
+//
 // Merge may run concurrently with operations on s and other: each cell of
 // s is merged atomically, the merge as a whole is not (another operation
 // may see some cells merged and others not), and other's cells are read
@@ -52,7 +61,8 @@ import (
 func (s *Sketch) Merge(other *Sketch) error { return s.merge(other, 0) }
 
 // MergeWithin is Merge that, for the Linear law, also adds rate x overlap
-// to every cell (clamped at Hi), where overlap is at least the time since
+// (overlap rounded up to whole ms, the product rounded up) to every cell
+// (clamped at Hi), where overlap is at least the time since
 // the two replicas started from empty sketches (or, more tightly, the
 // time during which both may have held a positive score). Then, for
 // non-negative deltas and ignoring the clamp at Hi, every merged cell is
@@ -72,9 +82,32 @@ func (s *Sketch) Merge(other *Sketch) error { return s.merge(other, 0) }
 func (s *Sketch) MergeWithin(other *Sketch, overlap time.Duration) error {
 	slack := 0.0
 	if k, rate := law.Params(s.cfg.Decay); k == law.KindLinear && overlap > 0 {
-		slack = rate * float64(overlap.Milliseconds()) / 1000
+		// Clocks count whole ms, so 1.9 ms of overlap can span 2 ms of
+		// drain: whole ms rounded up (truncated, 1.9 ms raised by 1 ms's
+		// worth and a key read below the union: audit 88), and the
+		// product rounded up.
+		ms := int64(overlap / time.Millisecond)
+		if overlap%time.Millisecond != 0 {
+			ms++
+		}
+		slack = mulDivUp(rate, float64(ms), 1000)
 	}
 	return s.merge(other, slack)
+}
+
+// mulDivUp returns a x b / c rounded toward +Inf, for a, b >= 0 and
+// c > 0, finite: each rounding's exact error (FMA) says whether to step
+// up.
+func mulDivUp(a, b, c float64) float64 {
+	p := a * b
+	if math.FMA(a, b, -p) > 0 {
+		p = math.Nextafter(p, math.Inf(1))
+	}
+	q := p / c
+	if math.FMA(q, c, -p) < 0 {
+		q = math.Nextafter(q, math.Inf(1))
+	}
+	return q
 }
 
 func (s *Sketch) merge(other *Sketch, slack float64) error {
