@@ -197,8 +197,9 @@ func (p a88Panicky) WriteTo(w io.Writer) (int64, error) {
 
 // TestAudit88SnapWriteFilePanickingSource: a Source that panics in the
 // middle of WriteFile leaves the target holding the previous complete
-// snapshot (Load takes it, with its value); whatever stray temporary
-// file it leaves is removed by the next Saver on the path.
+// snapshot (Load takes it, with its value), and its temporary file is
+// removed as the panic goes on up (audit 88 found it left, and open,
+// until the next Saver on the path).
 func TestAudit88SnapWriteFilePanickingSource(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "p.snap")
@@ -218,6 +219,17 @@ func TestAudit88SnapWriteFilePanickingSource(t *testing.T) {
 		}()
 		_ = snapshot.WriteFile(path, a88Panicky{s})
 	}()
+	// The panic went on up, and WriteFile removed its temporary file on
+	// the way (closing it: no descriptor leaked).
+	if ents, err := os.ReadDir(dir); err != nil {
+		t.Fatal(err)
+	} else {
+		for _, e := range ents {
+			if strings.Contains(e.Name(), ".tmp-") {
+				t.Errorf("stray %s left by the panicked save", e.Name())
+			}
+		}
+	}
 	d := a88Sketch(t, clk)
 	if err := snapshot.Load(path, d); err != nil {
 		t.Fatalf("Load after a panicked save: %v", err)

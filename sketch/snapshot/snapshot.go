@@ -197,7 +197,9 @@ func (s *Saver) Close() error {
 }
 
 // WriteFile writes src's snapshot to path atomically: a temporary file in
-// path's directory, fsync, rename over path, fsync of the directory.
+// path's directory, fsync, rename over path, fsync of the directory. On
+// an error, or a panic in src (which goes on up), it closes and removes
+// the temporary file, and path keeps what it held.
 func WriteFile(path string, src Source) (err error) {
 	dir, base := splitPath(path)
 	f, err := os.CreateTemp(dir, base+tmpInfix+"*")
@@ -205,10 +207,16 @@ func WriteFile(path string, src Source) (err error) {
 		return fmt.Errorf("snapshot: %w", err)
 	}
 	tmp := f.Name()
+	renamed := false
 	defer func() {
-		if err != nil {
+		// On an error, and on a panic in src.WriteTo (which goes on up:
+		// audit 88 found the file left open and the temporary file
+		// left until the next Saver), the temporary file goes.
+		if !renamed {
 			f.Close()
 			os.Remove(tmp)
+		}
+		if err != nil {
 			err = fmt.Errorf("snapshot: writing %s: %w", path, err)
 		}
 	}()
@@ -228,6 +236,7 @@ func WriteFile(path string, src Source) (err error) {
 	if err = os.Rename(tmp, path); err != nil {
 		return err
 	}
+	renamed = true
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
