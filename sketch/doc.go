@@ -72,7 +72,11 @@
 //     TryUpdate(k, 1, 1000) with no decay admit exactly 1000, and with
 //     every key colliding the total admitted never exceeds the limit. Any
 //     finite limit is accepted, above Hi too, as in grudge (scores stay
-//     clamped at Hi).
+//     clamped at Hi). With negative deltas a reader (a Query, or a
+//     TryUpdate of a key sharing the cells on another stripe) can see the
+//     decrement of a negative TryUpdate that then meets a conflicting
+//     write and is denied, before it is given back: a transient
+//     under-estimate, which such a TryUpdate can be admitted on.
 //   - Roll-backs (a TryUpdate's undo after a commit conflict, a cancelled
 //     reservation) are exact or nothing: a
 //     cell gives an increment back only where that cannot take another

@@ -124,8 +124,9 @@ func (s *Sketch) Reset() { s.e.Reset() }
 // panics, as does a nil other. It refuses (ErrSnapshotMismatch) a sketch
 // of another configuration, or s itself. Writes that land on either
 // sketch during the merge are on the safe side for positive scores; a
-// credit (a negative score) written then can read below the union until
-// the merge's lead on it has passed (docs/snapshots.md, "Merge").
+// credit (a negative score) written then can read below the union, by
+// up to what it decays over the merge's lead on it, a gap that shrinks
+// as it decays (docs/snapshots.md, "Merge").
 func (s *Sketch) Merge(other *Sketch, overlap ...time.Duration) error {
 	if other == nil {
 		panic("sketch: Merge of a nil *Sketch")

@@ -49,9 +49,10 @@ import (
 // the merged cell is stamped later, so that the other side decays late:
 // the safe side for positive scores. A credit (a negative score) that
 // decays late reads low, so with negative writes landing on either
-// sketch during the merge a key can read below the union until the lead
-// has passed (audit 88: -20 for -16 under a 1 s half-life, the write
-// landing 1 s into the merge).
+// sketch during the merge a key can read below the union, by up to what
+// the credit decays over the lead, a gap that shrinks as it decays
+// (audit 88: -20 for -16 under a 1 s half-life, the write landing 1 s
+// into the merge).
 //
 // Merge may run concurrently with operations on s and other: each cell of
 // s is merged atomically, the merge as a whole is not (another operation

@@ -292,8 +292,9 @@ func (r *Rotator) UpdateAndQueryString(key string, delta float64) float64 {
 // the primary's stripes before it publishes the new set, so the new
 // primary holds every admission of the old one before it decides
 // anything; a call that finds the primary retired decides again on the
-// new set. A denial writes nothing. It panics if delta or limit is NaN or
-// ±Inf.
+// new set. A denial writes nothing, except as Sketch.TryUpdate's does
+// after a commit conflict (a positive increment it could not roll back
+// stays, an over-estimate). It panics if delta or limit is NaN or ±Inf.
 func (r *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
 	return r.tryUpdate(nil, bytesView(key), delta, limit, nil, nil)
 }

@@ -315,7 +315,9 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // again from its stamp on; where that would exceed Hi it is stated at
 // Hi, stamped after T (a negative age) as little as lets Hi decay to its
 // value by the stamp; a custom law's score, which has no inverse, and a
-// credit keep the stamp (a negative age, restored that far after T);
+// credit keep the stamp (a negative age, restored that far after T: a
+// credit whose last write during the encode was itself negative reads
+// that newer value, below its truth, between T and its stamp, audit 88);
 // restate has the details. The
 // set of cells is not an atomic snapshot: cells are read one after the
 // other, so each lies between its value at the start of the encode and
