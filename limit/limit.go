@@ -84,6 +84,7 @@ type Limiter struct {
 	// the count-min), bits significant bits.
 	shift, bits int
 	strict      bool
+	cu          bool // the count-min's conservative update: no take comes back
 	name        string
 	period      time.Duration
 	newTimer    func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
@@ -324,6 +325,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	l.period = period
 	sc := o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb)
 	sc.Conservative = o.cu
+	l.cu = o.cu
 	r, err := core.NewRotator(core.RotatorConfig{
 		Sketch:      sc,
 		Generations: o.generations,

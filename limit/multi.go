@@ -13,30 +13,40 @@ import (
 // concurrent request touched the same cells, or made a later window deny
 // after a take that cannot come back: see below).
 //
-// How: each window in order takes its share as a strict ReserveN does
-// (exact under contention); when one denies, the
-// windows already taken are refunded (Cancel's rule: exactly where
-// nothing else touched the key's cells since, or, on the count-min, only
-// in the same millisecond below MaxDebt; otherwise the take stays, on
-// the safe side; never another key's debt). Every window after the
-// first is read before anything is taken, and a request one of them
-// denies takes nothing (the first window in order that denies on that
-// read is the one that denies, and charges its RejectCost): a take that
-// filled a window to MaxDebt (with MaxDebt = burst, any take that empties
-// it) never comes back, a conservative count-min's never does (see
-// WithConservativeUpdate), and a Buckets take fails to whenever another
-// request of the key wrote the window's cells on top of it, so
-// concurrent denials of one key would
-// otherwise keep their takes. What remains is a race: another request
-// (of any key whose cells it shares) can fill a later window between
-// that read and the window's take, which then denies after the windows
-// before it took, and a take that cannot come back (as above, or one
-// that another caller's admission landed on) stays, on the safe side:
-// the key is denied more for up to that take's drain, never admitted
-// more (audit 85 forced it with MaxDebt = burst). A concurrent reader can therefore
-// observe, for the moment between a take and its refund, the debit of a
-// request that ends up denied: it can only make that reader deny more,
-// never admit more.
+// How: each window takes its share as a strict ReserveN does (exact
+// under contention); when one denies, the windows already taken are
+// refunded (Cancel's rule: exactly where nothing else touched the key's
+// cells since, or, on the count-min, only in the same millisecond below
+// MaxDebt; otherwise the take stays, on the safe side; never another
+// key's debt). The windows take in order, except that those whose take
+// may not come back (a conservative count-min, a policy whose burst is
+// its limiter's MaxDebt) take after the others. Every window but the
+// one that takes first is read before anything is taken, and a request
+// one of them denies takes nothing (the first window in order that
+// denies is the one that denies, and charges its RejectCost); windows
+// that are one limiter with one key are read with all of their costs. A
+// take that filled a window to MaxDebt (with MaxDebt = burst, any take
+// that empties it) never comes back, a conservative count-min's never
+// does (see WithConservativeUpdate), a count-min take that left a cell
+// shared with other keys at the clamp does not (Reservation.Cancel),
+// and a Buckets take fails to whenever another request of the key wrote
+// the window's cells on top of it, so concurrent denials of one key
+// would otherwise keep their takes.
+//
+// What remains is a race: another request (of any key whose cells it
+// shares) can fill a window between that read and the window's take,
+// which then denies (and charges its RejectCost) after the windows
+// before it in that order took, and a take among them that cannot come
+// back stays, on the safe side: one that another caller's admission
+// landed on, one that left a shared count-min cell at the clamp, and
+// each of the kind that takes last, when the denying window is of that
+// kind too. Without a race, too, a window can deny at its take when its
+// key shares a count-min cell with another window's key in the same
+// limiter, a cell that window's take raised after the read. A key is
+// then denied more for up to that take's drain, never admitted more.
+// A concurrent reader can therefore observe, for the
+// moment between a take and its refund, the debit of a request that ends
+// up denied: it can only make that reader deny more, never admit more.
 //
 // A decision of a Multi of at most four windows does not allocate when
 // every count-min window keeps at most two generations (the default);
@@ -51,11 +61,12 @@ import (
 // NewMulti".
 type Multi struct {
 	ls     []*Limiter
+	shared bool     // a limiter is two windows or more (precheck sums their costs)
 	counts counters // the Multi's decisions since NewMulti, for Stats
 }
 
-// NewMulti returns a Multi over the given windows, checked in order (put
-// the most likely to deny first: a denial there takes nothing). It
+// NewMulti returns a Multi over the given windows, checked in order (the
+// first that denies is the one that charges its RejectCost). It
 // returns a *sketch.ConfigError, prefixed "limit: ", if there are none or
 // one is nil or a zero Limiter.
 func NewMulti(windows ...*Limiter) (*Multi, error) {
@@ -67,7 +78,13 @@ func NewMulti(windows ...*Limiter) (*Multi, error) {
 			return nil, bad("Windows", i, "NewMulti: window %d is nil or a zero Limiter", i)
 		}
 	}
-	return &Multi{ls: append([]*Limiter(nil), windows...)}, nil
+	m := &Multi{ls: append([]*Limiter(nil), windows...)}
+	for i, l := range m.ls {
+		for _, o := range m.ls[:i] {
+			m.shared = m.shared || o == l
+		}
+	}
+	return m, nil
 }
 
 // Windows returns the limiters, in order.
@@ -128,17 +145,18 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 		ps = append(ps, l.p.Load())
 	}
 	var inline [4]receipt
-	taken := inline[:0]
-	denied := m.precheck(ps, t, n, key)
+	taken := inline[:0] // taken[k]: the receipt of window order[k]
+	var byOrder [4]int
+	order := m.takeOrder(ps, byOrder[:0])
+	denied := m.precheck(ps, t, n, key, order[0])
 	if denied >= 0 {
 		if p := ps[denied]; p.rejectU > 0 {
 			m.ls[denied].addAt(t, key(denied), p.rejectU)
 		}
+		order = order[:0]
 	}
-	for i, l := range m.ls {
-		if denied >= 0 {
-			break
-		}
+	for _, i := range order {
+		l := m.ls[i]
 		if l.none() {
 			taken = append(taken, receipt{})
 			continue
@@ -150,9 +168,9 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 			res, ok = l.reserveAt(t, key(i), p.cost(float64(n)), p.burstU)
 		}
 		if !ok {
-			for j := range taken {
-				if lj := m.ls[j]; !lj.none() {
-					lj.refund(&taken[j])
+			for k := range taken {
+				if lk := m.ls[order[k]]; !lk.none() {
+					lk.refund(&taken[k])
 				}
 			}
 			denied = i
@@ -200,23 +218,72 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 	return d
 }
 
+// takeOrder appends to order the windows' indices in the order the
+// windows take: first those whose take comes back whenever nothing else
+// wrote the key's cells since, in order, then those whose take may not
+// (a conservative count-min: none comes back; a policy whose burst is
+// the limiter's MaxDebt: a take that empties it fills the cells to
+// their clamp, where no roll-back can tell what the take added), in
+// order. A later window filled between the precheck and its take then
+// finds nothing unrefundable taken before it, unless two windows are of
+// the second kind.
+func (m *Multi) takeOrder(ps []*params, order []int) []int {
+	for i, l := range m.ls {
+		if !l.keepsTakes(ps[i]) {
+			order = append(order, i)
+		}
+	}
+	if len(order) < len(m.ls) {
+		for i, l := range m.ls {
+			if l.keepsTakes(ps[i]) {
+				order = append(order, i)
+			}
+		}
+	}
+	return order
+}
+
+// keepsTakes reports whether a strict take under p may not come back:
+// see takeOrder.
+func (l *Limiter) keepsTakes(p *params) bool {
+	return l.cu || !l.none() && p.burstU >= l.maxDebtU
+}
+
 // precheck returns the first window, in order, that denies n to its key
-// on a read, when a window after the first one does; or -1. A take
-// comes back only where nothing else has written the key's cells since
-// (Buckets: see Reservation.Cancel), never under the count-min's
-// conservative update, and never one that filled a window to MaxDebt
-// (with MaxDebt = burst, any take that empties it), so a request that a
-// later window denies must take nothing from the earlier ones: reading
-// the later windows first, it takes nothing. The earlier windows are
-// then read too, so that the denying window, the one whose RejectCost
-// is charged, is the first in order that denies, whatever the engines.
-func (m *Multi) precheck(ps []*params, t time.Time, n int, key func(int) string) int {
+// on a read, when a window other than the one that takes first (first
+// the skip, order[0]) does; or -1. A take comes back only where nothing
+// else has written the key's cells since (Buckets: see
+// Reservation.Cancel), never under the count-min's conservative update,
+// and never one that filled a window to MaxDebt (with MaxDebt = burst,
+// any take that empties it), so a request that a window denies must take
+// nothing from the others: reading every window but the one that takes
+// first, it takes nothing, and that one takes nothing when it denies.
+// The windows before a denying one are then read too, so that the
+// denying window, the one whose RejectCost is charged, is the first in
+// order that denies, whatever the engines and the take order. Windows
+// that are one limiter with one key take from one debt: each is read
+// with all of their costs.
+func (m *Multi) precheck(ps []*params, t time.Time, n int, key func(int) string, skip int) int {
 	denies := func(i int) bool {
 		l, p := m.ls[i], ps[i]
-		return !l.none() && (n > p.burst || l.queryAt(t, key(i))+p.cost(float64(n)) > p.burstU)
+		if l.none() {
+			return false
+		}
+		if n > p.burst {
+			return true
+		}
+		cost := p.cost(float64(n))
+		if m.shared {
+			for j, lj := range m.ls {
+				if j != i && lj == l && key(j) == key(i) {
+					cost += ps[j].cost(float64(n))
+				}
+			}
+		}
+		return l.queryAt(t, key(i))+cost > p.burstU
 	}
-	for i := 1; i < len(m.ls); i++ {
-		if denies(i) {
+	for i := range m.ls {
+		if i != skip && denies(i) {
 			for j := range i {
 				if denies(j) {
 					return j

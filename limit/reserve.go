@@ -69,7 +69,10 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // the key's lines full) leaves the eviction floor it raised, which the
 // evicted key's debt still needs, so the key may read up to that floor
 // after Cancel. A reservation that filled the key to
-// MaxDebt is never given back (either engine), nor is any under the
+// MaxDebt is never given back (either engine), nor, on the count-min, is
+// the part in a cell it left at the clamp (MaxDebt) because other keys
+// share that cell (a clamp may have cut their debits too, so the cell
+// cannot tell the reservation's part from theirs), nor is any under the
 // count-min's conservative update (WithConservativeUpdate: a
 // conservative cell holds the largest of its keys' debts, so the key's
 // own debit cannot be told apart in it), nor, on the count-min, one
