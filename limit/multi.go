@@ -250,8 +250,8 @@ func (l *Limiter) keepsTakes(p *params) bool {
 }
 
 // precheck returns the first window, in order, that denies n to its key
-// on a read, when a window other than the one that takes first (first
-// the skip, order[0]) does; or -1. A take comes back only where nothing
+// on a read, when a window other than skip (the one that takes first,
+// order[0]) does; or -1. A take comes back only where nothing
 // else has written the key's cells since (Buckets: see
 // Reservation.Cancel), never under the count-min's conservative update,
 // and never one that filled a window to MaxDebt (with MaxDebt = burst,
