@@ -33,9 +33,12 @@ func audit84snapEngines() []limit.Engine { return []limit.Engine{limit.Buckets, 
 
 func audit84snapNew(t testing.TB, e limit.Engine, clk sketch.Clock, extra ...limit.Option) *limit.Limiter {
 	t.Helper()
-	opts := append([]limit.Option{limit.WithEngine(e), limit.WithClock(clk), limit.WithSize(4, 4096)}, extra...)
+	// A fixed seed (extra may set another): with crypto/rand's, a fresh
+	// key's fingerprint twin in the Buckets engine (a 1% innocent-denial
+	// sizing) made a run fail now and then (stop 56, under qemu arm64).
+	opts := append([]limit.Option{limit.WithSeed(1), limit.WithEngine(e), limit.WithClock(clk), limit.WithSize(4, 4096)}, extra...)
 	if e == limit.Buckets {
-		opts = append([]limit.Option{limit.WithEngine(e), limit.WithClock(clk), limit.WithCapacity(2000, 0.01)}, extra...)
+		opts = append([]limit.Option{limit.WithSeed(1), limit.WithEngine(e), limit.WithClock(clk), limit.WithCapacity(2000, 0.01)}, extra...)
 	}
 	l, err := limit.New(10, 5, opts...)
 	if err != nil {
