@@ -124,8 +124,12 @@ func TestAudit88SnapSaverConcurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := a88Loops(); n != loops0+1 {
-		t.Fatalf("%d Saver goroutines after NewSaver, %d before", n, loops0)
+	// The Saver's goroutine may not have run yet (it showed as 0 under
+	// -race once): wait for it, up to a generous bound.
+	for deadline := time.Now().Add(10 * time.Second); a88Loops() != loops0+1; runtime.Gosched() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d Saver goroutines after NewSaver, %d before", a88Loops(), loops0)
+		}
 	}
 	var wg sync.WaitGroup
 	for w := range 2 {
