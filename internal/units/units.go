@@ -42,8 +42,8 @@ unit chosen so that what it does at those instants is exact:
     the sketch's own next decision to the millisecond;
   - one token is `unit` units.
 
-Short fractions. When the rate r is a fraction p/q (the simplest fraction
-within 4 ulps of the float64 r, found from its continued fraction: 3 for
+Short fractions. When the rate r is a fraction p/q (the first convergent of
+the float64 r's continued fraction within 4 ulps of r: 3 for
 Limit(3), 1/3 for Every(3*time.Second), 1000/7 for Every(7*time.Millisecond)),
 a token lasts 1000q/p ms = unit/drain in lowest terms. If also
 MaxDebt x unit <= 2^24, every debt the limiter
