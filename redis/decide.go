@@ -72,13 +72,21 @@ func limiterRefills(x any) []common.Refill {
 // refill is how long an empty key takes to get Burst back as the server
 // holds it: the full burst's debt as a cell stores it (a float32 rounded
 // up: more than Burst above 2^24 tokens), drained at the rate, rounded up
-// to the ms, plus the slack the server adds to a wait its rebases may
+// to the ms (for exact units, a quotient within 4 ulps of a whole ms is
+// that ms), plus the slack the server adds to a wait its rebases may
 // meet unless the debt counts exact units (sketch.lua's rebaseSlack,
 // bounded by rebaseSlackBound). It comes with Policies' rate and burst.
 // Burst/Rate alone was short (audit 52: 0.3/s x 30000001 announced a w
 // 2.7 s before a full burst was back).
 func (l *Limiter) refill() common.Refill {
-	ms := math.Ceil(float64(atom.RoundUp(l.burstU)) / l.rateU * 1000)
+	q := float64(atom.RoundUp(l.burstU)) / l.rateU * 1000
+	if l.exactU {
+		// Whole units at a whole drain: a whole ms comes out of the
+		// division a few ulps off (audit 89: 5/s x 161 gave 32200.000000000004,
+		// a w 1 ms past the server's ResetAfter), as in package limit.
+		q = common.SnapWhole(q)
+	}
+	ms := math.Ceil(q)
 	if !l.exactU {
 		ms += float64(rebaseSlackBound(int64(ms), l.sk.rebaseAt))
 	}

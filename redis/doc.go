@@ -15,8 +15,10 @@
 // The server holds L x M cells per generation in one Redis string (a
 // 40-byte header, then the cells), each cell the same 8-byte word as
 // package atomiccell: float32 score (rounded toward +Inf) and uint32 age
-// stamp in ms from the generation's epoch. Server memory is
-// Shards x Generations x (40 + L*M*8) bytes whatever the number of keys.
+// stamp in ms from the generation's epoch. The strings hold
+// Shards x Generations x (40 + L*M*8) bytes whatever the number of keys
+// (the server's allocator rounds each string up to a size class: up to
+// a quarter more by MEMORY USAGE).
 // The client hashes the key with the core's hashers and layout (a key
 // maps to the cells a sketch.Sketch of the same shape and seed maps it
 // to) and sends the L cell offsets; one server function (sketch.lua, a Redis

@@ -40,7 +40,9 @@ type Decision struct {
 	// When denied: the exact wait, rounded up to the ms, after which the
 	// same request fits if nothing else is admitted meanwhile (never
 	// early, but for a limit counting tokens by the float64 rounding of
-	// the server's drain: see Limiter); -1 also when n > Burst (it never fits), and on a denial
+	// the server's drain: see Limiter; and but for a deny cache's local
+	// denial after admissions of keys sharing the key's server cells:
+	// see DenyCacheCells); -1 also when n > Burst (it never fits), and on a denial
 	// made without the server that has no wait to give: FailClosed's,
 	// and LocalFallback's for an n above the fallback's Burst/N but
 	// within Burst (the fallback can never take it, the server can once
@@ -106,7 +108,13 @@ type LimiterConfig struct {
 
 	// DenyCacheCells is M of the local deny cache (4 levels); 0 disables
 	// it. With it, a key the server denied is denied locally, with no
-	// round trip, until its reported debt has drained enough.
+	// round trip, until its reported debt has drained enough. A local
+	// denial's RetryAfter, ResetAfter and Remaining count from the debt
+	// the cache learned for the key: admissions since of keys that share
+	// its server cells (other instances' of any key, this instance's of
+	// other keys) raise the server's debt past it and can make them
+	// early; the retry then gets the server's answer
+	// (docs/distributed.md, "Why the limit stays exact").
 	DenyCacheCells uint32
 	// PreCheck also feeds the deny cache with the debt the server reports
 	// for admitted requests, so a key this instance has driven to its

@@ -213,7 +213,8 @@ func CountMinKeysPerCell(deny float64, levels uint32) float64 {
 // cells (every generation holds all of them: the keys arrived within a
 // period): a fresh key is denied when each of its cells holds a key at
 // its limit, (1 - e^(-keys/cells))^levels, the Bloom filter's false
-// positive rate; and the share of keys that got their burst (the mean of
+// positive rate, plus what double hashing adds (countMinPairs); and the
+// share of keys that got their burst (the mean of
 // that rate over the arrivals).
 func PredictCountMinDenial(keys int, levels, cells uint32) (deny, got float64) {
 	fp := func(n float64) float64 { return countMinRate(n, levels, cells) }
