@@ -23,16 +23,47 @@ const floorBuckets = 256
 // readers and reset by the next floor that maps to it. Only evictions
 // write it (an atomic add, or a CAS when the bucket turns over), never
 // the hot path.
+//
+// The words keep 32 bits of an epoch, which wraps (after 9.4 hours of
+// 16,000 ticks per ms at width 251, 2.1 years of limit.New(10, 20)'s 15
+// at width 469), and the comparisons must not: audit 89 found an engine
+// whose time had passed 2^31 epochs dropping every new floor (a bucket
+// never written read as newer: Saturation blind to a flood) and a
+// reader 2^32 epochs after a flood counting its floors again. So:
+//
+//   - Writers compare 32-bit epochs as int32 differences, exact while
+//     every word is within 2^31 epochs of the floor written. last is the
+//     epoch of the latest sweep: a floor at least 2^28 epochs past it
+//     first sweeps the ring (sweep: every word older than the floor's
+//     window is re-stamped with a recent expired epoch of its bucket and
+//     a count of 0), and a floor more than 2^29 epochs before it has
+//     expired (last is at most a ring past the clock) and is ignored. So
+//     every word stays within 2^29 + 2 rings of last, and a floor written
+//     is within 2^29 of it.
+//   - Readers compare full epochs: top[i] is 64 bits, raised before its
+//     word takes a newer epoch, so a word counts only when top[i]'s epoch
+//     is in the reader's window and the word holds that epoch's low 32
+//     bits (the word then holds that epoch: a writer that raised top[i]
+//     there had every word within 2^30 of it). Reading never writes.
 type floorHist struct {
 	_     cpu.CacheLinePad
 	width uint64 // ticks per bucket, >= 1
 	b     [floorBuckets]atomic.Uint64
 	// top[i] is at least the largest floor stamp counted in b[i] in its
-	// current epoch (raised, never lowered, within an epoch): the bucket
-	// at a reader's threshold counts nothing when its top is below it.
-	top [floorBuckets]atomic.Uint64
-	_   cpu.CacheLinePad
+	// current epoch (raised, never lowered): the bucket at a reader's
+	// threshold counts nothing when its top is below it, and top[i]'s
+	// epoch is the full epoch of b[i]'s count for a reader.
+	top  [floorBuckets]atomic.Uint64
+	last atomic.Uint64 // the epoch of the latest sweep (0: none yet)
+	_    cpu.CacheLinePad
 }
+
+// The writers' horizons, in epochs: a floor sweepAfter past last sweeps
+// first; one staleAfter before it has expired.
+const (
+	sweepAfter = 1 << 28
+	staleAfter = 1 << 29
+)
 
 func (h *floorHist) init(span uint64) {
 	h.width = max(1, (2*(span+2)+floorBuckets-1)/floorBuckets)
@@ -50,7 +81,14 @@ func (h *floorHist) move(old, new uint64) {
 
 // add counts (inc) or uncounts a floor at stamp s.
 func (h *floorHist) add(s uint64, inc bool) {
-	ep := uint32(s / h.width)
+	full := s / h.width
+	switch last := h.last.Load(); {
+	case int64(full-last) >= sweepAfter:
+		h.sweep(full)
+	case int64(last-full) > staleAfter:
+		return // expired long ago, and swept: no word holds it
+	}
+	ep := uint32(full)
 	w := &h.b[ep%floorBuckets]
 	if inc {
 		// Raise the bucket's top first, so that a reader that sees the
@@ -59,7 +97,7 @@ func (h *floorHist) add(s uint64, inc bool) {
 		tp := &h.top[ep%floorBuckets]
 		for {
 			x := tp.Load()
-			if xe := x / h.width; xe > s/h.width || xe == s/h.width && x >= s {
+			if xe := x / h.width; xe > full || xe == full && x >= s {
 				break // a newer epoch's top, or already high enough
 			}
 			if tp.CompareAndSwap(x, s) {
@@ -90,6 +128,38 @@ func (h *floorHist) add(s uint64, inc bool) {
 	}
 }
 
+// sweep re-stamps every word older than the window of a floor at epoch
+// full (more than a ring before it) with the latest epoch of its bucket
+// a ring before full and a count of 0, then raises last to full. A word
+// is read relative to last, which every word is within 2^30 of.
+func (h *floorHist) sweep(full uint64) {
+	if full < 2*floorBuckets {
+		return // nothing can be a ring older (last <= full - 2^28 here)
+	}
+	base := h.last.Load()
+	old := full - floorBuckets // words below this epoch are expired
+	for i := range h.b {
+		// The latest epoch of bucket i at or below old.
+		re := old - (old-uint64(i))%floorBuckets
+		for {
+			x := h.b[i].Load()
+			xe := base + uint64(int64(int32(uint32(x>>32)-uint32(base))))
+			if xe+floorBuckets > full {
+				break // within the window (or newer): live
+			}
+			if h.b[i].CompareAndSwap(x, uint64(uint32(re))<<32) {
+				break
+			}
+		}
+	}
+	for {
+		l := h.last.Load()
+		if int64(full-l) <= 0 || h.last.CompareAndSwap(l, full) {
+			return
+		}
+	}
+}
+
 // above returns the number of lines whose floor stamp is above theta.
 // The bucket that holds theta counts in full when its top is above
 // theta (and not at all otherwise): the count is exact but for floors
@@ -97,19 +167,15 @@ func (h *floorHist) add(s uint64, inc bool) {
 // may count too: the reading errs high, as an alert should.
 func (h *floorHist) above(theta uint64) float64 {
 	e0 := theta / h.width
-	edge := 1.0
-	if tp := h.top[e0%floorBuckets].Load(); tp/h.width == e0 && tp <= theta {
-		edge = 0
-	}
 	sum := 0.0
 	for i := range h.b {
-		x := h.b[i].Load()
-		xe, c := uint32(x>>32), float64(uint32(x))
-		switch d := xe - uint32(e0); {
-		case d == 0:
-			sum += edge * c
-		case d < floorBuckets:
-			sum += c
+		tp := h.top[i].Load()
+		te := tp / h.width
+		if te < e0 || te-e0 >= floorBuckets || te == e0 && tp <= theta {
+			continue // the bucket's epoch is outside the window, or the edge's top is not above theta
+		}
+		if x := h.b[i].Load(); uint32(x>>32) == uint32(te) {
+			sum += float64(uint32(x))
 		}
 	}
 	return sum

@@ -371,4 +371,5 @@ func (h *floorHist) reset() {
 		h.b[i].Store(0)
 		h.top[i].Store(0)
 	}
+	h.last.Store(0)
 }
