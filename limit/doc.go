@@ -84,7 +84,9 @@
 // ResetAfter, NextAfter and Remaining, is that of the rational bucket
 // (checked against big.Rat arithmetic over random rates, bursts and
 // schedules, on both engines), when Exact reports true. The Buckets
-// engine is always exact (it is chosen only where it is: see "Engines").
+// engine is always exact (it is chosen only where it is: see "Engines"),
+// but for a RejectCost off its grid of ticks (WithRejectCost), which
+// Exact reports.
 // The count-min is exact when the rate is a
 // short fraction (p/q per second, or Every(d) for d a whole number of
 // milliseconds or a short fraction of one; Every(3*time.Second) is
@@ -101,9 +103,9 @@
 //     token's adds stay exact (1/minute: a unit of 60000 = 2^5 x 1875,
 //     11 bits, up to MaxDebt 8191). Decisions are then late by the
 //     float32 rounding of the key's stored debt: each write while the
-//     key is in debt (an admission, a RejectCost) rounds it up by less
-//     than 2^-23 of itself, and these steps add up until the debt has
-//     drained to 0 (Every(24h) with burst 30: a step is 256 ms at 30
+//     key is in debt (an admission, a RejectCost, a cancelled
+//     reservation's give-back) rounds it up by less than 2^-23 of
+//     itself, and these steps add up until the debt has drained to 0 (Every(24h) with burst 30: a step is 256 ms at 30
 //     days of debt, and 40 admissions 1 day and 255 ms apart, each
 //     storing 30 days, leave the key 10.2 s late; docs/precision.md,
 //     workload b).

@@ -144,6 +144,11 @@ func WithStrict(strict bool) Option { return func(o *options) { o.strict = stric
 
 // WithRejectCost debits c tokens of debt on every denial (default 0): a
 // penalty for a client that keeps knocking. Debt never exceeds MaxDebt.
+// The engine stores c rounded up to its grid (whole units on Buckets, a
+// multiple of 2^-k units on an exact count-min); where that rounds, each
+// denial debits a little more than c and Exact reports false (New(10,
+// 20, WithRejectCost(1e-4)): a tick, 1/1500 of a token). A whole number
+// of tokens is always on the grid.
 func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost = c } }
 
 // WithMaxDebt sets the most debt a key can carry (the sketch's Hi;
@@ -292,7 +297,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		l.shift = gridShift(l.maxDebtU)
 	}
 	l.p.Store(&params{unit: l.unit, burstU: burstF * l.unit, rejectU: o.rejectCost * l.unit,
-		limit: limit, burst: burst, burstF: burstF, name: o.name, exact: exact})
+		limit: limit, burst: burst, burstF: burstF, name: o.name, exact: exact && l.rejectExact(o.rejectCost, l.unit)})
 	if eng == Buckets {
 		if err := o.Finish("limit", "Generations", 0); err != nil {
 			return nil, err

@@ -51,7 +51,12 @@ func (r *Reservation) DelayFrom(t time.Time) time.Duration {
 // Cancel gives the reservation back, all or nothing per cell: a cell of the key that no other request has
 // written since the reservation gets its previous value back (the key
 // reads as if the reservation had never been taken, the part drained
-// since included), and with the count-min so does one written since only
+// since included; on a limiter that is not Exact, that value drained to
+// the reservation's millisecond and rounded up as a cell stores it, as
+// every write is (package doc, "Exactness"): a Reserve+Cancel pair every
+// few ms on a debt whose float32 step is more than a few ms of drain
+// keeps it from draining, Every(24h) at burst 30 by 256 ms a step,
+// though never above what it was), and with the count-min so does one written since only
 // within the same millisecond, below MaxDebt; any other cell keeps the
 // debit, on the safe side (a key is never given back more than its own
 // reservation, nor anything of another key's, even once MaxDebt has cut

@@ -206,7 +206,21 @@ func (l *Limiter) newParams(limit Limit, burst int, name string) (*params, error
 		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: l.needFor(r, burst, burstU), Have: l.maxDebt}
 	}
 	return &params{unit: unit, burstU: burstU, rejectU: min(l.rejectCost*unit, l.maxDebtU),
-		limit: limit, burst: burst, burstF: burstF, name: name, exact: exact}, nil
+		limit: limit, burst: burst, burstF: burstF, name: name, exact: exact && l.rejectExact(l.rejectCost, unit)}, nil
+}
+
+// rejectExact reports whether a RejectCost of c tokens, at unit units a
+// token, is a multiple of 2^-shift units (whole units on the Buckets
+// engine, whose shift is 0), which the engine stores exactly; computed
+// without rounding. Off that grid every denial charges the cost rounded
+// up to it (audit 89: WithRejectCost(1e-4) on New(10, 20) charged a
+// whole tick, 1/1500 of a token, yet Exact said true).
+func (l *Limiter) rejectExact(c, unit float64) bool {
+	if c == 0 {
+		return true
+	}
+	r := new(big.Rat).SetFloat64(c)
+	return r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(unit, l.shift))).IsInt()
 }
 
 // needOn returns the least MaxDebt, in tokens of l's limit, whose units

@@ -9,8 +9,9 @@ const maxRate = 1e22
 // RetryAfter, ResetAfter and Remaining it gives for a key alone in its
 // cells is that of the rational token bucket at millisecond resolution
 // (see the package documentation, "Exactness"), under its current
-// policy (New's, or SetLimit's and SetBurst's: see Tier.Exact). Inf is
-// exact; the zero Limiter is not.
+// policy (New's, or SetLimit's and SetBurst's: see Tier.Exact), and
+// RejectCost on the engine's grid (WithRejectCost). Inf is exact; the
+// zero Limiter is not.
 func (l *Limiter) Exact() bool {
 	p := l.p.Load()
 	return l.inf || p != nil && p.exact

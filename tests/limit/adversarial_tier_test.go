@@ -52,7 +52,10 @@ func TestAdvTierRetryAfterRejectCost(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if !tr.Exact() {
+				// A RejectCost off the engine's grid (half a token of an odd
+				// number of ticks: Every(3ms) on Buckets) makes neither
+				// exact (WithRejectCost); the predictions below hold anyway.
+				if l.Exact() && !tr.Exact() {
 					t.Fatalf("tier R/%d not exact on an exact limiter", c.k)
 				}
 				deciders := []decider{l, tr}
