@@ -20,10 +20,13 @@ import (
 // its estimate is >= the server's debt at every later instant, counting
 // only the debt already reported: it can only over-estimate (collisions
 // under Min raise, never lower; racing feeds of one key raise it to the
-// larger debt, see raise). So a request it denies, the server would have denied: the
-// cache never admits, and it is stale only toward denial, by at most the
-// round trip times Rate plus collision over-estimates, which drain at
-// Rate (so never longer than Burst/Rate).
+// larger debt, see raise). So the cache never admits, and it is stale
+// only toward denial, by at most the round trip times Rate plus
+// collision over-estimates, which drain at Rate (so never longer than
+// Burst/Rate after the last feed of the colliding keys: a key whose
+// cells all hold another key's debt is denied for as long as that key
+// keeps being fed, audit 90). A request it denies for a key's own
+// learned debt, the server would have denied.
 //
 // The argument needs three more things, each kept below:
 //

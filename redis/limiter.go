@@ -114,7 +114,12 @@ type LimiterConfig struct {
 	// its server cells (other instances' of any key, this instance's of
 	// other keys) raise the server's debt past it and can make them
 	// early; the retry then gets the server's answer
-	// (docs/distributed.md, "Why the limit stays exact").
+	// (docs/distributed.md, "Why the limit stays exact"). A key whose
+	// cache cells all hold other keys' learned debts (a collision in the
+	// cache, its false-positive rate about (1 - e^(-h/M))^4 for h keys
+	// held in M cells) is denied locally as if it owed the least of them,
+	// for as long as those keys keep being learned, without asking the
+	// server; a secret Seed keeps such a collision from being crafted.
 	DenyCacheCells uint32
 	// PreCheck also feeds the deny cache with the debt the server reports
 	// for admitted requests, so a key this instance has driven to its
