@@ -34,12 +34,24 @@ const floorBuckets = 256
 //   - Writers compare 32-bit epochs as int32 differences, exact while
 //     every word is within 2^31 epochs of the floor written. last is the
 //     epoch of the latest sweep: a floor at least 2^28 epochs past it
-//     first sweeps the ring (sweep: every word older than the floor's
-//     window is re-stamped with a recent expired epoch of its bucket and
-//     a count of 0), and a floor more than 2^29 epochs before it has
-//     expired (last is at most a ring past the clock) and is ignored. So
-//     every word stays within 2^29 + 2 rings of last, and a floor written
-//     is within 2^29 of it.
+//     first sweeps the ring (every word older than the floor's window is
+//     re-stamped with a recent expired epoch of its bucket and a count of
+//     0), and a floor more than 2^29 epochs before it has expired (last
+//     is at most a ring past the clock) and is ignored. So every word
+//     stays within 2^29 + 2 rings of last, and a floor written is within
+//     2^29 of it.
+//   - A sweep is published before it runs (sw: its base, the last it
+//     reads the words against, and its target), and every writer that
+//     finds one unfinished helps it finish (the re-stamps are the same
+//     whoever makes them) before it reads a word; a writer re-reads sw
+//     before its CAS and starts over if a sweep began since (audit 90:
+//     two evictions that each swept, or one that read a word before a
+//     sweep and wrote it after, misread a word 2^31 epochs away: a live
+//     count erased, or a bucket holding an old epoch that dropped new
+//     floors). A sweep that begins between that re-read and the CAS
+//     has not re-stamped the word yet (or the CAS fails), and reads it
+//     against the same base. No lock: a sweep is 256 CASes that any
+//     writer can complete.
 //   - Readers compare full epochs: top[i] is 64 bits, raised before its
 //     word takes a newer epoch, so a word counts only when top[i]'s epoch
 //     is in the reader's window and the word holds that epoch's low 32
@@ -54,9 +66,27 @@ type floorHist struct {
 	// threshold counts nothing when its top is below it, and top[i]'s
 	// epoch is the full epoch of b[i]'s count for a reader.
 	top  [floorBuckets]atomic.Uint64
-	last atomic.Uint64 // the epoch of the latest sweep (0: none yet)
+	last atomic.Uint64             // the target of the latest finished sweep (0: none yet)
+	sw   atomic.Pointer[sweepPlan] // the latest sweep begun (nil: none); finished when last is its target
 	_    cpu.CacheLinePad
 }
+
+// histHook, nil but in tests, holds every floorHist.add at a point
+// (histSettled: last and the sweep read; histDecided: the word read and
+// its new value chosen) so that a test can replay an interleaving. A
+// package variable, not a field: the engine's struct is part of its
+// memory budget (LinesFor), and a field cost the default a line.
+var histHook func(point int)
+
+// The points of histHook.
+const (
+	histSettled = iota + 1
+	histDecided
+)
+
+// sweepPlan is one sweep: the words are read against base (last when it
+// began) and re-stamped when older than target's window.
+type sweepPlan struct{ base, target uint64 }
 
 // The writers' horizons, in epochs: a floor sweepAfter past last sweeps
 // first; one staleAfter before it has expired.
@@ -79,33 +109,55 @@ func (h *floorHist) move(old, new uint64) {
 	}
 }
 
+// settled returns last and the latest sweep, once no sweep is unfinished
+// (helping one finish if it is).
+func (h *floorHist) settled() (uint64, *sweepPlan) {
+	for {
+		p := h.sw.Load()
+		last := h.last.Load()
+		if p == nil || last == p.target {
+			return last, p
+		}
+		h.sweep(p)
+	}
+}
+
 // add counts (inc) or uncounts a floor at stamp s.
 func (h *floorHist) add(s uint64, inc bool) {
 	full := s / h.width
-	switch last := h.last.Load(); {
-	case int64(full-last) >= sweepAfter:
-		h.sweep(full)
-	case int64(last-full) > staleAfter:
-		return // expired long ago, and swept: no word holds it
-	}
 	ep := uint32(full)
 	w := &h.b[ep%floorBuckets]
-	if inc {
-		// Raise the bucket's top first, so that a reader that sees the
-		// count sees a top at least as high (or a stale one from an older
-		// epoch, which it ignores).
-		tp := &h.top[ep%floorBuckets]
-		for {
-			x := tp.Load()
-			if xe := x / h.width; xe > full || xe == full && x >= s {
-				break // a newer epoch's top, or already high enough
+	for {
+		last, p := h.settled()
+		if histHook != nil {
+			histHook(histSettled)
+		}
+		if int64(full-last) >= sweepAfter {
+			np := &sweepPlan{base: last, target: full}
+			if h.sw.CompareAndSwap(p, np) {
+				h.sweep(np)
 			}
-			if tp.CompareAndSwap(x, s) {
-				break
+			continue
+		}
+		if int64(last-full) > staleAfter {
+			return // expired long ago, and swept: no word holds it
+		}
+		if inc {
+			// Raise the bucket's top first, so that a reader that sees the
+			// count sees a top at least as high (or a stale one from an
+			// older epoch, which it ignores). Raising it again on a retry
+			// changes nothing.
+			tp := &h.top[ep%floorBuckets]
+			for {
+				x := tp.Load()
+				if xe := x / h.width; xe > full || xe == full && x >= s {
+					break // a newer epoch's top, or already high enough
+				}
+				if tp.CompareAndSwap(x, s) {
+					break
+				}
 			}
 		}
-	}
-	for {
 		x := w.Load()
 		xe, c := uint32(x>>32), uint32(x)
 		var n uint64
@@ -122,42 +174,49 @@ func (h *floorHist) add(s uint64, inc bool) {
 		default:
 			n = uint64(ep)<<32 | 1 // a new epoch: the old counts expired
 		}
+		if histHook != nil {
+			histHook(histDecided)
+		}
+		if h.sw.Load() != p {
+			continue // a sweep began since: read the word again after it
+		}
 		if w.CompareAndSwap(x, n) {
 			return
 		}
 	}
 }
 
-// sweep re-stamps every word older than the window of a floor at epoch
-// full (more than a ring before it) with the latest epoch of its bucket
-// a ring before full and a count of 0, then raises last to full. A word
-// is read relative to last, which every word is within 2^30 of.
-func (h *floorHist) sweep(full uint64) {
-	if full < 2*floorBuckets {
-		return // nothing can be a ring older (last <= full - 2^28 here)
-	}
-	base := h.last.Load()
-	old := full - floorBuckets // words below this epoch are expired
+// sweep runs (or helps finish) p: every word older than the window of
+// p.target (more than a ring before it), read against p.base, gets the
+// latest epoch of its bucket a ring before p.target and a count of 0;
+// then last becomes p.target. Every re-stamp is the same whoever makes
+// it, so helpers racing each other agree; a helper that finds the sweep
+// finished, or a later one begun, stops (writers write only once it is
+// finished, and a word loaded before a writer's CAS fails its CAS).
+// p.target is at least 2^28.
+func (h *floorHist) sweep(p *sweepPlan) {
+	old := p.target - floorBuckets // words below this epoch are expired
 	for i := range h.b {
 		// The latest epoch of bucket i at or below old.
 		re := old - (old-uint64(i))%floorBuckets
 		for {
 			x := h.b[i].Load()
-			xe := base + uint64(int64(int32(uint32(x>>32)-uint32(base))))
-			if xe+floorBuckets > full {
-				break // within the window (or newer): live
+			if h.sw.Load() != p || h.last.Load() == p.target {
+				// Finished (by another helper), or a later sweep begun: a
+				// word loaded now may be a writer's since, which base no
+				// longer reads.
+				return
+			}
+			xe := p.base + uint64(int64(int32(uint32(x>>32)-uint32(p.base))))
+			if xe+floorBuckets > p.target || uint32(x>>32) == uint32(re) {
+				break // within the window (or newer), or re-stamped already
 			}
 			if h.b[i].CompareAndSwap(x, uint64(uint32(re))<<32) {
 				break
 			}
 		}
 	}
-	for {
-		l := h.last.Load()
-		if int64(full-l) <= 0 || h.last.CompareAndSwap(l, full) {
-			return
-		}
-	}
+	h.last.CompareAndSwap(p.base, p.target)
 }
 
 // above returns the number of lines whose floor stamp is above theta.

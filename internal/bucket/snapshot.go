@@ -372,4 +372,5 @@ func (h *floorHist) reset() {
 		h.top[i].Store(0)
 	}
 	h.last.Store(0)
+	h.sw.Store(nil)
 }
