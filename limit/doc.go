@@ -65,7 +65,8 @@
 // Auto, the default, picks Buckets wherever it is exact and CountMin
 // elsewhere (rates whose MaxDebt takes longer than those 61,438 ticks to
 // drain: 61.4 s at most, less where a millisecond takes several ticks;
-// rates that are not a whole number of ticks per token); WithSize,
+// rates that are not a whole number of ticks per token; a MaxDebt or a
+// RejectCost that is not a whole number of ticks); WithSize,
 // WithGenerations, WithPeriod and WithConservativeUpdate(true) select
 // CountMin. Both engines give the
 // same decisions for a key alone in its cells and every guarantee below,
@@ -84,9 +85,8 @@
 // ResetAfter, NextAfter and Remaining, is that of the rational bucket
 // (checked against big.Rat arithmetic over random rates, bursts and
 // schedules, on both engines), when Exact reports true. The Buckets
-// engine is always exact (it is chosen only where it is: see "Engines"),
-// but for a RejectCost off its grid of ticks (WithRejectCost), which
-// Exact reports.
+// engine is always exact for New's policy (it is chosen only where it
+// is: see "Engines").
 // The count-min is exact when the rate is a
 // short fraction (p/q per second, or Every(d) for d a whole number of
 // milliseconds or a short fraction of one; Every(3*time.Second) is
@@ -128,7 +128,11 @@
 // float32 above MaxDebt, as its cells may be, and its durations may be
 // late by up to that step's drain, less than 2^-23 of MaxDebt's (audit
 // 67: 40 ms of a 1.06 s RetryAfter at 0.944/s with MaxDebt 958687),
-// never early (audit 66 found them early when read as MaxDebt).
+// never early (audit 66 found them early when read as MaxDebt). A
+// Reservation's Delay is such a duration: with MaxDebt = burst there,
+// ReserveN or WaitN of the full burst from an empty key may wait up to
+// that step (the 40 ms above), where AllowN of it is admitted at once
+// (audit 90, TestAudit90ExactReserveFullBurstHeldMaxDebt).
 //
 // Under contention on one key, strict decisions never admit past the
 // burst on either engine. On Buckets a key's own racing requests can,

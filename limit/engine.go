@@ -2,9 +2,11 @@ package limit
 
 import (
 	"fmt"
-	"github.com/lfgrudge/grudge/internal/units"
+	"math"
 	"math/big"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/units"
 
 	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/conv"
@@ -25,8 +27,9 @@ const (
 	// MaxDebt must drain within 61,438 ticks (61.4 s where a tick is a
 	// millisecond) and a token be a whole number of ticks of at most a
 	// millisecond, at most 16,384 to the millisecond,
-	// MaxDebt's ticks and a millisecond's together at most 65,534 (see
-	// "Engines"); New refuses WithEngine(Buckets) otherwise.
+	// MaxDebt's ticks and a millisecond's together at most 65,534, and
+	// MaxDebt and RejectCost whole numbers of ticks (see "Engines"); New
+	// refuses WithEngine(Buckets) otherwise.
 	Buckets
 	// CountMin is the rotator of count-min sketches: any rate, any
 	// MaxDebt, re-rolled seeds every Period; about 10 cells per key at its
@@ -79,8 +82,13 @@ type bucketPlan struct {
 
 // planBuckets quantizes the limiter's law for the Buckets engine (the
 // engine's own choice, bucket.QuantumOf): ticks of at most a
-// millisecond, MaxDebt within the 16-bit span.
-func planBuckets(rate, maxDebt float64) bucketPlan {
+// millisecond, MaxDebt within the 16-bit span. The plan is exact when
+// the rate is, and MaxDebt and RejectCost are whole numbers of ticks
+// (as the limiter holds them: the float64 nearest to the product):
+// the engine clamps a debt at MaxDebt's ticks rounded down, and stores
+// a RejectCost rounded up (audit 90: WithMaxDebt(40.0001) at 10/s
+// clamped at 40 tokens, a key at MaxDebt 1 ms early).
+func planBuckets(rate, maxDebt, rejectCost float64) bucketPlan {
 	q, err := bucket.QuantumOf(bucket.Linear(rate, maxDebt))
 	if err != nil || q.PerMs == 0 {
 		return bucketPlan{}
@@ -90,9 +98,52 @@ func planBuckets(rate, maxDebt float64) bucketPlan {
 		// rate = num/den exactly iff unit x num == 1000 x den x drain.
 		a := new(big.Int).Mul(big.NewInt(int64(p.unit)), num)
 		b := new(big.Int).Mul(new(big.Int).Mul(big.NewInt(1000), den), big.NewInt(int64(q.PerMs)))
-		p.exact = a.Cmp(b) == 0
+		p.exact = a.Cmp(b) == 0 && wholeProduct(maxDebt, p.unit) && wholeProduct(rejectCost, p.unit)
 	}
 	return p
+}
+
+// wholeProduct reports whether a x b, rounded to the nearest float64 as
+// the limiter holds a MaxDebt or a RejectCost in units (so that a
+// decimal means what it says: WithMaxDebt), is a whole number.
+func wholeProduct(a, b float64) bool {
+	p := a * b
+	return !math.IsInf(p, 0) && !math.IsNaN(p) && p == math.Trunc(p)
+}
+
+// bucketsMaxDebt returns the least MaxDebt at or above need that the
+// Buckets engine holds exactly for rate and rejectCost (a whole number
+// of the ticks that MaxDebt itself gives: the ticks depend on it, so a
+// few rounds), and false when there is none near (the rate or the
+// RejectCost is off every grid, or the span is too long).
+func bucketsMaxDebt(rate, need, rejectCost float64) (float64, bool) {
+	for range 8 {
+		p := planBuckets(rate, need, rejectCost)
+		if !p.ok {
+			return need, false
+		}
+		if p.exact {
+			return need, true
+		}
+		if !wholeProduct(rejectCost, p.unit) {
+			return need, false
+		}
+		next, found := need, false
+		for k := math.Ceil(need * p.unit); !found && k <= math.Ceil(need*p.unit)+4; k++ {
+			c := k / p.unit
+			for _, c := range []float64{c, math.Nextafter(c, math.Inf(1)), math.Nextafter(c, math.Inf(-1))} {
+				if c >= need && c*p.unit == k {
+					next, found = c, true
+					break
+				}
+			}
+		}
+		if !found || next == need {
+			return need, false
+		}
+		need = next
+	}
+	return need, false
 }
 
 // chooseEngine returns the engine for the limiter's law and options, or
@@ -111,7 +162,7 @@ func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, erro
 	case Buckets:
 		// checkRateless has refused count-min options with Buckets.
 		if !fits {
-			return 0, bad("Engine", o.engine, "the Buckets engine is exact only when MaxDebt drains within %.3f s in whole ticks of at most 1 ms (at most 16384 to the ms, and at most 65534 for MaxDebt and one ms together), a token being a whole number of them (MaxDebt/limit = %v / %v); use Auto or CountMin", float64(bucketMaxTicks)/1000, maxDebt, rate)
+			return 0, bad("Engine", o.engine, "the Buckets engine is exact only when MaxDebt drains within %.3f s in whole ticks of at most 1 ms (at most 16384 to the ms, and at most 65534 for MaxDebt and one ms together), a token, MaxDebt and RejectCost being whole numbers of them (MaxDebt/limit = %v / %v, RejectCost %v); use Auto or CountMin", float64(bucketMaxTicks)/1000, maxDebt, rate, o.rejectCost)
 		}
 		return Buckets, nil
 	case CountMin:

@@ -144,11 +144,15 @@ func WithStrict(strict bool) Option { return func(o *options) { o.strict = stric
 
 // WithRejectCost debits c tokens of debt on every denial (default 0): a
 // penalty for a client that keeps knocking. Debt never exceeds MaxDebt.
-// The engine stores c rounded up to its grid (whole units on Buckets, a
-// multiple of 2^-k units on an exact count-min); where that rounds, each
-// denial debits a little more than c and Exact reports false (New(10,
-// 20, WithRejectCost(1e-4)): a tick, 1/1500 of a token). A whole number
-// of tokens is always on the grid.
+// c is held in the limiter's units as the float64 nearest to c x unit,
+// so a decimal c means what it says (as WithMaxDebt's d). The Buckets
+// engine holds only a c that is then a whole number of its ticks (Auto
+// picks the count-min otherwise, and WithEngine(Buckets) is refused);
+// the count-min stores c rounded up to its grid (a multiple of 2^-k
+// units when exact), and where that rounds each denial debits a little
+// more than c and Exact reports false (New(10, 20, WithRejectCost(1e-4),
+// WithEngine(CountMin)): 0.01 units). A whole number of tokens is always
+// on the grid.
 func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost = c } }
 
 // WithMaxDebt sets the most debt a key can carry (the sketch's Hi;
@@ -282,7 +286,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	}
 	l.maxDebt, l.rejectCost = maxDebt, o.rejectCost
 	unit, drain, exact, fbits := units.Units(l.rate, maxDebt)
-	plan := planBuckets(l.rate, maxDebt)
+	plan := planBuckets(l.rate, maxDebt, o.rejectCost)
 	eng, err := chooseEngine(&o, l.rate, maxDebt, plan)
 	if err != nil {
 		return nil, err
@@ -297,7 +301,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		l.shift = gridShift(l.maxDebtU)
 	}
 	l.p.Store(&params{unit: l.unit, burstU: burstF * l.unit, rejectU: o.rejectCost * l.unit,
-		limit: limit, burst: burst, burstF: burstF, name: o.name, exact: exact && l.rejectExact(o.rejectCost, l.unit)})
+		limit: limit, burst: burst, burstF: burstF, name: o.name, exact: exact && rejectExact(o.rejectCost, l.unit, l.shift)})
 	if eng == Buckets {
 		if err := o.Finish("limit", "Generations", 0); err != nil {
 			return nil, err

@@ -206,21 +206,18 @@ func (l *Limiter) newParams(limit Limit, burst int, name string) (*params, error
 		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: l.needFor(r, burst, burstU), Have: l.maxDebt}
 	}
 	return &params{unit: unit, burstU: burstU, rejectU: min(l.rejectCost*unit, l.maxDebtU),
-		limit: limit, burst: burst, burstF: burstF, name: name, exact: exact && l.rejectExact(l.rejectCost, unit)}, nil
+		limit: limit, burst: burst, burstF: burstF, name: name, exact: exact && rejectExact(l.rejectCost, unit, l.shift)}, nil
 }
 
 // rejectExact reports whether a RejectCost of c tokens, at unit units a
-// token, is a multiple of 2^-shift units (whole units on the Buckets
-// engine, whose shift is 0), which the engine stores exactly; computed
-// without rounding. Off that grid every denial charges the cost rounded
-// up to it (audit 89: WithRejectCost(1e-4) on New(10, 20) charged a
-// whole tick, 1/1500 of a token, yet Exact said true).
-func (l *Limiter) rejectExact(c, unit float64) bool {
-	if c == 0 {
-		return true
-	}
-	r := new(big.Rat).SetFloat64(c)
-	return r.Mul(r, new(big.Rat).SetFloat64(math.Ldexp(unit, l.shift))).IsInt()
+// token, held as the float64 nearest to c x unit (a decimal means what
+// it says, as WithMaxDebt's), is a multiple of 2^-shift units, which the
+// engine stores exactly. Off that grid every denial charges it rounded
+// up (audit 89: WithRejectCost(1e-4) at 10/s on the count-min, 0.01
+// units, yet Exact said true).
+func rejectExact(c, unit float64, shift int) bool {
+	p := math.Ldexp(c*unit, shift)
+	return !math.IsInf(p, 0) && !math.IsNaN(p) && p == math.Trunc(p)
 }
 
 // needOn returns the least MaxDebt, in tokens of l's limit, whose units
@@ -251,6 +248,10 @@ func (l *Limiter) needFor(r float64, burst int, burstU float64) float64 {
 		var s *Limiter
 		var err error
 		if l.b != nil {
+			// The Buckets engine holds a MaxDebt of whole ticks only.
+			if g, ok := bucketsMaxDebt(l.rate, need, l.rejectCost); ok {
+				need = g
+			}
 			s, err = New(Limit(l.rate), 1, WithMaxDebt(need), WithEngine(Buckets), WithCapacity(1, 0.5), WithSeed(0))
 		}
 		if l.b == nil || err != nil {

@@ -97,6 +97,13 @@ func audit84unitsPredict(c audit84unitsCfg, cmOnly bool) audit84unitsPred {
 		p.buckets = !cmOnly && p.k.Cmp(big.NewInt(16384)) <= 0 && mdc.Cmp(big.NewRat(61438, 1)) <= 0 &&
 			withMs.Cmp(big.NewRat(65534, 1)) <= 0
 		p.ambB = !cmOnly && p.k.Cmp(big.NewInt(16384)) <= 0 && (near(mdc, 61438) || near(withMs, 65534))
+		// Buckets holds only a MaxDebt of whole ticks (audit 90), and its
+		// ticks may be finer than c per token (limit.New(10, 20): 1500
+		// for c = 100), which the doc does not give: a MaxDebt that is
+		// not a whole number of c's may go either way.
+		if x := md * float64(p.c.Int64()); p.buckets && x != math.Trunc(x) {
+			p.ambB = true
+		}
 	} else {
 		p.r = new(big.Rat).SetFloat64(float64(c.lim))
 	}
