@@ -37,7 +37,10 @@
 // Rate counter past about 1/kappa = 1,850 events per window grows faster
 // than its events and runs away to its clamp (internal/bucket's
 // TestExponentialCounter: 100 times the truth at 10,000 events per
-// window), where a float32 cell is off by 2^-24; Inflight's counts go
+// window), where a float32 cell rounds each write up by at most one
+// float32 step (about window_ms x 2^-23 of a Rate's count, and a
+// runaway of its own past about 2^24 events per window: Rate's doc);
+// Inflight's counts go
 // down (-1 on Release), which a stamp cannot; Novelty's latch is a
 // stamp in principle ("seen while the stamp is less than T old"), a port
 // not made (docs/capacity.md, "meter").

@@ -34,6 +34,19 @@ import (
 // than elapsed (a factor down to exp(-1 ms/window): 0.999 for a 1 s
 // window, 0.37 for 1 ms; audit 68). The exactness above is of those
 // whole-millisecond times.
+//
+// The float32 rounding grows with the window: each millisecond in which
+// a key is written rounds its decayed count up by up to one float32
+// step (2^-24 to 2^-23 of it), against a decay of 1/window_ms of it, so
+// a key written every millisecond reads high by up to about window_ms x
+// 2^-23 of its count: 0.2% at 1 minute, 2% at 10 minutes, up to 16% at
+// 1 hour (measured). Past about 2^24 events per window (5,000 a second
+// on a 1-hour window) each +1 rounds up by 2 or more and the count runs
+// away toward the clamp (67% high after three windows at 5,000 a
+// second, thousands of times after six at 10,000). docs/precision.md,
+// "meter.Rate: long windows and hot keys", has the measurements; for
+// such keys use a shorter window, or observe in batches (ObserveAt with
+// n > 1 takes the rounding once per batch).
 type Rate struct {
 	r      *core.Rotator
 	window time.Duration
