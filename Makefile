@@ -118,8 +118,8 @@ test-arm64:
 ## v3 features (/proc/cpuinfo), else under qemu-x86_64-static -cpu max.
 ## Under qemu only the packages of the rounding arguments run (V3_EMULATED:
 ## the exact sums, the decay laws, the cell, the sizing model, the
-## conformance checks, and their tests/ twins): the whole suite takes
-## about 8 minutes there on 2 vCPUs against 2.5 natively, and arm64, which
+## conformance checks, and their tests/ twins): about 2.5 minutes there
+## on 2 vCPUs, where the whole suite takes about 8, and arm64, which
 ## fuses every site v3 fuses and more, runs it all. V3_ALL=1 runs every
 ## package under qemu too.
 ## Our packages are built with -d=checkptr (the unsafe.Pointer checks

@@ -36,8 +36,8 @@ func ExampleInflight() {
 	// 1 true
 }
 
-// Streaming dedup: a message id is "seen" for 10 minutes after its first
-// delivery, then forgotten.
+// Streaming dedup: a message id is "seen" for 10 minutes after its latest
+// delivery (every sighting refreshes the mark), then forgotten.
 func ExampleNovelty() {
 	clk := sketchtest.NewFakeClock()
 	n, _ := meter.NewNovelty(10*time.Minute, meter.WithClock(clk))

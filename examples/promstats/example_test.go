@@ -11,8 +11,10 @@ import (
 	"github.com/lfgrudge/grudge/limit"
 )
 
-// A server's limiters on /metrics: limit_admitted_total{limiter="api"},
-// limit_saturation{limiter="login"}, and so on, read at every scrape.
+// A server's limiters on /metrics under the namespace "myapp":
+// myapp_limit_admitted_total{limiter="api"},
+// myapp_limit_saturation{limiter="login"}, and so on, read at every
+// scrape.
 func ExampleNew() {
 	api := limit.MustNew(10, 20, limit.WithName("api"))
 	login := limit.MustNew(limit.Every(12*time.Second), 2, limit.WithName("login")) // 5/min
