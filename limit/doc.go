@@ -93,7 +93,10 @@
 // exactly 1/3 per second) and MaxDebt drains within 2^24 units, a unit
 // being the largest that divides both a token and a millisecond's drain
 // (with the default MaxDebt of 2 x burst: bursts up to 2330 at 1000/h,
-// 139 at 1/minute, 83886 at 10/s). Otherwise decisions are never
+// 139 at 1/minute, 83886 at 10/s), MaxDebt and RejectCost in units
+// being multiples of the grid its cells hold exactly (whole units, or
+// halves, quarters and finer where MaxDebt leaves bits to spare:
+// WithMaxDebt(40.0001) at 10/s, 4000.01 units, is not). Otherwise decisions are never
 // earlier than the exact bucket's, and late in one of two ways
 // (internal/units has the derivation):
 //
@@ -301,6 +304,12 @@
 // the mode are configuration, not state: the restoring process's apply,
 // as x/time/rate's SetBurst would (to change the burst across a restart,
 // fix MaxDebt with WithMaxDebt, since its default is twice the burst).
+// But the engine is in the snapshot, and under Auto a RejectCost or a
+// MaxDebt that is not a whole number of the Buckets engine's ticks picks
+// the count-min: a change of either that moves the limiter across
+// engines (New(1000, 5) and New(1000, 5, WithRejectCost(0.5))) is
+// refused with ErrSnapshotMismatch naming Engine, the limiter left
+// empty; WithEngine pins one.
 //
 // Time: debts are restored as of the snapshot's instant and drain by the
 // wall time elapsed since (the limiter clock's time.Time; none if the

@@ -9,6 +9,7 @@ import (
 	"github.com/lfgrudge/grudge/internal/units"
 
 	"github.com/lfgrudge/grudge/internal/bucket"
+	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/core"
 )
@@ -103,11 +104,23 @@ func planBuckets(rate, maxDebt, rejectCost float64) bucketPlan {
 	return p
 }
 
-// wholeProduct reports whether a x b, rounded to the nearest float64 as
-// the limiter holds a MaxDebt or a RejectCost in units (so that a
-// decimal means what it says: WithMaxDebt), is a whole number.
+// heldUnits is x tokens at unit units a token as the limiter holds a
+// MaxDebt or a RejectCost: the float64 product, and the whole number
+// within 4 ulps of it where there is one, so that a decimal means what
+// it says (WithMaxDebt: 40.0001 x 10000 is 400001.00000000006 in
+// float64, held as 400001; audit 91).
+func heldUnits(x, unit float64) float64 {
+	p := x * unit
+	if math.IsInf(p, 0) || math.IsNaN(p) || p < 0 {
+		return p
+	}
+	return common.SnapWhole(p)
+}
+
+// wholeProduct reports whether a x b, held as heldUnits holds it, is a
+// whole number.
 func wholeProduct(a, b float64) bool {
-	p := a * b
+	p := heldUnits(a, b)
 	return !math.IsInf(p, 0) && !math.IsNaN(p) && p == math.Trunc(p)
 }
 

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/common"
 )
 
 // TestHeldIsTheCellClamp: heldU, the debt a read at MaxDebt stands for,
@@ -55,8 +56,10 @@ func TestHeldIsTheCellClamp(t *testing.T) {
 		if l.heldU != held {
 			t.Fatalf("case %d: rate %v burst %d: heldU %v, the clamp of maxDebtU %v is %v", i, r, burst, l.heldU, l.maxDebtU, held)
 		}
-		if l.maxDebtU != float64(l.maxDebt*l.unit) {
-			t.Fatalf("case %d: maxDebtU %v, maxDebt x unit rounds to %v", i, l.maxDebtU, float64(l.maxDebt*l.unit))
+		// The product, rounded where formed (no fused multiply-add), then
+		// snapped to the whole number within 4 ulps (heldUnits).
+		if want := common.SnapWhole(float64(l.maxDebt * l.unit)); l.maxDebtU != want {
+			t.Fatalf("case %d: maxDebtU %v, maxDebt x unit rounds to %v", i, l.maxDebtU, want)
 		}
 	}
 }

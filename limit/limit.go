@@ -144,10 +144,12 @@ func WithStrict(strict bool) Option { return func(o *options) { o.strict = stric
 
 // WithRejectCost debits c tokens of debt on every denial (default 0): a
 // penalty for a client that keeps knocking. Debt never exceeds MaxDebt.
-// c is held in the limiter's units as the float64 nearest to c x unit,
-// so a decimal c means what it says (as WithMaxDebt's d). The Buckets
-// engine holds only a c that is then a whole number of its ticks (Auto
-// picks the count-min otherwise, and WithEngine(Buckets) is refused);
+// c is held in the limiter's units as the float64 nearest to c x unit
+// (the whole number within 4 ulps of it where there is one), so a
+// decimal c means what it says (as WithMaxDebt's d). The Buckets engine
+// holds New's policy only with a c that is then a whole number of its
+// ticks (Auto picks the count-min otherwise, and WithEngine(Buckets) is
+// refused; a tier's RejectCost off them makes Tier.Exact false);
 // the count-min stores c rounded up to its grid (a multiple of 2^-k
 // units when exact), and where that rounds each denial debits a little
 // more than c and Exact reports false (New(10, 20, WithRejectCost(1e-4),
@@ -160,7 +162,8 @@ func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost =
 // comes from reservations queued into the future (ReserveN, WaitN) and
 // from penalties; it must be >= burst and at most 2^24. It is held in
 // the limiter's units (see "Exactness" in the package doc) as the
-// float64 nearest to d x unit, so a decimal d means what it says:
+// float64 nearest to d x unit, or the whole number within 4 ulps of it
+// where there is one, so a decimal d means what it says:
 // WithMaxDebt(20.03) at 10/s holds 2003 units of 10 ms's drain, 20.03
 // tokens, where the float64 20.03 is 1.1e-15 above that.
 func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
@@ -295,13 +298,18 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		unit, drain, exact, fbits = plan.unit, plan.drain, plan.exact, 0
 	}
 	l.unit, l.drain, l.exact, l.bits = unit, drain, exact, fbits
-	l.maxDebtU = float64(maxDebt * l.unit) // rounded where formed, as params.cost
+	l.maxDebtU = heldUnits(maxDebt, l.unit) // rounded where formed, as params.cost
 	l.heldU = max(l.maxDebtU, float64(atom.RoundUp(l.maxDebtU)))
 	if eng != Buckets && exact {
 		l.shift = gridShift(l.maxDebtU)
 	}
-	l.p.Store(&params{unit: l.unit, burstU: burstF * l.unit, rejectU: o.rejectCost * l.unit,
-		limit: limit, burst: burst, burstF: burstF, name: o.name, exact: exact && rejectExact(o.rejectCost, l.unit, l.shift)})
+	// Exact as reported also needs MaxDebt and RejectCost on the grid
+	// the engine stores exactly: a count-min clamp off it is held at the
+	// float32 above (audit 91: WithMaxDebt(20.03) at 1000/s refused a
+	// reservation the rational bucket takes, Exact true).
+	exactP := exact && onGrid(l.maxDebtU, l.shift) && rejectExact(o.rejectCost, l.unit, l.shift)
+	l.p.Store(&params{unit: l.unit, burstU: burstF * l.unit, rejectU: heldUnits(o.rejectCost, l.unit),
+		limit: limit, burst: burst, burstF: burstF, name: o.name, exact: exactP})
 	if eng == Buckets {
 		if err := o.Finish("limit", "Generations", 0); err != nil {
 			return nil, err

@@ -163,7 +163,10 @@ func (l *Limiter) multiple(ex *big.Rat) float64 {
 // in tokens of New's limit) the policy needs: a limiter built as this
 // one but WithMaxDebt(Need) takes it (its base units, which MaxDebt
 // sets, are accounted for), unless New refuses that MaxDebt (above
-// 2^24, or beyond the Buckets engine's span). Have is the limiter's.
+// 2^24, beyond the Buckets engine's span, or, with WithEngine(Buckets)
+// and a RejectCost that is not a whole number of tokens, one whose ticks
+// do not hold that RejectCost whole: Auto takes it on the count-min).
+// Have is the limiter's.
 // It matches sketch.ErrInvalidConfig with errors.Is.
 type MaxDebtError struct {
 	Limit Limit // the policy's rate
@@ -205,18 +208,22 @@ func (l *Limiter) newParams(limit Limit, burst int, name string) (*params, error
 	if !(burstU <= l.maxDebtU) {
 		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: l.needFor(r, burst, burstU), Have: l.maxDebt}
 	}
-	return &params{unit: unit, burstU: burstU, rejectU: min(l.rejectCost*unit, l.maxDebtU),
-		limit: limit, burst: burst, burstF: burstF, name: name, exact: exact && rejectExact(l.rejectCost, unit, l.shift)}, nil
+	return &params{unit: unit, burstU: burstU, rejectU: min(heldUnits(l.rejectCost, unit), l.maxDebtU),
+		limit: limit, burst: burst, burstF: burstF, name: name,
+		exact: exact && onGrid(l.maxDebtU, l.shift) && rejectExact(l.rejectCost, unit, l.shift)}, nil
 }
 
 // rejectExact reports whether a RejectCost of c tokens, at unit units a
-// token, held as the float64 nearest to c x unit (a decimal means what
-// it says, as WithMaxDebt's), is a multiple of 2^-shift units, which the
-// engine stores exactly. Off that grid every denial charges it rounded
-// up (audit 89: WithRejectCost(1e-4) at 10/s on the count-min, 0.01
-// units, yet Exact said true).
-func rejectExact(c, unit float64, shift int) bool {
-	p := math.Ldexp(c*unit, shift)
+// token, held as heldUnits holds it (a decimal means what it says, as
+// WithMaxDebt's), is a multiple of 2^-shift units, which the engine
+// stores exactly (onGrid). Off that grid every denial charges it
+// rounded up (audit 89: WithRejectCost(1e-4) at 10/s on the count-min,
+// 0.01 units, yet Exact said true).
+func rejectExact(c, unit float64, shift int) bool { return onGrid(heldUnits(c, unit), shift) }
+
+// onGrid reports whether u units are a multiple of 2^-shift units.
+func onGrid(u float64, shift int) bool {
+	p := math.Ldexp(u, shift)
 	return !math.IsInf(p, 0) && !math.IsNaN(p) && p == math.Trunc(p)
 }
 
@@ -224,7 +231,7 @@ func rejectExact(c, unit float64, shift int) bool {
 // on l's base units hold burstU.
 func (l *Limiter) needOn(burstU float64) float64 {
 	need := burstU / l.unit
-	for need*l.unit < burstU {
+	for heldUnits(need, l.unit) < burstU { // as New will hold it
 		need = math.Nextafter(need, math.Inf(1))
 	}
 	return need
@@ -409,11 +416,13 @@ func (t *Tier) MaxDebt() float64 {
 }
 
 // Exact reports whether the tier is exact, as Limiter.Exact: the limiter
-// is, and a token of the tier costs exactly R/r tokens of the limiter's
-// rate R in the engine's units (so its decisions are the rational bucket
-// of rate r and burst b, for a key alone in its cells). Tiers R/k for a
-// whole k are exact on an exact limiter; other ratios are where R/r is a
-// multiple of the engine's step (docs/design.md).
+// is, a token of the tier costs exactly R/r tokens of the limiter's rate
+// R in the engine's units, and the RejectCost, priced in the tier's
+// tokens, is on the engine's grid too (so its decisions are the rational
+// bucket of rate r and burst b, for a key alone in its cells). Tiers R/k
+// for a whole k are exact on an exact limiter with a whole RejectCost;
+// other ratios are where R/r is a multiple of the engine's step
+// (docs/design.md).
 func (t *Tier) Exact() bool { return t.p.exact }
 
 // Policies returns the tier's one Policy; nil for a nil Tier.

@@ -86,6 +86,23 @@ func audit84unitsPredict(c audit84unitsCfg, cmOnly bool) audit84unitsPred {
 		p.c, p.k = new(big.Int).Set(tok.Num()), new(big.Int).Set(tok.Denom())
 		mdc := new(big.Rat).Mul(p.md, new(big.Rat).SetInt(p.c))
 		p.exactCM = mdc.Cmp(new(big.Rat).SetInt64(1<<24)) <= 0
+		// and MaxDebt in units (held as the whole number within 4 ulps of
+		// the float64 product where there is one) on the grid the cells
+		// hold exactly: multiples of 2^-k, k the most bits MaxDebt leaves
+		// under 24 (limit/doc.go, "Exactness"; audit 91).
+		if p.exactCM {
+			u := md * float64(p.c.Int64())
+			if r := math.Round(u); math.Abs(u-r) <= 4*(math.Nextafter(r, math.Inf(1))-r) {
+				u = r
+			}
+			k := 0
+			for k < 30 && u*math.Ldexp(1, k+1) <= 1<<24 {
+				k++
+			}
+			if g := math.Ldexp(u, k); g != math.Trunc(g) {
+				p.exactCM = false
+			}
+		}
 		// Within a float64 rounding of an edge either side is taken (the
 		// limiter forms MaxDebt x unit in float64).
 		near := func(x *big.Rat, edge int64) bool {
