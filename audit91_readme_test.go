@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -572,8 +573,16 @@ func TestAudit91ReadmeDefaultCapacityFigures(t *testing.T) {
 	b := limit.MustNew(10, 20)
 	c := limit.MustNew(10, 20, limit.WithEngine(limit.CountMin))
 	got := [4]int{b.Capacity(0.01), b.Capacity(0.001), c.Capacity(0.01), c.Capacity(0.001)}
-	if want := [4]int{1_249_306, 1_198_306, 38_011, 19_577}; got != want {
-		t.Errorf("default Capacity(1%%, 0.1%%) on Buckets and count-min: %v; docs/capacity.md says %v", got, want)
+	want := [4]int{1_249_306, 1_198_306, 38_011, 19_577}
+	// docs/capacity.md's figures are amd64's: elsewhere the engine's
+	// struct (cache-line padding of 128 bytes on arm64) and fused
+	// multiply-adds move them by a few lines (as TestAudit3CapDefaults
+	// allows: 1e-4 relative).
+	for i := range got {
+		if got[i] != want[i] && (runtime.GOARCH == "amd64" || math.Abs(float64(got[i]-want[i])) > 1e-4*float64(want[i])) {
+			t.Errorf("default Capacity(1%%, 0.1%%) on Buckets and count-min: %v; docs/capacity.md says %v", got, want)
+			break
+		}
 	}
 }
 
