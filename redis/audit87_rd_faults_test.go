@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -441,13 +442,17 @@ func TestAudit87RdLateReplyNotMisattributed(t *testing.T) {
 			t.Errorf("the next call, AllowN(b, 5): %+v, %v, Degraded %v; want the server's admission with Remaining %v (%v would be the late reply of AllowN(a, 1))",
 				d, err, l.Degraded(), lim.Burst-5, lim.Burst-1)
 		}
+		// The server runs what it had read: a loaded machine can close the
+		// timed-out call's connection before the proxy has forwarded it
+		// (make test once read a's debt 0), so a's debt is 1 or 0, never
+		// more; b's is its own 5.
 		for _, k := range []struct {
-			key  string
-			debt float64
-		}{{"a", 1}, {"b", 5}} {
+			key   string
+			debts []float64
+		}{{"a", []float64{1, 0}}, {"b", []float64{5}}} {
 			pk, err := direct.AllowN(ctx, k.key, 0)
-			if err != nil || lim.Burst-pk.Remaining != k.debt {
-				t.Errorf("the server's debt of %q: %+v, %v; want %v (the timed-out call ran)", k.key, pk, err, k.debt)
+			if err != nil || !slices.Contains(k.debts, lim.Burst-pk.Remaining) {
+				t.Errorf("the server's debt of %q: %+v, %v; want one of %v (the timed-out call ran, if the server had read it)", k.key, pk, err, k.debts)
 			}
 		}
 	})
