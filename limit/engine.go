@@ -6,12 +6,11 @@ import (
 	"math/big"
 	"time"
 
-	"github.com/lfgrudge/grudge/internal/units"
-
 	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/common"
 	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/core"
+	"github.com/lfgrudge/grudge/internal/units"
 )
 
 // Engine names the structure that holds the keys' debts (WithEngine).
@@ -119,10 +118,7 @@ func heldUnits(x, unit float64) float64 {
 
 // wholeProduct reports whether a x b, held as heldUnits holds it, is a
 // whole number.
-func wholeProduct(a, b float64) bool {
-	p := heldUnits(a, b)
-	return !math.IsInf(p, 0) && !math.IsNaN(p) && p == math.Trunc(p)
-}
+func wholeProduct(a, b float64) bool { return onGrid(heldUnits(a, b), 0) }
 
 // bucketsMaxDebt returns the least MaxDebt at or above need that the
 // Buckets engine holds exactly for rate and rejectCost (a whole number
