@@ -219,7 +219,7 @@ func TestTargetDigits(t *testing.T) {
 		v, want float64
 		atMost  bool
 		out     string
-	}{{1.1996, 1.2, false, "1.200"}, {1.2, 1.2, false, "1.20"}, {1.23, 1.2, false, "1.23"}, {0.996, 1, false, "0.996"}, {2.004, 2, true, "2.004"}, {1.996, 2, true, "2.00"}} {
+	}{{1.1996, 1.2, false, "1.1996"}, {1.2, 1.2, false, "1.20"}, {1.23, 1.2, false, "1.23"}, {0.996, 1, false, "0.996"}, {2.004, 2, true, "2.004"}, {1.996, 2, true, "2.00"}} {
 		if got := targetDigits(c.v, c.want, c.atMost); got != c.out {
 			t.Errorf("targetDigits(%v, %v, %v) = %q, want %q", c.v, c.want, c.atMost, got, c.out)
 		}

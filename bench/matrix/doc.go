@@ -6,7 +6,7 @@
 //
 // The default matrix (DefaultOptions, `make bench`) is lockfree,
 // reference and atomicadd on every workload and dist, both clock modes,
-// P = 1, 2, 4, ... NumCPU, 3 repeats of 250ms per cell; -impls all adds
+// P = 1, 2, 4, ... up to the usable CPUs (UsableCPUs), 3 repeats of 250ms per cell; -impls all adds
 // the rotators and ratemap.
 //
 // # Implementations

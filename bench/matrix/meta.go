@@ -9,6 +9,8 @@ import (
 	"runtime/debug"
 	"strings"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/hw"
 )
 
 // cpuModel returns the CPU's name from /proc/cpuinfo ("model name" on
@@ -68,17 +70,37 @@ func gitCommit(override string) string {
 	return "unknown"
 }
 
-// startProcs is GOMAXPROCS as the process started: since Go 1.25 its
-// default follows a cgroup CPU quota, which NumCPU (the host's CPUs)
-// does not, so a container limited to 2 CPUs on a 64-core host grades its
-// P=16 targets "needs 16 CPUs" instead of measuring them throttled.
-var startProcs = runtime.GOMAXPROCS(0)
+// UsableCPUs is the number of CPUs a run may use: the calling thread's
+// CPU affinity set (workers are pinned within it; NumCPU where it cannot
+// be read), or fewer under a cgroup CPU quota, as Go's default GOMAXPROCS
+// (since Go 1.25) counts it, whatever the GOMAXPROCS environment variable
+// says (the run sets GOMAXPROCS to each P itself). A container limited to
+// 2 CPUs on a 64-core host so grades its P=16 targets "needs 16 CPUs"
+// instead of measuring them throttled, and a process started on CPU 0
+// alone reports 1 CPU and its P=2 cells oversubscribed.
+func UsableCPUs() int {
+	n := len(hw.AllowedCPUs())
+	if n == 0 {
+		n = runtime.NumCPU()
+	}
+	return min(n, defaultGOMAXPROCS())
+}
+
+// defaultGOMAXPROCS is the runtime's default GOMAXPROCS, ignoring the
+// environment variable; GOMAXPROCS is left as it was.
+func defaultGOMAXPROCS() int {
+	prev := runtime.GOMAXPROCS(0)
+	runtime.SetDefaultGOMAXPROCS()
+	d := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(prev)
+	return d
+}
 
 // baseMeta fills the machine fields of Meta.
 func baseMeta(o *Options) Meta {
 	return Meta{
 		CPUModel:  cpuModel(),
-		Cores:     min(runtime.NumCPU(), startProcs),
+		Cores:     UsableCPUs(),
 		GOARCH:    runtime.GOARCH,
 		GOOS:      runtime.GOOS,
 		GoVersion: runtime.Version(),

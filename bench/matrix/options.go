@@ -7,7 +7,6 @@ import (
 	"io"
 	"math"
 	"math/bits"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -86,11 +85,11 @@ const (
 // Options selects the cells of a matrix run and how each is measured. The
 // zero value is not useful; start from DefaultOptions or ParseFlags.
 type Options struct {
-	Impls     []string      // implementations, in AllImpls order
-	Workloads []string      // workloads, in AllWorkloads order
-	Dists     []string      // key distributions, in AllDists order
-	Clocks    []string      // clock modes, in AllClocks order
-	Procs     []int         // GOMAXPROCS values (= workers per cell), ascending, each >= 1
+	Impls     []string      // implementations, in AllImpls order, each once
+	Workloads []string      // workloads, in AllWorkloads order, each once
+	Dists     []string      // key distributions, in AllDists order, each once
+	Clocks    []string      // clock modes, in AllClocks order, each once
+	Procs     []int         // GOMAXPROCS values (= workers per cell), strictly ascending, each >= 1
 	Duration  time.Duration // timed region of each repeat of a cell, > 0
 	Warmup    time.Duration // before round 1: the first cell's row runs once this long, unrecorded; 0: none
 	Count     int           // repeats per cell, >= 1: round r runs every cell once, then round r+1
@@ -116,10 +115,10 @@ type Options struct {
 	Quiet  bool   // no progress lines
 }
 
-// DefaultProcs returns 1, 2, 4, ... up to and including NumCPU (NumCPU is
-// added when it is not a power of two).
+// DefaultProcs returns 1, 2, 4, ... up to and including the CPUs the
+// run may use (UsableCPUs; added when not a power of two).
 func DefaultProcs() []int {
-	n := runtime.NumCPU()
+	n := UsableCPUs()
 	var ps []int
 	for p := 1; p < n; p *= 2 {
 		ps = append(ps, p)
@@ -162,7 +161,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	works := fs.String("workloads", "all", "workloads, comma-separated, or all: "+strings.Join(AllWorkloads, ","))
 	dists := fs.String("dists", "all", "key distributions, comma-separated, or all: "+strings.Join(AllDists, ","))
 	clocks := fs.String("clock", "both", "clock modes: default (each implementation's own), shared (all read hw.Nanotime()/1e6), or both")
-	procs := fs.String("procs", "", "GOMAXPROCS values (workers per cell), comma-separated; empty means 1,2,4,...,NumCPU")
+	procs := fs.String("procs", "", "GOMAXPROCS values (workers per cell), comma-separated; empty means 1,2,4,... up to the usable CPUs (affinity set and CPU quota)")
 	fs.DurationVar(&o.Duration, "duration", o.Duration, "timed region of each repeat of a cell")
 	fs.DurationVar(&o.Warmup, "warmup", o.Warmup, "before the first round, run each implementation of the first cell's row this long, unrecorded (0: no warm-up)")
 	fs.IntVar(&o.Count, "count", o.Count, "repeats per cell, interleaved: every cell runs once per round, for count rounds")
@@ -178,7 +177,7 @@ func ParseFlags(args []string, output io.Writer) (Options, error) {
 	fs.StringVar(&o.Commit, "commit", o.Commit, "commit to report (default: git rev-parse --short HEAD, then the build's vcs.revision)")
 	fs.BoolVar(&o.Quiet, "q", o.Quiet, "no progress lines on stderr")
 	fs.StringVar(&o.Backoff, "backoff", o.Backoff, "lock-free contention backoff for this run: F/L (first round F Pause calls, doubling up to L), off, or empty for the build's")
-	fs.StringVar(&o.From, "from", o.From, "re-render the Markdown, files and plots of a saved results.json instead of running (other flags but -out and -plots are ignored)")
+	fs.StringVar(&o.From, "from", o.From, "re-render the Markdown, files and plots of a saved results.json instead of running (other flags but -out and -plots are still checked, then not used)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -246,10 +245,38 @@ func (o Options) Validate() error {
 	if _, _, err := ParseBackoff(o.Backoff); err != nil {
 		return err
 	}
-	for _, p := range o.Procs {
+	for _, l := range []struct {
+		field        string
+		names, known []string
+	}{{"impls", o.Impls, AllImpls}, {"workloads", o.Workloads, AllWorkloads}, {"dists", o.Dists, AllDists}, {"clocks", o.Clocks, AllClocks}} {
+		if err := checkNames(l.field, l.names, l.known); err != nil {
+			return err
+		}
+	}
+	for i, p := range o.Procs {
 		if p < 1 {
 			return fmt.Errorf("matrix: procs must be >= 1; got %d", p)
 		}
+		if i > 0 && p <= o.Procs[i-1] {
+			return fmt.Errorf("matrix: procs must be strictly ascending; got %v", o.Procs)
+		}
+	}
+	return nil
+}
+
+// checkNames reports a name of names not in known, or names out of
+// known's order or repeated.
+func checkNames(field string, names, known []string) error {
+	last := -1
+	for _, n := range names {
+		i := slices.Index(known, n)
+		if i < 0 {
+			return fmt.Errorf("matrix: %s: unknown name %q; known: %s", field, n, strings.Join(known, ","))
+		}
+		if i <= last {
+			return fmt.Errorf("matrix: %s must be in the order %s, each once; got %s", field, strings.Join(known, ","), strings.Join(names, ","))
+		}
+		last = i
 	}
 	return nil
 }

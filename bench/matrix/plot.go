@@ -258,7 +258,8 @@ func throughputTile(ix index, clk, wk, d string, impls []string, procs []int) (*
 				x = jitter(x, i, len(impls))
 			}
 			xy = append(xy, plotter.XY{X: x, Y: r.Mops})
-			errs = append(errs, struct{ Low, High float64 }{r.Mops - orOne(r.MopsMin, r.Mops), orOne(r.MopsMax, r.Mops) - r.Mops})
+			lo, hi := bounds(r)
+			errs = append(errs, struct{ Low, High float64 }{r.Mops - lo, hi - r.Mops})
 		}
 		if im == ImplAtomicAdd {
 			errs = nil

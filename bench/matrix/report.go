@@ -6,6 +6,7 @@ import (
 	"io"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -122,19 +123,36 @@ func fmtRatio(v float64) string {
 	return fmt.Sprintf("%.2fx", v)
 }
 
-// targetDigits prints a target's ratio with two decimals, or three where
-// two would round it across the threshold (1.1996 against 1.2 reads
-// 1.200x, graded no), so the printed number never contradicts the grade.
+// targetDigits prints a target's ratio with two decimals, or with as
+// many more (up to six) as it takes for the printed number to be graded
+// as v is (1.1996 against 1.2 reads 1.1996x, graded no), and past six
+// with the sixth stepped toward v's side (2.9999999999999996 against 3
+// reads 2.999999x), so the printed number never contradicts the grade.
 func targetDigits(v, want float64, atMost bool) string {
-	r := math.Round(v*100) / 100
-	ok, okPrinted := v >= want, r >= want
-	if atMost {
-		ok, okPrinted = v <= want, r <= want
+	meets := func(x float64) bool {
+		if atMost {
+			return x <= want
+		}
+		return x >= want
 	}
-	if ok != okPrinted {
-		return fmt.Sprintf("%.3f", v)
+	ok := meets(v)
+	for d := 2; d <= 6; d++ {
+		s := strconv.FormatFloat(v, 'f', d, 64)
+		if x, err := strconv.ParseFloat(s, 64); err == nil && meets(x) == ok {
+			return s
+		}
 	}
-	return fmt.Sprintf("%.2f", v)
+	// Six decimals still read as the other grade: step the last digit
+	// toward v's side of want.
+	n := math.Round(v * 1e6)
+	if meets(n/1e6) != ok {
+		if ok != atMost {
+			n++
+		} else {
+			n--
+		}
+	}
+	return strconv.FormatFloat(n/1e6, 'f', 6, 64)
 }
 
 func fmtNs(v float64) string { return fmt.Sprintf("%.0f", v) }
@@ -459,7 +477,10 @@ func Targets(rep *Report) []TargetCheck {
 		return q, false
 	}
 	ungraded := func(p int) string {
-		if cores > 0 && cores < p {
+		switch {
+		case cores <= 0:
+			return "CPU count unknown"
+		case cores < p:
 			return fmt.Sprintf("needs %d CPUs", p)
 		}
 		return "not measured"
@@ -498,7 +519,7 @@ func Targets(rep *Report) []TargetCheck {
 		a, b := ix.get(ClockDefault, ImplLockfree, WorkUpdate, d, p), ix.get(ClockDefault, ImplReference, WorkUpdate, d, p)
 		if a != nil && b != nil && b.P999Ns > 0 {
 			v := a.P999Ns / b.P999Ns
-			tc.Measured = fmt.Sprintf("%.0f ns vs %.0f ns = %.2f at P=%d", a.P999Ns, b.P999Ns, v, p)
+			tc.Measured = fmt.Sprintf("%.0f ns vs %.0f ns = %s at P=%d", a.P999Ns, b.P999Ns, targetDigits(v, 0.2, true), p)
 			if a.Count > 1 || b.Count > 1 {
 				tc.Measured += " (medians)"
 			}

@@ -55,7 +55,7 @@ type Result struct {
 // Meta describes the machine and the run; every output carries it.
 type Meta struct {
 	CPUModel     string   `json:"cpu_model"`
-	Cores        int      `json:"cores"` // the CPUs the run may use: NumCPU, or fewer under a CPU quota (startProcs)
+	Cores        int      `json:"cores"` // the CPUs the run may use (UsableCPUs): its affinity set, or fewer under a CPU quota
 	GOARCH       string   `json:"goarch"`
 	GOOS         string   `json:"goos"`
 	GoVersion    string   `json:"go_version"`

@@ -175,7 +175,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	m.Procs, m.Impls, m.Workloads, m.Dists, m.Clocks = o.Procs, o.Impls, o.Workloads, o.Dists, o.Clocks
 	if progress != nil {
 		fmt.Fprintf(progress, "matrix: %d cells x %d rounds of %v on %d CPUs (allowed %v); timer %s, pair %.1f ns, sample cost %.1f ns / %d ops\n",
-			len(cs), o.Count, o.Duration, runtime.NumCPU(), r.cpus, m.Timer, ov.PairNs, ov.SampleNs, o.SampleEvery)
+			len(cs), o.Count, o.Duration, m.Cores, r.cpus, m.Timer, ov.PairNs, ov.SampleNs, o.SampleEvery)
 	}
 	m.WarmupMs = float64(o.Warmup) / 1e6
 	if err := r.warmup(ctx, cs, progress); err != nil {

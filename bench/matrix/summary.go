@@ -47,7 +47,11 @@ func quantile(s []float64, q float64) float64 {
 	if lo >= len(s)-1 {
 		return s[len(s)-1]
 	}
-	return s[lo] + (h-float64(lo))*(s[lo+1]-s[lo])
+	f := h - float64(lo)
+	if f == 0 || s[lo] == s[lo+1] {
+		return s[lo] // not 0*Inf or Inf-Inf where a value is infinite
+	}
+	return s[lo] + f*(s[lo+1]-s[lo])
 }
 
 // combine folds the repeats of one cell (each a Result of one repeat, as
@@ -116,22 +120,27 @@ func ratioOf(a, b *Result) ratioRange {
 		return ratioRange{math.NaN(), math.NaN(), math.NaN(), false}
 	}
 	r := ratioRange{v: a.Mops / b.Mops, noisy: a.Noisy || b.Noisy}
-	lo, hi := orOne(a.MopsMin, a.Mops), orOne(a.MopsMax, a.Mops)
-	blo, bhi := orOne(b.MopsMin, b.Mops), orOne(b.MopsMax, b.Mops)
+	lo, hi := bounds(a)
+	blo, bhi := bounds(b)
 	r.lo, r.hi = math.NaN(), math.NaN()
 	if bhi > 0 {
 		r.lo = lo / bhi
 	}
-	if blo > 0 {
+	switch {
+	case blo > 0:
 		r.hi = hi / blo
+	case hi > 0:
+		r.hi = math.Inf(1) // a repeat of b measured nothing
 	}
 	return r
 }
 
-// orOne returns v, or def when v is 0 (a result without repeat bounds).
-func orOne(v, def float64) float64 {
-	if v == 0 {
-		return def
+// bounds returns a result's Mops/s extremes over its repeats, or its
+// median twice when it carries none (both 0: a result written before
+// repeats were kept). A repeat that measured 0 is a bound of 0.
+func bounds(r *Result) (lo, hi float64) {
+	if r.MopsMin == 0 && r.MopsMax == 0 {
+		return r.Mops, r.Mops
 	}
-	return v
+	return r.MopsMin, r.MopsMax
 }
