@@ -330,7 +330,7 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 				admits = append(admits, r.AdmitRate)
 			}
 		}
-		med := PercentilesOf(allocs, 0.5)[0]
+		med := Summarize(allocs).Median // type 7, as every median of the report
 		adm := "–"
 		if len(admits) > 0 {
 			adm = fmt.Sprintf("%.3g", slices.Max(admits))
