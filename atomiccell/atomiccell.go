@@ -58,8 +58,8 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 // after a lost race, and returns the word it stored. w is the caller's
 // last view of the cell (a Load); a stale word costs a retry. delta must
 // be finite. Lock-free: each failed CAS means another update succeeded.
-// An add that leaves the word unchanged (a score pinned at Hi or Lo at
-// the same stamp, a zero delta) writes nothing once a load inside the
+// An add that leaves the word unchanged (a score pinned at Hi or Lo, or
+// a zero delta, at the same stamp) writes nothing once a load inside the
 // call has seen the cell hold that word, and returns it.
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
 	return Word(c.c.Add(&r.r, now, delta, atom.Word(w)))

@@ -13,11 +13,14 @@ import (
 // to and padded to whole cache lines.
 //
 // Create one with New; the zero Sketch is not usable. A Sketch is safe
-// for concurrent use by any number of goroutines; no method takes a lock,
-// starts a goroutine or allocates, except QueryDetailed, which allocates
-// its result. The package documentation states the guarantees. A write
-// that would leave a cell as it is (a score pinned at Hi or Lo within the
-// same millisecond, a zero delta) does not write it, and an admitted
+// for concurrent use by any number of goroutines; no method starts a
+// goroutine or allocates, except QueryDetailed, which allocates its
+// result, and none takes a lock but in one case: the first operations
+// after 2^31 ms (24.8 days) of sketch time without a sweep (an idle
+// sketch, a jumped clock) wait while one of them re-bases every cell
+// (the package documentation, "No locks"). A write that would leave a
+// cell as it is (a score pinned at Hi or Lo, or a zero delta, at a stamp
+// no older than the call's millisecond) does not write it, and an admitted
 // TryUpdate that changes no cell writes nothing at all, so many cores on
 // a saturated key only read its cache lines (docs/design.md, "No write
 // when nothing changes").
