@@ -174,3 +174,35 @@ func TestAudit92BenchFixedSummarizeInfMedianNaN(t *testing.T) {
 		}
 	}
 }
+
+// TestAudit92BenchZeroBaseRepeatUnbounded: a repeat of the base that
+// measured 0 Mops/s makes the ratio's upper bound unbounded: the target
+// prints it as "∞", RatioMax stays 0 (absent), and results.json still
+// encodes (encoding/json refuses +Inf).
+func TestAudit92BenchZeroBaseRepeatUnbounded(t *testing.T) {
+	rs := []Result{a92Cell(ClockDefault, ImplLockfree, 10, 10, 10), a92Cell(ClockDefault, ImplReference, 0, 2, 2)}
+	fillRatios(rs)
+	if lf := rs[0]; lf.Ratio != 5 || lf.RatioMin != 5 || lf.RatioMax != 0 {
+		t.Errorf("Ratio, RatioMin, RatioMax = %v, %v, %v; want 5, 5, 0 (unbounded)", lf.Ratio, lf.RatioMin, lf.RatioMax)
+	}
+	rep := &Report{Meta: Meta{Cores: 2, Count: 3, Spread: DefaultSpread}, Results: rs}
+	found := false
+	for _, x := range Targets(rep) {
+		if x.Target == "uniform Update >= 4x reference at P=1" {
+			found = true
+			if !strings.Contains(x.Measured, "(5.00–∞x)") {
+				t.Errorf("target measured %q; want the range (5.00–∞x)", x.Measured)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no uniform P=1 target")
+	}
+	var buf bytes.Buffer
+	if err := WriteJSON(&buf, rep); err != nil {
+		t.Fatalf("WriteJSON: %v", err)
+	}
+	if err := WriteMarkdown(&buf, rep); err != nil {
+		t.Fatalf("WriteMarkdown: %v", err)
+	}
+}

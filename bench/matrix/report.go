@@ -155,6 +155,15 @@ func targetDigits(v, want float64, atMost bool) string {
 	return strconv.FormatFloat(n/1e6, 'f', 6, 64)
 }
 
+// fmtBound prints a ratio's bound with two decimals; "∞" where a repeat
+// of the base measured 0.
+func fmtBound(v float64) string {
+	if math.IsInf(v, 1) {
+		return "∞"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
 func fmtNs(v float64) string { return fmt.Sprintf("%.0f", v) }
 
 func fmtBytes(b int64) string {
@@ -493,7 +502,7 @@ func Targets(rep *Report) []TargetCheck {
 		if v := rr.v; p > 0 && !math.IsNaN(v) {
 			tc.Measured = fmt.Sprintf("%sx at P=%d", targetDigits(v, sp.want, sp.atMost), p)
 			if x, y := ix.get(sp.clock, sp.a, sp.work, sp.dist, p), ix.get(sp.clock, sp.b, sp.work, sp.dist, p); x.Count > 1 || y.Count > 1 {
-				tc.Measured += fmt.Sprintf(" (%.2f–%.2fx)", rr.lo, rr.hi)
+				tc.Measured += fmt.Sprintf(" (%s–%sx)", fmtBound(rr.lo), fmtBound(rr.hi))
 			}
 			if rr.noisy {
 				tc.Measured += " " + flagMark

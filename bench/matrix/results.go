@@ -43,7 +43,7 @@ type Result struct {
 	Base        string  `json:"base"`          // implementation Ratio compares with
 	Ratio       float64 `json:"ratio"`         // Mops / Mops of Base (medians) in the same clock/workload/dist/procs; 0 if absent
 	RatioMin    float64 `json:"ratio_min"`     // MopsMin / Base's MopsMax; 0 if absent
-	RatioMax    float64 `json:"ratio_max"`     // MopsMax / Base's MopsMin; 0 if absent
+	RatioMax    float64 `json:"ratio_max"`     // MopsMax / Base's MopsMin; 0 if absent or unbounded (a repeat of Base measured 0)
 	RatioNoisy  bool    `json:"ratio_noisy"`   // this cell or Base's is Noisy
 
 	MopsRuns []float64 `json:"mops_runs"` // every repeat's Mops/s, in round order
@@ -124,7 +124,7 @@ func fillRatios(rs []Result) {
 		if !math.IsNaN(rr.lo) {
 			r.RatioMin = rr.lo
 		}
-		if !math.IsNaN(rr.hi) {
+		if !math.IsNaN(rr.hi) && !math.IsInf(rr.hi, 0) { // JSON has no Inf
 			r.RatioMax = rr.hi
 		}
 	}
