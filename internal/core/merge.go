@@ -16,11 +16,14 @@ import (
 // instant (written during the merge, or on a clock ahead of s's) cannot
 // be read at it: a positive score is read back to it by the law's inverse
 // (None, Exponential, Linear), at or above its value then for
-// non-negative deltas, however far ahead; a credit, or a custom law's
+// non-negative deltas, however far ahead, except that a read-back above
+// Hi (a cell clamped there) is merged as Hi stamped the least whole ms
+// after s's instant from which Hi decays to the cell's value by its
+// stamp, as WriteTo states such a cell; a credit, or a custom law's
 // score, is merged at its own stamp's value with the merged cell stamped
-// that far after s's instant, at most 2^24 ms (4.66 hours): a write made
-// during the merge on a clock that jumped further than that decays by
-// the excess.
+// that far after s's instant. A merged cell is stamped at most 2^24 ms
+// (4.66 hours) after s's instant: a write made during the merge on a
+// clock that jumped further than that decays by the excess.
 //
 // It refuses (a *SnapshotError matching ErrSnapshotMismatch, naming the
 // field) a sketch whose Levels, CellsPerLevel, decay law or parameter,
@@ -176,8 +179,15 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			lead := atom.Elapsed(nowO, wo.Stamp()) + raised
 			ahead := uint32(min(lead, maxAhead))
 			if lead > 0 && b > 0 {
-				if up, ok := law.Undecay(s.cfg.Decay, b, lead); ok {
+				if up, ok := law.Undecay(s.cfg.Decay, b, lead); ok && up <= s.rules.Hi() {
 					b, ahead = up, 0
+				} else if ok {
+					// Read back past Hi (a cell clamped at Hi): Hi,
+					// stamped as late as keeps it at or above b from
+					// b's stamp on, as WriteTo's restate states it.
+					// Read back at nowO and clamped there, it decayed
+					// the whole lead too early (audit 92).
+					b, ahead = s.rules.Hi(), uint32(min(s.hiLead(b, lead), maxAhead))
 				}
 			}
 			// Adding 0 changes nothing, except under a draining law to a

@@ -440,12 +440,21 @@ func (s *Sketch) restate(v float32, lead int64) (float32, int64) {
 	case v == 0 && kind == law.KindExponential:
 		b = 0x1p-1022
 	}
-	hi := s.rules.Hi()
-	if up, _ := law.Undecay(s.cfg.Decay, b, lead); up <= hi {
+	if up, _ := law.Undecay(s.cfg.Decay, b, lead); up <= s.rules.Hi() {
 		return s.rules.Round(up), 0
 	}
-	// The least a in (0, lead] with Undecay(b, lead-a) <= hi: a = lead
-	// (Hi at the stamp, at or above v) always qualifies, a = 0 does not.
+	return float32(s.rules.Hi()), -s.hiLead(b, lead)
+}
+
+// hiLead returns, for a positive score b of a law with an inverse stamped
+// lead > 0 ms after an instant T, whose read-back to T exceeds Hi, the
+// least a in (0, lead] such that Hi stamped a ms after T decays to b or
+// more by b's stamp (Undecay(b, lead-a) <= Hi): a = lead (Hi at the
+// stamp, at or above b) always qualifies, a = 0 does not. Hi stamped
+// there is never below a clamped score before b's stamp, and b or more
+// from it on (WriteTo's restate, Merge).
+func (s *Sketch) hiLead(b float64, lead int64) int64 {
+	hi := s.rules.Hi()
 	lo, a := int64(0), lead
 	for a-lo > 1 {
 		mid := lo + (a-lo)/2
@@ -455,7 +464,7 @@ func (s *Sketch) restate(v float32, lead int64) (float32, int64) {
 			lo = mid
 		}
 	}
-	return float32(hi), -a
+	return a
 }
 
 // UnmarshalBinary restores s from a snapshot (encoding.BinaryUnmarshaler).
