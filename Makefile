@@ -207,7 +207,8 @@ cover:
 	$(GO) tool cover -func=bin/cover.out | tail -1
 
 ## bench: the contention matrix (bench/cmd/matrix): lockfree, reference
-## and atomicadd on every workload and dist, both clocks, P=1..NumCPU,
+## and atomicadd on every workload and dist, both clocks, P=1, 2, 4, ...
+## and the usable CPUs (affinity set, CPU quota),
 ## a 250ms warm-up of the first row (-warmup), then 3 interleaved repeats
 ## of 250ms per cell (-count, -duration; -impls all adds the rotators and
 ## ratemap). About 5.5 minutes on 2 cores (5 min 36 s at bc3d4d3). Markdown

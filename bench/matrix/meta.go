@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/hw"
@@ -87,14 +88,18 @@ func UsableCPUs() int {
 }
 
 // defaultGOMAXPROCS is the runtime's default GOMAXPROCS, ignoring the
-// environment variable; GOMAXPROCS is left as it was.
-func defaultGOMAXPROCS() int {
+// environment variable, read once per process (concurrent calls would
+// interleave their set and restore). GOMAXPROCS is left as it was (and
+// where it already was the default, so are its automatic updates).
+var defaultGOMAXPROCS = sync.OnceValue(func() int {
 	prev := runtime.GOMAXPROCS(0)
 	runtime.SetDefaultGOMAXPROCS()
 	d := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(prev)
+	if d != prev {
+		runtime.GOMAXPROCS(prev)
+	}
 	return d
-}
+})
 
 // baseMeta fills the machine fields of Meta.
 func baseMeta(o *Options) Meta {

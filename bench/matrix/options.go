@@ -66,7 +66,7 @@ var DefaultImpls = []string{ImplLockfree, ImplReference, ImplAtomicAdd}
 
 // Defaults of Options. DefaultCount repeats of DefaultDuration over the
 // DefaultImpls cells were chosen so that the default matrix takes about
-// five minutes on two cores (the Makefile's bench comment has the
+// 5.5 minutes on two cores (the Makefile's bench comment has the
 // measured wall time): fewer cells rather than fewer repeats.
 const (
 	DefaultDuration    = 250 * time.Millisecond

@@ -300,10 +300,19 @@ func ratioTile(ix index, clk, a, b, d string, works []string, procs []int) (*plo
 				continue
 			}
 			l, h := rr.v, rr.v
-			if !math.IsNaN(rr.lo) && rr.lo > 0 {
+			// A bound of 0 (a repeat measured nothing) or +Inf (a base
+			// repeat did) has no place on a log axis: its bar runs a
+			// factor of 1e9 out, past the clip below.
+			if !math.IsNaN(rr.lo) {
 				l = rr.lo
+				if l <= 0 {
+					l = rr.v * 1e-9
+				}
 			}
-			if !math.IsNaN(rr.hi) && rr.hi > 0 && !math.IsInf(rr.hi, 0) {
+			switch {
+			case math.IsInf(rr.hi, 1):
+				h = rr.v * 1e9
+			case rr.hi > 0:
 				h = rr.hi
 			}
 			lo, hi = min(lo, rr.v), max(hi, rr.v)

@@ -155,6 +155,28 @@ func targetDigits(v, want float64, atMost bool) string {
 	return strconv.FormatFloat(n/1e6, 'f', 6, 64)
 }
 
+// fmtOperands prints a and b (ns) whole, or with as many more decimals
+// (up to three) as it takes for the printed a/b to grade against want as
+// a/b does (medians of an even count are halves: 400.4 against 2000
+// printed as 400 would read 0.2, meeting "<= 0.2", where 0.2002 does not).
+func fmtOperands(a, b, want float64, atMost bool) (string, string) {
+	meets := func(x float64) bool {
+		if atMost {
+			return x <= want
+		}
+		return x >= want
+	}
+	ok := meets(a / b)
+	for d := 0; ; d++ {
+		as, bs := strconv.FormatFloat(a, 'f', d, 64), strconv.FormatFloat(b, 'f', d, 64)
+		x, errX := strconv.ParseFloat(as, 64)
+		y, errY := strconv.ParseFloat(bs, 64)
+		if d == 3 || (errX == nil && errY == nil && y > 0 && meets(x/y) == ok) {
+			return as, bs
+		}
+	}
+}
+
 // fmtBound prints a ratio's bound with two decimals; "∞" where a repeat
 // of the base measured 0.
 func fmtBound(v float64) string {
@@ -408,8 +430,9 @@ type TargetCheck struct {
 	// when a ratio's cell is flagged; "needs N CPUs" where the target is
 	// stated at P=N and the machine has fewer (Measured then shows the
 	// largest P run that fits the machine's CPUs, for information only);
-	// "not measured" where the run
-	// has no cell for it.
+	// "CPU count unknown" where the report does not say how many CPUs
+	// the machine had (Meta.Cores 0: a hand-made results.json);
+	// "not measured" where the run has no cell for it.
 	Met string `json:"met"`
 }
 
@@ -528,7 +551,8 @@ func Targets(rep *Report) []TargetCheck {
 		a, b := ix.get(ClockDefault, ImplLockfree, WorkUpdate, d, p), ix.get(ClockDefault, ImplReference, WorkUpdate, d, p)
 		if a != nil && b != nil && b.P999Ns > 0 {
 			v := a.P999Ns / b.P999Ns
-			tc.Measured = fmt.Sprintf("%.0f ns vs %.0f ns = %s at P=%d", a.P999Ns, b.P999Ns, targetDigits(v, 0.2, true), p)
+			as, bs := fmtOperands(a.P999Ns, b.P999Ns, 0.2, true)
+			tc.Measured = fmt.Sprintf("%s ns vs %s ns = %s at P=%d", as, bs, targetDigits(v, 0.2, true), p)
 			if a.Count > 1 || b.Count > 1 {
 				tc.Measured += " (medians)"
 			}

@@ -48,8 +48,11 @@ func quantile(s []float64, q float64) float64 {
 		return s[len(s)-1]
 	}
 	f := h - float64(lo)
-	if f == 0 || s[lo] == s[lo+1] {
+	switch {
+	case f == 0 || s[lo] == s[lo+1] || math.IsInf(s[lo], -1):
 		return s[lo] // not 0*Inf or Inf-Inf where a value is infinite
+	case math.IsInf(s[lo+1], 1):
+		return s[lo+1]
 	}
 	return s[lo] + f*(s[lo+1]-s[lo])
 }
