@@ -98,7 +98,7 @@ func TestAudit93ReviewUsableCPUsPinnedThread(t *testing.T) {
 	}
 }
 
-// TestAudit93ReviewUsableCPUsFixedConcurrentCallsChangeGOMAXPROCS:
+// TestAudit93ReviewUsableCPUsFixedConcurrentCallsChangeGOMAXPROCS (audit 93; fixed at stop 58, the text below says what was wrong):
 // UsableCPUs reads the runtime's default GOMAXPROCS by setting it
 // (runtime.SetDefaultGOMAXPROCS) and putting the previous value back
 // (meta.go, defaultGOMAXPROCS: "GOMAXPROCS is left as it was"). Two

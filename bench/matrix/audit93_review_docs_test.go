@@ -6,7 +6,7 @@ import (
 	"testing"
 )
 
-// TestAudit93ReviewDocsFixedMakefileBenchSaysNumCPU: stop 58 made the
+// TestAudit93ReviewDocsFixedMakefileBenchSaysNumCPU (audit 93; fixed at stop 58, the text below says what was wrong): stop 58 made the
 // default procs stop at the usable CPUs (UsableCPUs: the affinity set,
 // or fewer under a CPU quota; DefaultProcs, options.go) and updated
 // README.md ("... and the usable CPUs with pinned threads"), doc.go and

@@ -36,7 +36,7 @@ func TestAudit93ReviewRatioPlotFiniteBars(t *testing.T) {
 	}
 }
 
-// TestAudit93ReviewRatioPlotFixedUnboundedBarDropped: stop 58 made a
+// TestAudit93ReviewRatioPlotFixedUnboundedBarDropped (audit 93; fixed at stop 58, the text below says what was wrong): stop 58 made a
 // repeat of 0 Mops/s a bound (0 below, +Inf above where it is the
 // base's), and the target now prints "2.00x at P=1 (2.00–∞x)" and
 // "(0.00–2.00x)" for them, but ratioTile (plot.go) keeps an error bar's

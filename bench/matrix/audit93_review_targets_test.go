@@ -185,7 +185,7 @@ func a93LatencyTarget(t *testing.T, rep *Report) TargetCheck {
 	return TargetCheck{}
 }
 
-// TestAudit93ReviewLatencyTargetFixedOperandsContradictGrade: the
+// TestAudit93ReviewLatencyTargetFixedOperandsContradictGrade (audit 93; fixed at stop 58, the text below says what was wrong): the
 // p99.9 target prints "A ns vs B ns = R", with A and B rounded to whole
 // nanoseconds (%.0f) while R and the grade come from the unrounded
 // medians. Two repeats of lockfree's p99.9 at 400 and 400.8 ns (median
@@ -242,7 +242,7 @@ func TestAudit93ReviewLatencyTargetDigits(t *testing.T) {
 	}
 }
 
-// TestAudit93ReviewTargetMetFixedCPUCountUnknownUndocumented: Targets
+// TestAudit93ReviewTargetMetFixedCPUCountUnknownUndocumented (audit 93; fixed at stop 58, the text below says what was wrong): Targets
 // now says "CPU count unknown" where Meta.Cores is 0 (stop 58), but
 // TargetCheck.Met's doc comment (report.go), which lists what Met holds
 // ("yes" or "no" ..., "needs N CPUs" ..., "not measured" ...), was not
