@@ -16,14 +16,17 @@ import (
 // instant (written during the merge, or on a clock ahead of s's) cannot
 // be read at it: a positive score is read back to it by the law's inverse
 // (None, Exponential, Linear), at or above its value then for
-// non-negative deltas, however far ahead, except that a read-back above
-// Hi (a cell clamped there) is merged as Hi stamped the least whole ms
-// after s's instant from which Hi decays to the cell's value by its
-// stamp, as WriteTo states such a cell; a credit, or a custom law's
+// non-negative deltas, however far ahead; where the merged sum read back
+// so exceeds Hi, the merged cell is Hi stamped the least whole ms after
+// s's instant from which Hi stays at or above both parts' decay (as
+// WriteTo states a cell read back past Hi). A credit, or a custom law's
 // score, is merged at its own stamp's value with the merged cell stamped
 // that far after s's instant. A merged cell is stamped at most 2^24 ms
-// (4.66 hours) after s's instant: a write made during the merge on a
-// clock that jumped further than that decays by the excess.
+// (4.66 hours) after s's instant: a cell of a replica whose clock is
+// further ahead, or written during the merge after a clock jump that
+// long, decays by the excess. A cell of other whose clock is behind s's
+// is decayed by the difference net of its lead, so a write stamped after
+// other's reading is not drained away first.
 //
 // It refuses (a *SnapshotError matching ErrSnapshotMismatch, naming the
 // field) a sketch whose Levels, CellsPerLevel, decay law or parameter,
@@ -162,33 +165,38 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		base := l * s.stride
 		for i := range int(s.m) {
 			wo := other.cells[base+i].Load()
-			b := other.rules.Decay(float64(wo.Score()), atom.Elapsed(wo.Stamp(), nowO)+extra)
-			// A cell of other stamped after nowO (written during the
+			v0 := float64(wo.Score())
+			// net: ms from the cell's stamp to the common instant, on
+			// one scale (other behind s by extra; raised ahead). A cell
+			// stamped after the instant (net < 0: written during the
 			// merge, or before it on a clock ahead of s's) holds its
-			// value at that later stamp, which may be below its value at
-			// nowO (it decayed since). For a positive score of a law
-			// with an inverse (None, Exponential, Linear), b is read back
-			// to nowO by it (law.Undecay), over the whole lead however
-			// far the clock moved (audit 49): at or above the value then,
-			// for non-negative deltas, and exactly the union's from the
-			// stamp on under None and Exponential (audit 37). Otherwise
-			// the merged cell is stamped as far after nowS, at most
-			// maxAhead, so b does not decay before it was written (s's
-			// own value then decays late: the safe side for writes during
-			// the merge).
-			lead := atom.Elapsed(nowO, wo.Stamp()) + raised
-			ahead := uint32(min(lead, maxAhead))
-			if lead > 0 && b > 0 {
-				if up, ok := law.Undecay(s.cfg.Decay, b, lead); ok && up <= s.rules.Hi() {
-					b, ahead = up, 0
-				} else if ok {
-					// Read back past Hi (a cell clamped at Hi): Hi,
-					// stamped as late as keeps it at or above b from
-					// b's stamp on, as WriteTo's restate states it.
-					// Read back at nowO and clamped there, it decayed
-					// the whole lead too early (audit 92).
-					b, ahead = s.rules.Hi(), uint32(min(s.hiLead(b, lead), maxAhead))
-				}
+			// value at that later stamp, which may be below its value
+			// at the instant (it decayed since). Decaying it by extra
+			// first and reading it back after would lose it where the
+			// decay reaches 0 (Linear) or underflows (audit 93): the
+			// two are netted. For a positive score of a law with an
+			// inverse (None, Exponential, Linear), b is read back to
+			// the instant by it (law.Undecay), over the whole lead
+			// however far the clock moved (audit 49): at or above the
+			// value then, for non-negative deltas, and exactly the
+			// union's from the stamp on under None and Exponential
+			// (audit 37). Otherwise the merged cell is stamped as far
+			// after nowS, at most maxAhead, so b does not decay before
+			// it was written (s's own value then decays late: the safe
+			// side for writes during the merge).
+			net := atom.Elapsed(wo.Stamp(), nowO) + extra - atom.Elapsed(nowO, wo.Stamp()) - raised
+			up, ok := 0.0, false
+			if net < 0 && v0 > 0 {
+				up, ok = law.Undecay(s.cfg.Decay, v0, -net)
+			}
+			b, ahead, back := v0, uint32(0), int64(0)
+			switch {
+			case net >= 0:
+				b = other.rules.Decay(v0, net)
+			case ok:
+				b, back = up, -net
+			default:
+				ahead = uint32(min(-net, maxAhead))
 			}
 			// Adding 0 changes nothing, except under a draining law to a
 			// credit (a negative score), which merges with 0 as
@@ -212,7 +220,21 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 					v = math.Max(v, math.Max(a, b))
 				}
 				v = atom.SumUp(v, slack)
-				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), nowS+ahead))) {
+				at := nowS + ahead
+				if back > 0 && v > s.rules.Hi() {
+					// Read back past Hi: clamped at the instant, the
+					// merged cell would decay over the lead too early
+					// (audit 92). Hi is stamped as late as keeps it at
+					// or above both parts' decay from then on: s's (with
+					// the slack; a credit under Linear merges as 0, as
+					// above) and other's (audit 93: a + b, not b alone).
+					rest := a
+					if linear && a < 0 {
+						rest = 0
+					}
+					at = nowS + uint32(min(s.hiLead(atom.SumUp(rest, slack), v0, back), maxAhead))
+				}
+				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), at))) {
 					break
 				}
 			}
