@@ -258,8 +258,8 @@ func TestAudit92BenchUpdateSaturatedPinsAtHi(t *testing.T) {
 // two CPUs had run them.
 func TestAudit92BenchFixedNarrowAffinityNotInCores(t *testing.T) {
 	cpus := hw.AllowedCPUs()
-	if runtime.GOOS != "linux" || len(cpus) < 2 || runtime.NumCPU() < 2 {
-		t.Skipf("needs Linux and 2 allowed CPUs; have %v, NumCPU %d", cpus, runtime.NumCPU())
+	if runtime.GOOS != "linux" {
+		t.Skip("thread affinity is read and set on Linux only") // hw.PinThread; on one CPU the check holds trivially
 	}
 	o := tinyOptions()
 	o.Impls, o.Workloads, o.Dists, o.Clocks = []string{ImplLockfree}, []string{WorkUpdate}, []string{DistHot1}, []string{ClockDefault}
@@ -284,7 +284,7 @@ func TestAudit92BenchFixedNarrowAffinityNotInCores(t *testing.T) {
 	}()
 	<-done
 	if why != "" {
-		t.Skipf("could not bind the calling thread: %s", why)
+		t.Fatalf("could not bind the calling thread to an allowed CPU: %s", why)
 	}
 	if err != nil {
 		t.Fatal(err)

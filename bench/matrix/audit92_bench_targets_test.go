@@ -211,7 +211,7 @@ func TestAudit92BenchFixedGOMAXPROCSEnvShrinksCores(t *testing.T) {
 		cmd.Env = append(cmd.Env, append(env, a92CoresChild+"=1")...)
 		out, err := cmd.Output()
 		if err != nil {
-			t.Skipf("cannot run the test binary again (%v): %s", err, out)
+			t.Fatalf("cannot run the test binary again (%v): %s", err, out)
 		}
 		i := strings.Index(string(out), "cores=")
 		if i < 0 {
@@ -224,9 +224,7 @@ func TestAudit92BenchFixedGOMAXPROCSEnvShrinksCores(t *testing.T) {
 		return n
 	}
 	base := cores()
-	if base < 2 {
-		t.Skipf("the run may use %d CPU here; GOMAXPROCS=1 cannot lower it", base)
-	}
+	// On one CPU both read 1: the check still holds, with less to show.
 	if got := cores("GOMAXPROCS=1"); got != base {
 		t.Errorf("started with GOMAXPROCS=1, Meta.Cores = %d; want %d, as without it: the run sets GOMAXPROCS to each P itself and pins its workers to %d CPUs", got, base, base)
 	}
