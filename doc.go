@@ -32,8 +32,11 @@
 // types, Rotator.Close and Rotations, Decay (Exponential, Linear, None),
 // Aggregator (Min, Max, Mean or any function), Hasher and HasherFactory
 // (Murmur3, the default, and SipHash), Clock, Ticker, SuggestLevels, and
-// grudgetest's FakeClock and FakeTicker. All methods are safe for
-// concurrent use. Update, Query, UpdateAndQuery and TryUpdate do not
+// grudgetest's FakeClock and FakeTicker. No method takes a lock, except
+// package sketch's one exception: after 2^31 ms (24.8 days) of a sketch's
+// time without a sweep, its first operation re-bases every cell under the
+// sweep lock and operations arriving meanwhile wait. All methods are safe
+// for concurrent use. Update, Query, UpdateAndQuery and TryUpdate do not
 // allocate with a built-in aggregator. NaN or ±Inf deltas panic. A
 // backwards clock counts as no time passing. TryUpdate is exact: N
 // goroutines racing TryUpdate(k, 1, 1000) admit exactly 1000.

@@ -93,7 +93,9 @@ func (l *Limiter) snapHeader() [limiterSnapHeader]byte {
 // bytes written: a header naming the engine and its base units, then the
 // engine's snapshot with the hash seed. It may run concurrently with
 // every other method and never blocks them (each cell or line is read
-// with atomic loads; the snapshot is not a global cut: see "Saving and
+// with atomic loads; on the count-min it may, as any operation, be the
+// first after 2^31 ms without a sweep, which re-bases the sketch under
+// its lock: package sketch, "No locks"; the snapshot is not a global cut: see "Saving and
 // restoring"). On the count-min engine it fails with an error matching
 // sketch.ErrTakeAgain when a Period ends during the encode (or the clock
 // jumps during the encode and a cell written or re-stamped after it can

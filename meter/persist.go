@@ -120,8 +120,10 @@ func (r *Rate) SnapshotSize() int64 { return meterSnapHeader + r.rot().SnapshotS
 // WriteTo writes a snapshot of r to w (io.WriterTo: snapshot.Saver and
 // snapshot.WriteFile take a *Rate): a header, then the rotator's cells
 // with their ages, its rotation deadline and its hash seed. It may run
-// concurrently with every other method and never blocks them: each cell
-// is read with one atomic load, so the snapshot is not a global cut (the
+// concurrently with every other method and never blocks them (but as any
+// operation it may be the first after 2^31 ms without a sweep, which
+// re-bases the sketch under its lock: package sketch, "No locks"): each
+// cell is read with one atomic load, so the snapshot is not a global cut (the
 // sketch's WriteTo says what it holds). It fails with an error matching
 // sketch.ErrTakeAgain when a Period ended during the encode (or the
 // clock jumped during the encode and a cell written or re-stamped after

@@ -55,7 +55,9 @@ import (
 //
 // Constant memory: L x M cells whatever the number of keys, and a fixed
 // array of in-flight counters. Safe for concurrent use; no goroutine.
-// Answering and learning take no lock; emptying takes one.
+// Answering and learning take no lock (but package sketch's re-base after
+// 2^31 ms, 24.8 days, without a sweep: operations arriving meanwhile
+// wait); emptying takes one.
 type denyCache struct {
 	sk      atomic.Pointer[sketch.Sketch]
 	fed     atomic.Bool   // the current sketch has learned something

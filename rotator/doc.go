@@ -49,8 +49,14 @@
 //
 // Besides package sketch's:
 //
-//   - No background work: no goroutine, ticker or lock, ever. Close is an
-//     idempotent no-op kept so that code written for grudge compiles.
+//   - No background work: no goroutine or ticker, ever. Close is an
+//     idempotent no-op kept so that code written for grudge compiles. No
+//     lock but package sketch's one exception: where N x Period is 2^31
+//     ms (24.8 days) or more, a generation can sit that long without a
+//     sweep, and the first operation then re-bases it under its sweep
+//     lock while operations arriving meanwhile wait (package sketch, "No
+//     locks"); below that a promotion replaces every generation before
+//     any old cell is read.
 //   - Exactly one promotion per deadline crossed; a forward clock jump of
 //     k periods is one promotion of O(N) work, and a backwards step
 //     rotates nothing.
