@@ -13,20 +13,21 @@ import (
 // read at the same instant of other's own time scale), then each of s's
 // cells becomes decay(s) + decay(other), clamped to [Lo, Hi] and rounded
 // up, in one CAS. other is only read. A cell of other stamped after that
-// instant (written during the merge, or on a clock ahead of s's) cannot
-// be read at it: a positive score is read back to it by the law's inverse
-// (None, Exponential, Linear), at or above its value then for
-// non-negative deltas, however far ahead; where the merged sum read back
-// so exceeds Hi, the merged cell is Hi stamped the least whole ms after
-// s's instant from which Hi stays at or above both parts' decay (as
-// WriteTo states a cell read back past Hi). A credit, or a custom law's
-// score, is merged at its own stamp's value with the merged cell stamped
-// that far after s's instant. A merged cell is stamped at most 2^24 ms
-// (4.66 hours) after s's instant: a cell of a replica whose clock is
-// further ahead, or written during the merge after a clock jump that
-// long, decays by the excess. A cell of other whose clock is behind s's
-// is decayed by the difference net of its lead, so a write stamped after
-// other's reading is not drained away first.
+// instant (written during the merge, or on a clock ahead of s's) cannot be
+// read at it: a positive score (or a 0, unless the law is None, as a
+// draining law may have brought a positive one there by its stamp) is read
+// back to it by the law's inverse (None, Exponential, Linear), at or above
+// its value then for non-negative deltas, however far ahead; where the
+// merged sum read back so exceeds Hi, the merged cell is Hi stamped the
+// least whole ms after s's instant from which Hi stays at or above both
+// parts' decay (as WriteTo states a cell read back past Hi). A credit, or
+// a custom law's score, is merged at its own stamp's value with the merged
+// cell stamped that far after s's instant. A merged cell is stamped at
+// most 2^24 ms (4.66 hours) after s's instant: a cell of a replica whose
+// clock is further ahead, or written during the merge after a clock jump
+// that long, decays by the excess. A cell of other whose clock is behind
+// s's is decayed by the difference net of its lead, so a write stamped
+// after other's reading is not drained away first.
 //
 // It refuses (a *SnapshotError matching ErrSnapshotMismatch, naming the
 // field) a sketch whose Levels, CellsPerLevel, decay law or parameter,
@@ -160,7 +161,8 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		raised, msO = f-msO, f
 	}
 	nowS, nowO := s.stamp(msS), other.stamp(msO)
-	linear := s.rules.Kind() != law.KindNone && s.rules.Kind() != law.KindExponential
+	kind := s.rules.Kind()
+	linear := kind != law.KindNone && kind != law.KindExponential
 	for l := range int(s.levels) {
 		base := l * s.stride
 		for i := range int(s.m) {
@@ -184,10 +186,20 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			// after nowS, at most maxAhead, so b does not decay before
 			// it was written (s's own value then decays late: the safe
 			// side for writes during the merge).
+			// A 0 is read back too, unless the law is None, as WriteTo's
+			// restate does: a draining law may have brought a positive
+			// score to 0 by the stamp (Linear: at most rate x lead
+			// before; Exponential: an underflow, read back from
+			// 2^-1022; audit 94: a delta-0 write re-stamps a drained
+			// cell).
 			net := atom.Elapsed(wo.Stamp(), nowO) + extra - atom.Elapsed(nowO, wo.Stamp()) - raised
+			rb := v0
+			if v0 == 0 && kind == law.KindExponential {
+				rb = 0x1p-1022
+			}
 			up, ok := 0.0, false
-			if net < 0 && v0 > 0 {
-				up, ok = law.Undecay(s.cfg.Decay, v0, -net)
+			if net < 0 && (v0 > 0 || v0 == 0 && kind != law.KindNone) {
+				up, ok = law.Undecay(s.cfg.Decay, rb, -net)
 			}
 			b, ahead, back := v0, uint32(0), int64(0)
 			switch {
@@ -228,11 +240,15 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 					// or above both parts' decay from then on: s's (with
 					// the slack; a credit under Linear merges as 0, as
 					// above) and other's (audit 93: a + b, not b alone).
+					// s's own part is held until its own stamp where
+					// that is later (written during the merge, or a
+					// restored Hi record: audit 94).
 					rest := a
 					if linear && a < 0 {
 						rest = 0
 					}
-					at = nowS + uint32(min(s.hiLead(atom.SumUp(rest, slack), v0, back), maxAhead))
+					hold := atom.Elapsed(nowS, w.Stamp())
+					at = nowS + uint32(min(s.hiLead(atom.SumUp(rest, slack), hold, rb, back), maxAhead))
 				}
 				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), at))) {
 					break

@@ -443,25 +443,26 @@ func (s *Sketch) restate(v float32, lead int64) (float32, int64) {
 	if up, _ := law.Undecay(s.cfg.Decay, b, lead); up <= s.rules.Hi() {
 		return s.rules.Round(up), 0
 	}
-	return float32(s.rules.Hi()), -s.hiLead(0, b, lead)
+	return float32(s.rules.Hi()), -s.hiLead(0, 0, b, lead)
 }
 
-// hiLead returns the least a in (0, lead] such that rest decayed a ms
-// plus b read back from lead to a (Undecay(b, lead-a)) is at most Hi:
-// for a cell that will hold b at lead ms after an instant T (b positive,
-// a law with an inverse) on top of rest at T, whose sum read back to T
+// hiLead returns the least a in (0, lead] such that rest, held until
+// hold ms and decayed from there to a, plus b read back from lead to a
+// (Undecay(b, lead-a)) is at most Hi: for a cell that will hold b at
+// lead ms after an instant T (b positive, a law with an inverse) on top
+// of rest at T (or held until T+hold), whose sum read back to T
 // exceeds Hi, Hi stamped a ms after T reads Hi until then, at or above
 // any clamped truth, and at or above both parts' decay from then on.
 // Both terms fall as a grows, so a bisection finds it; lead where no
 // smaller a qualifies (the None law, or a sum above Hi at lead still,
 // where one sketch fed both would have held Hi too). WriteTo's restate
 // (rest 0) and Merge use it.
-func (s *Sketch) hiLead(rest, b float64, lead int64) int64 {
+func (s *Sketch) hiLead(rest float64, hold int64, b float64, lead int64) int64 {
 	hi := s.rules.Hi()
 	lo, a := int64(0), lead
 	for a-lo > 1 {
 		mid := lo + (a-lo)/2
-		if up, _ := law.Undecay(s.cfg.Decay, b, lead-mid); s.rules.Decay(rest, mid)+up <= hi {
+		if up, _ := law.Undecay(s.cfg.Decay, b, lead-mid); s.rules.Decay(rest, max(mid-hold, 0))+up <= hi {
 			a = mid
 		} else {
 			lo = mid
