@@ -14,20 +14,24 @@ import (
 // cells becomes decay(s) + decay(other), clamped to [Lo, Hi] and rounded
 // up, in one CAS. other is only read. A cell of other stamped after that
 // instant (written during the merge, or on a clock ahead of s's) cannot be
-// read at it: a positive score (or a 0, unless the law is None, as a
-// draining law may have brought a positive one there by its stamp) is read
-// back to it by the law's inverse (None, Exponential, Linear), at or above
-// its value then for non-negative deltas, however far ahead; where the
-// merged sum read back so exceeds Hi, the merged cell is Hi stamped the
-// least whole ms after s's instant from which Hi stays at or above both
-// parts' decay (as WriteTo states a cell read back past Hi). A credit, or
-// a custom law's score, is merged at its own stamp's value with the merged
-// cell stamped that far after s's instant. A merged cell is stamped at
-// most 2^24 ms (4.66 hours) after s's instant: a cell of a replica whose
-// clock is further ahead, or written during the merge after a clock jump
-// that long, decays by the excess. A cell of other whose clock is behind
-// s's is decayed by the difference net of its lead, so a write stamped
-// after other's reading is not drained away first.
+// read at it: a positive score is read back to it by the law's inverse
+// (None, Exponential, Linear), at or above its value then for non-negative
+// deltas, however far ahead; where the merged sum read back so exceeds Hi,
+// the merged cell is Hi stamped the least whole ms after s's instant from
+// which Hi stays at or above both parts' decay (as WriteTo states a cell
+// read back past Hi). A credit, or a custom law's score, is merged at its
+// own stamp's value with the merged cell stamped that far after s's
+// instant. A merged cell is stamped at most 2^24 ms (4.66 hours) after s's
+// instant: a cell of a replica whose clock is further ahead, or written
+// during the merge after a clock jump that long, decays by the excess. A 0
+// is not read back (a Linear cell drained to 0 and re-stamped after the
+// instant merges as 0), and the clamp at Hi can cost the read-back: a
+// write on s after the merge, before a read-back cell's stamp, that
+// reaches Hi absorbs it, so the key may read below the union from that
+// stamp on by up to other's own value, never below either input
+// (docs/snapshots.md, "Merge"). A cell of other whose clock is behind s's
+// is decayed by the difference net of its lead, so a write stamped after
+// other's reading is not drained away first.
 //
 // It refuses (a *SnapshotError matching ErrSnapshotMismatch, naming the
 // field) a sketch whose Levels, CellsPerLevel, decay law or parameter,
@@ -161,8 +165,7 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 		raised, msO = f-msO, f
 	}
 	nowS, nowO := s.stamp(msS), other.stamp(msO)
-	kind := s.rules.Kind()
-	linear := kind != law.KindNone && kind != law.KindExponential
+	linear := s.rules.Kind() != law.KindNone && s.rules.Kind() != law.KindExponential
 	for l := range int(s.levels) {
 		base := l * s.stride
 		for i := range int(s.m) {
@@ -186,20 +189,18 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			// after nowS, at most maxAhead, so b does not decay before
 			// it was written (s's own value then decays late: the safe
 			// side for writes during the merge).
-			// A 0 is read back too, unless the law is None, as WriteTo's
-			// restate does: a draining law may have brought a positive
-			// score to 0 by the stamp (Linear: at most rate x lead
-			// before; Exponential: an underflow, read back from
-			// 2^-1022; audit 94: a delta-0 write re-stamps a drained
-			// cell).
+			// A 0 is not read back, unlike WriteTo's restate: every
+			// empty cell of a replica created or swept after the
+			// instant is stamped after it, and would read rate x lead
+			// (Linear) or, past lambda x lead = 709, Hi (Exponential:
+			// 2^-1022 overflowing) in every cell (audit 95). A Linear
+			// cell drained to 0 and re-stamped after the instant so
+			// merges as 0 (audit 94: it may have held up to rate x lead
+			// then; docs/snapshots.md, "Merge").
 			net := atom.Elapsed(wo.Stamp(), nowO) + extra - atom.Elapsed(nowO, wo.Stamp()) - raised
-			rb := v0
-			if v0 == 0 && kind == law.KindExponential {
-				rb = 0x1p-1022
-			}
 			up, ok := 0.0, false
-			if net < 0 && (v0 > 0 || v0 == 0 && kind != law.KindNone) {
-				up, ok = law.Undecay(s.cfg.Decay, rb, -net)
+			if net < 0 && v0 > 0 {
+				up, ok = law.Undecay(s.cfg.Decay, v0, -net)
 			}
 			b, ahead, back := v0, uint32(0), int64(0)
 			switch {
@@ -248,7 +249,7 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 						rest = 0
 					}
 					hold := atom.Elapsed(nowS, w.Stamp())
-					at = nowS + uint32(min(s.hiLead(atom.SumUp(rest, slack), hold, rb, back), maxAhead))
+					at = nowS + uint32(min(s.hiLead(atom.SumUp(rest, slack), hold, v0, back), maxAhead))
 				}
 				if c.CompareAndSwap(w, atom.Pack(s.rules.Round(v), atom.Newer(w.Stamp(), at))) {
 					break

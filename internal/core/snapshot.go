@@ -419,7 +419,8 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 // by it, rounded up, at age 0, as Merge does with a cell written during
 // a merge: at or above the value at every instant from T on, for
 // non-negative deltas, and v again from its stamp on. A 0 is read back
-// too, unless the law is None: a draining law may have brought a
+// too (Merge does not: there every empty cell of a replica ahead would),
+// unless the law is None: a draining law may have brought a
 // positive score to 0 by the stamp (Linear: at most rate x lead before;
 // Exponential: a float64 underflow, read back from 2^-1022, far above
 // what underflows; audit 65: a delta-0 write, or a horizon sweep after a
