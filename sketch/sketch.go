@@ -118,7 +118,9 @@ func (s *Sketch) QueryDetailed(key []byte) Detail {
 func (s *Sketch) Reset() { s.e.Reset() }
 
 // Merge adds other into s under the additive law, cell by cell, both
-// decayed to s's current time: exact for the None and Exponential laws.
+// decayed to s's current time: exact for the None and Exponential laws,
+// up to the clamp at Hi (docs/snapshots.md, "Merge", says what a clamp,
+// a 0 or a replica's clock ahead cost).
 // For Linear, overlap (at least the time both replicas may have held a
 // positive score) raises every cell by rate x overlap (overlap rounded
 // up to whole ms, as clocks count) so that no key reads below the union
