@@ -91,19 +91,19 @@ func (l *Limiter) snapHeader() [limiterSnapHeader]byte {
 // WriteTo writes a snapshot of the limiter to w (io.WriterTo, so that
 // snapshot.Saver and snapshot.WriteFile take a *Limiter) and returns the
 // bytes written: a header naming the engine and its base units, then the
-// engine's snapshot with the hash seed. It may run concurrently with
-// every other method and never blocks them (each cell or line is read
-// with atomic loads; on the count-min it may, as any operation, be the
-// first after 2^31 ms without a sweep, which re-bases the sketch under
-// its lock: package sketch, "No locks"; the snapshot is not a global cut: see "Saving and
-// restoring"). On the count-min engine it fails with an error matching
-// sketch.ErrTakeAgain when a Period ends during the encode (or the clock
-// jumps during the encode and a cell written or re-stamped after it can
-// only be stated over 2^24 ms after the instant: any debt once the jump
-// passes 2^24 ms plus the time MaxDebt takes to drain to it;
-// docs/snapshots.md): take
-// it again (snapshot.Saver does, at once); an encode longer than the
-// Period, under traffic, is never taken. It panics on the zero Limiter.
+// engine's snapshot with the hash seed. It may run concurrently with every
+// other method and never blocks them (each cell or line is read with
+// atomic loads; on the count-min it may, as any operation, be the first
+// after 2^31 ms without a sweep, which re-bases the sketch under its lock:
+// package sketch, "No locks"; the snapshot is not a global cut: see
+// "Saving and restoring"). On the count-min engine it fails with an error
+// matching sketch.ErrTakeAgain when a Period ends during the encode (or
+// the clock jumps during the encode and a cell written or re-stamped after
+// it can only be stated over 2^24 ms after the instant: any debt once the
+// jump passes 2^24 ms plus the time MaxDebt takes to drain to it;
+// docs/snapshots.md): take it again (snapshot.Saver does, at once); an
+// encode longer than the Period, under traffic, is never taken. It panics
+// on the zero Limiter.
 func (l *Limiter) WriteTo(w io.Writer) (int64, error) {
 	if l.none() && !l.inf {
 		panic(errZero)

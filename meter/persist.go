@@ -123,16 +123,16 @@ func (r *Rate) SnapshotSize() int64 { return meterSnapHeader + r.rot().SnapshotS
 // concurrently with every other method and never blocks them (but as any
 // operation it may be the first after 2^31 ms without a sweep, which
 // re-bases the sketch under its lock: package sketch, "No locks"): each
-// cell is read with one atomic load, so the snapshot is not a global cut (the
-// sketch's WriteTo says what it holds). It fails with an error matching
-// sketch.ErrTakeAgain when a Period ended during the encode (or the
-// clock jumped during the encode and a cell written or re-stamped after
-// the jump, by a write or by a read that runs a horizon sweep after a
-// jump of days, can only be stated over 2^24 ms after the instant: a
+// cell is read with one atomic load, so the snapshot is not a global cut
+// (the sketch's WriteTo says what it holds). It fails with an error
+// matching sketch.ErrTakeAgain when a Period ended during the encode (or
+// the clock jumped during the encode and a cell written or re-stamped
+// after the jump, by a write or by a read that runs a horizon sweep after
+// a jump of days, can only be stated over 2^24 ms after the instant: a
 // Novelty's mark past 2^24 ms, a Rate's count once its value read back
-// passes its Hi; docs/snapshots.md): take it again (snapshot.Saver does, at once); an encode longer
-// than the Period, under traffic, is never taken: raise
-// WithPeriodWindows.
+// passes its Hi; docs/snapshots.md): take it again (snapshot.Saver does,
+// at once); an encode longer than the Period, under traffic, is never
+// taken: raise WithPeriodWindows.
 func (r *Rate) WriteTo(w io.Writer) (int64, error) {
 	return writeMeter(w, meterRate, r.window, r.rot())
 }

@@ -43,11 +43,10 @@
 //     due (about every 2^29 ms, 6.2 days, of sketch time) first
 //     re-stamps up to 16,384 cells, values unchanged, where no other
 //     operation is sweeping at that instant (it never waits for one); and
-//     an operation at or past
-//     2^31 ms after the last sweep (the sketch sat idle 24.8 days, or a
-//     clock jumped) takes the sweep lock and re-bases every cell, so the
-//     operations that arrive meanwhile wait for it (about a millisecond
-//     at L=4, M=100k), once per such gap.
+//     an operation at or past 2^31 ms after the last sweep (the sketch
+//     sat idle 24.8 days, or a clock jumped) takes the sweep lock and
+//     re-bases every cell, so the operations that arrive meanwhile wait
+//     for it (about a millisecond at L=4, M=100k), once per such gap.
 //   - Time never runs backwards: a clock step back counts as zero elapsed
 //     time, never as growth, and an At time ahead of the clock counts as
 //     the clock's reading. Any idle time, 1 ms to years, decays as int64
