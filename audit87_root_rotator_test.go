@@ -30,7 +30,14 @@ func TestAudit87RootLazyLifetimeExact(t *testing.T) {
 		t.Run(fmt.Sprint(n), func(t *testing.T) {
 			clk := grudgetest.NewFakeClock()
 			r, err := grudge.NewRotator(grudge.RotatorConfig{
-				Sketch:      grudge.Config{Levels: 4, CellsPerLevel: 1 << 12, Hi: 1e6, Clock: clk},
+				// A fixed hash seed: with the rotator's random ones a gone
+				// key's 4 cells were now and then all covered by the keys
+				// the reading generation holds, a count-min over-estimate
+				// the test reads as a lifetime error (make test at stop
+				// 58: Query(w247) = 46 at 714 ms, gone at 352 ms; 3 of
+				// 4,500 subtests in a sweep of seeds, about 1 run in 500).
+				Sketch: grudge.Config{Levels: 4, CellsPerLevel: 1 << 12, Hi: 1e6, Clock: clk,
+					Hasher: func(uint64) grudge.Hasher { return grudge.Murmur3()(87) }},
 				Generations: n, Period: 7*time.Millisecond + 500*time.Microsecond,
 			})
 			if err != nil {
