@@ -189,6 +189,7 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			// after nowS, at most maxAhead, so b does not decay before
 			// it was written (s's own value then decays late: the safe
 			// side for writes during the merge).
+			//
 			// A 0 is not read back, unlike WriteTo's restate: every
 			// empty cell of a replica created or swept after the
 			// instant is stamped after it, and would read rate x lead
@@ -198,17 +199,12 @@ func (s *Sketch) merge(other *Sketch, slack float64) error {
 			// merges as 0 (audit 94: it may have held up to rate x lead
 			// then; docs/snapshots.md, "Merge").
 			net := atom.Elapsed(wo.Stamp(), nowO) + extra - atom.Elapsed(nowO, wo.Stamp()) - raised
-			up, ok := 0.0, false
-			if net < 0 && v0 > 0 {
-				up, ok = law.Undecay(s.cfg.Decay, v0, -net)
-			}
 			b, ahead, back := v0, uint32(0), int64(0)
-			switch {
-			case net >= 0:
+			if net >= 0 {
 				b = other.rules.Decay(v0, net)
-			case ok:
+			} else if up, ok := law.Undecay(s.cfg.Decay, v0, -net); ok && v0 > 0 {
 				b, back = up, -net
-			default:
+			} else {
 				ahead = uint32(min(-net, maxAhead))
 			}
 			// Adding 0 changes nothing, except under a draining law to a
