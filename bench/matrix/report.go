@@ -113,11 +113,15 @@ func fmtMops(v float64) string {
 	return fmt.Sprintf("%.2f", v)
 }
 
+// fmtRatio renders a ratio: "–" where it is missing (NaN), "∞" where its
+// base measured nothing, and a measured 0 as "0.00x".
 func fmtRatio(v float64) string {
-	if math.IsNaN(v) || v == 0 {
+	switch {
+	case math.IsNaN(v):
 		return "–"
-	}
-	if v >= 10 {
+	case math.IsInf(v, 1):
+		return "∞"
+	case v >= 10:
 		return fmt.Sprintf("%.0fx", v)
 	}
 	return fmt.Sprintf("%.2fx", v)

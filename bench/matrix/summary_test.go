@@ -120,6 +120,32 @@ func TestRatioOfAndFillRatios(t *testing.T) {
 	}
 }
 
+// TestFmtRatio checks that a measured ratio of 0 prints as one, not as
+// the mark of a missing cell, and that a base that measured nothing (the
+// share column's 0 denominator) prints as infinite.
+func TestFmtRatio(t *testing.T) {
+	for _, tc := range []struct {
+		v    float64
+		want string
+	}{
+		{math.NaN(), "–"},
+		{0, "0.00x"},
+		{0.005, "0.01x"},
+		{1.234, "1.23x"},
+		{12.4, "12x"},
+		{math.Inf(1), "∞"},
+	} {
+		if got := fmtRatio(tc.v); got != tc.want {
+			t.Errorf("fmtRatio(%v) = %q, want %q", tc.v, got, tc.want)
+		}
+	}
+	zero := Result{Mops: 0, MopsMin: 0, MopsMax: 0, Count: 1}
+	base := Result{Mops: 2, Count: 1}
+	if got := fmtRatioFlag(ratioOf(&zero, &base)); got != "0.00x" {
+		t.Errorf("a cell that measured 0 Mops/s against 2: %q, want 0.00x", got)
+	}
+}
+
 // TestRoundsInterleave checks the order of the repeats through a fake
 // measurement: round r runs every cell once, in cells' order, before
 // round r+1 starts, and every cell's repeats come back in round order.
