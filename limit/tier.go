@@ -344,7 +344,10 @@ func (l *Limiter) SetBurst(burst int) error {
 // of n tokens under a tier of rate r costs n x R/r tokens of R against a
 // burst of b x R/r, so a key that used the free tier's burst has used
 // that much time of the paid tier's too (see the package documentation,
-// "Tiers and changing the limit").
+// "Tiers and changing the limit"). A request decided by both a Limiter
+// and one of its Tiers (httplimit middlewares stacked one inside the
+// other) is charged to that debt twice; give stacked limits separate
+// Limiters.
 //
 // Build tiers once (Limiter.Tier does big.Rat arithmetic) and keep them:
 // a Tier is a small value, safe for concurrent use, and its decisions

@@ -91,6 +91,13 @@
 // policy's next whole token, and only its own middleware knows how many
 // it needs (cost 3 on an outer 1/s policy listed as r=0;t=1 fits 3 s
 // later, not at Retry-After: 1).
+// Stack separate limiters, not a Limiter around one of its own Tiers: a
+// Tier shares its Limiter's debt (limit.Tier), so the two charge one
+// debt twice, and the outer charge of a retry lands before the inner
+// policy decides. The Retry-After promise does not hold for such a
+// stack: a Tier of 1/s, burst 1, inside its 10/s Limiter denies every
+// request, its retries included. A Limiter's Tiers are for sibling
+// routes (With), where each request charges the debt once.
 //
 // A request whose key cannot be extracted, or whose cost is invalid, goes
 // to the error handler (WithErrorHandler) with a typed error (ErrNoClientIP,

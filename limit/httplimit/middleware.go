@@ -168,7 +168,8 @@ func WithCost(f func(*http.Request) int) Option { return func(m *Middleware) { m
 
 // WithLegacyHeaders also sets X-RateLimit-Limit (the burst),
 // X-RateLimit-Remaining and X-RateLimit-Reset (seconds until the bucket
-// is full, rounded up) on every answer.
+// is full, rounded up) on every decided answer, except those of a
+// limiter whose policies are all Inf (no fields at all; see SetHeaders).
 func WithLegacyHeaders(on bool) Option { return func(m *Middleware) { m.legacy = on } }
 
 // WithProblemJSON answers denials with an RFC 9457 application/problem+json
@@ -315,6 +316,8 @@ func defaultError(w http.ResponseWriter, _ *http.Request, err error) {
 
 // Handler returns next behind the limiter: Allow, then next if it
 // returned true. It panics if next is nil, or on the zero Middleware.
+// An admitted request's tokens are spent when Allow decides it: they are
+// not given back when next fails or panics.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	if m.l == nil {
 		panic("httplimit: zero Middleware; use New")
