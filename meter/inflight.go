@@ -73,7 +73,8 @@ func (g *Guard) Release() {
 // NewInflight returns an Inflight whose TryAcquire limits are at most
 // maxLimit (0 means, and at most, 2^24: a count exact in a float32 cell).
 // An invalid maxLimit or option is a *sketch.ConfigError prefixed
-// "meter: ". Rotation options do not apply.
+// "meter: ". Rotation options (WithPeriodWindows, WithPrefetch) do not
+// apply and are not checked.
 func NewInflight(maxLimit int, opts ...Option) (*Inflight, error) {
 	if maxLimit == 0 {
 		maxLimit = 1 << 24

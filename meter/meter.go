@@ -33,7 +33,7 @@ func WithSize(levels, cells uint32) Option {
 
 // WithMaxBytes caps the memory of the cells of all the meter's sketches
 // together (Rate and Novelty have two generations, Inflight one sketch;
-// default sketch.DefaultMaxBytes, 4 GiB): a size above it is refused with
+// default, and 0, sketch.DefaultMaxBytes, 4 GiB): a size above it is refused with
 // a *sketch.ConfigError instead of allocated. The cap counts the cell
 // rows; each sketch also allocates three cache-line guard lines beside
 // them (192 bytes on amd64, 384 on arm64), which the cap does not count.

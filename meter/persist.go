@@ -139,8 +139,8 @@ func (r *Rate) WriteTo(w io.Writer) (int64, error) {
 
 // ReadFrom restores r from a snapshot read from rd (io.ReaderFrom:
 // snapshot.Load takes a *Rate), reading exactly its bytes. r must be
-// freshly built with the window, PeriodWindows and size the snapshot was
-// taken under, whatever its seed: the snapshot's seed replaces r's. A
+// freshly built with the window, Period (window x PeriodWindows, in
+// whole milliseconds) and size the snapshot was taken under, whatever its seed: the snapshot's seed replaces r's. A
 // different configuration is an error matching sketch.ErrSnapshotMismatch,
 // a corrupt or truncated snapshot one matching sketch.ErrCorruptSnapshot;
 // either way r is left unchanged. Every counter decays by the wall time

@@ -35,22 +35,33 @@ import (
 // window, 0.37 for 1 ms; audit 68). The exactness above is of those
 // whole-millisecond times.
 //
-// The float32 rounding grows with the window: each millisecond in which
-// a key is written rounds its decayed count up by up to one float32
-// step (2^-24 to 2^-23 of it), against a decay of 1/window_ms of it, so
-// a key written every millisecond reads high by up to about window_ms x
-// 2^-23 of its count: 0.2% at 1 minute, 2% at 10 minutes, up to 16% at
-// 1 hour (measured). Past about 2^24 events per window (5,000 a second
-// on a 1-hour window) each +1 rounds up by 2 or more and the count runs
-// away toward the clamp (67% high after three windows at 5,000 a
-// second, thousands of times after six at 10,000). docs/precision.md,
-// "meter.Rate: long windows and hot keys", has the measurements; for
-// such keys use a shorter window, or observe in batches (ObserveAt with
-// n > 1 takes the rounding once per batch).
+// The float32 rounding grows with the window: the first write of each
+// millisecond stores the key's decayed count rounded up by up to one
+// float32 step (2^-24 to 2^-23 of it), and that rounding then decays
+// with the count. So each part of a count carries up to 2^-23 of itself
+// for every millisecond the key was written since that part came: a key
+// reads high by up to 2^-23 x the written milliseconds since its events,
+// averaged over the count they left. At a steady or rising rate,
+// written every millisecond, that is window_ms x 2^-23 (0.7% at 1
+// minute, 7% at 10 minutes, 43% at 1 hour; measured 0.2%, 2% and 16%
+// for a rate rising from 0); a burst's part carries every written
+// millisecond since the burst, so a key still written every millisecond
+// as its count falls reads higher than at a steady rate (measured 0.4%,
+// 4% and 27% one to three windows after a burst, at 1 event a ms). An
+// ObserveAt of n = 0 writes nothing (it reads). Past about 2^24 events per
+// window (5,000 a second on a 1-hour window) each +1 rounds up by 2 or
+// more and the count runs away toward the clamp (67% high after three
+// windows at 5,000 a second, thousands of times after six at 10,000).
+// docs/precision.md, "meter.Rate: long windows and hot keys", has the
+// measurements; for such keys use a shorter window, or observe in
+// batches (ObserveAt with n > 1 takes the rounding once per batch).
+//
+// PerSecond is C/window rounded up (never below the exact quotient of
+// the count read).
 type Rate struct {
 	r      *core.Rotator
 	window time.Duration
-	perSec float64 // 1/window in seconds: the estimate is C*perSec
+	ns     float64 // window in ns, rounded down: C*1e9/ns >= C/window
 }
 
 // NewRate returns a Rate with the given averaging window (>= 1 ms, and
@@ -81,7 +92,11 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)
 	}
-	return &Rate{r: r, window: window, perSec: lambda}, nil
+	ns := float64(window)
+	if time.Duration(ns) > window { // above 2^53 ns (104 days): rounded up
+		ns = math.Nextafter(ns, 0)
+	}
+	return &Rate{r: r, window: window, ns: ns}, nil
 }
 
 // Window returns the averaging window.
@@ -98,15 +113,45 @@ func (r *Rate) ObserveAt(t time.Time, key string, n float64) {
 	if !(n >= 0 && n <= math.MaxFloat32) {
 		panic(fmt.Sprintf("meter: Rate.ObserveAt: n must be in [0, MaxFloat32]; got %v", n))
 	}
+	if n == 0 {
+		// A write of 0 would only re-stamp the key's cells with their
+		// decayed counts, each rounded up: a key seeing requests of 0
+		// bytes every millisecond would keep that rounding from
+		// decaying. A read takes t (the time base, rotation) alike.
+		r.rot().QueryStringAt(t, key)
+		return
+	}
 	r.rot().UpdateStringAt(t, key, n)
 }
 
 // PerSecond returns the key's estimated events per second now.
-func (r *Rate) PerSecond(key string) float64 { return r.rot().QueryString(key) * r.perSec }
+func (r *Rate) PerSecond(key string) float64 { return r.perSecond(r.rot().QueryString(key)) }
 
 // PerSecondAt returns the key's estimated events per second at t.
 func (r *Rate) PerSecondAt(t time.Time, key string) float64 {
-	return r.rot().QueryStringAt(t, key) * r.perSec
+	return r.perSecond(r.rot().QueryStringAt(t, key))
+}
+
+// perSecond returns c/window in events per second, rounded up: the least
+// float64 not below c x 1e9 / r.ns.
+func (r *Rate) perSecond(c float64) float64 {
+	p := c * 1e9
+	switch {
+	case math.IsInf(p, 0) || c == 0:
+		return p
+	case c < 0x1p-900:
+		// The remainders below could underflow; two roundings of a
+		// quotient this small are less than one of its steps apart.
+		return math.Nextafter(p/r.ns, math.Inf(1))
+	}
+	lo := math.FMA(c, 1e9, -p) // c x 1e9 = p + lo exactly
+	q := p / r.ns
+	// q x ns - p is exact (FMA; the remainder of a rounded quotient is a
+	// float64); q is below the quotient where it is below lo.
+	for math.FMA(q, r.ns, -p) < lo {
+		q = math.Nextafter(q, math.Inf(1))
+	}
+	return q
 }
 
 // rot returns r's rotator, or panics on the zero Rate.
