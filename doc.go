@@ -22,7 +22,7 @@
 //	            w := load(c)
 //	            s := clamp(decay(w.score, now-w.age) + delta, Lo, Hi)
 //	            if cas(c, w, {roundUp32(s), now}): break
-//	        v[l] = s
+//	        v[l] = roundUp32(s)             // the score as stored
 //	    return aggregate(v)
 //
 // # What is the same as grudge
@@ -32,12 +32,20 @@
 // types, Rotator.Close and Rotations, Decay (Exponential, Linear, None),
 // Aggregator (Min, Max, Mean or any function), Hasher and HasherFactory
 // (Murmur3, the default, and SipHash), Clock, Ticker, SuggestLevels, and
-// grudgetest's FakeClock and FakeTicker. No method takes a lock, except
-// package sketch's one exception: after 2^31 ms (24.8 days) of a sketch's
-// time without a sweep, its first operation re-bases every cell under the
-// sweep lock and operations arriving meanwhile wait. All methods are safe
-// for concurrent use. Update, Query, UpdateAndQuery and TryUpdate do not
-// allocate with a built-in aggregator. NaN or ±Inf deltas panic. A
+// grudgetest's FakeClock and FakeTicker. No method takes a lock; three
+// waits remain, each stated in package sketch ("No locks") or rotator:
+// an admitted TryUpdate holds its key's stripe (one of 256) until its
+// increment is in every cell (every generation of a Rotator), and
+// another admitted TryUpdate on that stripe waits for it; a lazy
+// Rotator's operations past a Period's end wait for the one that builds
+// the next generation (once per Period); and after 2^31 ms (24.8 days) of
+// a sketch's time without a sweep, its first operation re-bases every
+// cell under the sweep lock and operations arriving meanwhile wait. A
+// custom Decay or HasherFactory runs inside those holds, so a slow one
+// lengthens them. All methods are safe for concurrent use. Update,
+// Query, UpdateAndQuery and TryUpdate do not allocate with a built-in
+// aggregator, except the lazy Rotator's one operation per Period that
+// builds the next generation. NaN or ±Inf deltas panic. A
 // backwards clock counts as no time passing. TryUpdate is exact: N
 // goroutines racing TryUpdate(k, 1, 1000) admit exactly 1000.
 //

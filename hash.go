@@ -20,8 +20,9 @@ type Hasher interface {
 // HasherFactory builds a Hasher from a seed. Each Sketch (each rotator
 // generation) draws its own seed. It must return a non-nil Hasher for every
 // seed: New and NewRotator report a nil one as a *ConfigError naming
-// Hasher, and a rotator's promotion, which draws a new seed during an
-// operation, panics on one. The sketch hashes with
+// Hasher; a lazy rotator's promotion, which draws a new seed during an
+// operation, panics in that operation, and a Ticker-driven one in the
+// rotator's goroutine, which ends the program. The sketch hashes with
 // Hash64, whatever other methods the Hasher's type has.
 type HasherFactory func(seed uint64) Hasher
 

@@ -47,7 +47,8 @@ const periodWithTicker = time.Hour
 // primary retires every period, so a score lives at most N x Period after
 // its last write. It is a thin face over *rotator.Rotator. Build one with
 // NewRotator; call Close when done if it has a Ticker. Safe for
-// concurrent use; the hot-path methods do not allocate.
+// concurrent use; the hot-path methods do not allocate, except a lazy
+// rotator's one operation per Period that builds the next generation.
 type Rotator struct {
 	r      *rotator.Rotator
 	e      *core.Rotator // the engine under r: Rotate for the ticks

@@ -3,11 +3,12 @@ package limit
 import (
 	"context"
 	"fmt"
-	"github.com/lfgrudge/grudge/internal/units"
 	"math"
 	"math/big"
 	"math/bits"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/units"
 
 	"github.com/lfgrudge/grudge/sketch"
 )
