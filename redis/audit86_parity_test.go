@@ -88,13 +88,12 @@ func (b *audit86Bucket) step(now int64, n float64) audit86Want {
 	}
 	w.remaining = new(big.Rat).Sub(b.burst, b.debt)
 	w.resetMs = audit86CeilMs(b.debt, b.rate)
-	if w.remaining.Cmp(b.burst) < 0 {
-		// the next whole token: from rem to floor(rem)+1, at most burst
-		fl := new(big.Int).Quo(w.remaining.Num(), w.remaining.Denom())
+	fl := new(big.Int).Quo(w.remaining.Num(), w.remaining.Denom())
+	if fl.Cmp(new(big.Int).Quo(b.burst.Num(), b.burst.Denom())) < 0 {
+		// the next whole token: from rem to floor(rem)+1, where it is at
+		// most the burst (a fractional burst's last fraction brings no
+		// whole token: NextAfter 0, as limit.Decision says; audit 96)
 		next := new(big.Rat).SetInt(fl.Add(fl, big.NewInt(1)))
-		if next.Cmp(b.burst) > 0 {
-			next.Set(b.burst)
-		}
 		w.nextMs = audit86CeilMs(next.Sub(next, w.remaining), b.rate)
 		if !w.allowed && !w.never && w.retryMs > 0 {
 			w.nextMs = min(w.nextMs, w.retryMs)

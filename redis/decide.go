@@ -18,10 +18,12 @@ import (
 // Policy's decision (FailOpen and LocalFallback decide; FailClosed's
 // denial, and LocalFallback's for n above its Burst/N, say no retry
 // time, RetryAfter 0 and NextAfter 0, and are not Never; httplimit
-// answers them through its error handler, 503). Burst and Remaining are rounded down
-// to whole tokens; NextAfter is the time until Remaining grows by one
-// (or the bucket is full), rounded up to the millisecond. It panics if
-// n <= 0.
+// answers them through its error handler, 503; a request above Burst is
+// Never, as always, and its NextAfter is 0 there too). Burst and
+// Remaining are rounded down to whole tokens; NextAfter is the time until
+// Remaining grows by one, rounded up to the millisecond, and 0 when
+// Remaining equals Burst (with a fractional Burst, the last fraction of
+// a token brings no whole one). It panics if n <= 0.
 func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.Decision, error) {
 	if n <= 0 {
 		panic("redis: DecideContext: n must be > 0; got " + strconv.Itoa(n))
@@ -37,7 +39,12 @@ func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.D
 	if l.exactU && err == nil && l.burstU == math.Floor(l.burstU) {
 		eu = exactUnits{unit: l.unit, burstU: l.burstU, perMs: l.rateU / 1000}
 	}
-	return toDecision(d, float64(n), l.sk.cfg.Name, excess, eu), err
+	// A policy's denial made without the server or the fallback reading
+	// the key (FailClosed's; LocalFallback's for n above its Burst/N
+	// within Burst) knows nothing of the key: no NextAfter.
+	blind := err != nil && (l.policy == FailClosed ||
+		l.policy == LocalFallback && float64(n) > l.fbLimit.Burst && float64(n) <= l.limit.Burst)
+	return toDecision(d, float64(n), l.sk.cfg.Name, excess, eu, blind), err
 }
 
 // exactUnits are a limiter's exact units (Limiter's doc: a whole number
@@ -99,7 +106,7 @@ func wholeTokens(x float64) int { return int(min(max(math.Floor(x), 0), 1<<53)) 
 // toDecision converts AllowN's Decision for n tokens; excess is the
 // drain a debt read at the cap hides (capExcess), added to NextAfter
 // when Remaining is 0.
-func toDecision(d Decision, n float64, name string, excess time.Duration, eu exactUnits) limit.Decision {
+func toDecision(d Decision, n float64, name string, excess time.Duration, eu exactUnits, blind bool) limit.Decision {
 	out := limit.Decision{
 		Allowed: d.Allowed, Limit: limit.Limit(d.Limit.Rate), Burst: wholeTokens(d.Limit.Burst), Policy: name,
 		Remaining: min(wholeTokens(d.Remaining), wholeTokens(d.Limit.Burst)), ResetAfter: max(d.ResetAfter, 0),
@@ -112,11 +119,12 @@ func toDecision(d Decision, n float64, name string, excess time.Duration, eu exa
 		out.RetryAfter = d.RetryAfter
 	}
 	// The next whole token: from Remaining r to floor(r)+1 (at most the
-	// burst) at Rate per second. A denial that is no decision (the
-	// policy's, with no retry time) knows nothing of the key: NextAfter
+	// burst) at Rate per second, where there is one (Remaining below
+	// Burst, both whole). A denial that is no decision (blind, or the
+	// policy's with no retry time) knows nothing of the key: NextAfter
 	// stays 0, at most its RetryAfter as on every denial.
-	noDecision := !d.Allowed && !out.Never && out.RetryAfter == 0
-	if r, b := d.Remaining, d.Limit.Burst; r < b && d.Limit.Rate > 0 && !noDecision {
+	noDecision := blind || !d.Allowed && !out.Never && out.RetryAfter == 0
+	if r, b := d.Remaining, d.Limit.Burst; out.Remaining < out.Burst && d.Limit.Rate > 0 && !noDecision {
 		var ms float64
 		if eu.perMs > 0 {
 			// In exact units, as the server counts: the room is a whole

@@ -38,12 +38,22 @@ func TestToDecision(t *testing.T) {
 			6, limit.Decision{Limit: 2, Burst: 5, Policy: "p", Remaining: 5, Never: true, RetryAfter: limit.InfDuration}},
 		{"fail closed: no decision", Decision{Limit: lim, RetryAfter: -1},
 			1, limit.Decision{Limit: 2, Burst: 5, Policy: "p"}},
+		// Remaining == Burst (whole): no whole token can come (audit 96;
+		// NextAfter was 300 ms, the time until the bucket is full).
 		{"fractional burst", Decision{Allowed: true, Limit: PerSecond(1, 2.5), Remaining: 2.2, RetryAfter: -1},
-			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 2, NextAfter: 300 * time.Millisecond}},
+			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 2}},
+		{"fractional burst, a token short", Decision{Allowed: true, Limit: PerSecond(1, 2.5), Remaining: 1.2, RetryAfter: -1},
+			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 1, NextAfter: 800 * time.Millisecond}},
 	} {
-		if got := toDecision(tt.d, tt.n, "p", 0, exactUnits{}); got != tt.want {
+		if got := toDecision(tt.d, tt.n, "p", 0, exactUnits{}, false); got != tt.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)
 		}
+	}
+	// FailClosed above Burst (audit 96): Never, and no NextAfter from the
+	// Remaining of 0 a policy's denial carries.
+	blind := toDecision(Decision{Limit: lim, RetryAfter: -1}, 6, "p", 0, exactUnits{}, true)
+	if want := (limit.Decision{Limit: 2, Burst: 5, Policy: "p", Never: true, RetryAfter: limit.InfDuration}); blind != want {
+		t.Errorf("fail closed, n above Burst:\n got %+v\nwant %+v", blind, want)
 	}
 	if (*Limiter)(nil).Policies() != nil {
 		t.Fatal("a nil Limiter has policies")

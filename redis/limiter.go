@@ -285,7 +285,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		excess: capExcess(burstU, rateU)}
 	if cfg.DenyCacheCells > 0 {
 		if l.cache, err = newDenyCache(rateU, burstU, exactU, cfg.DenyCacheCells, cfg.Hasher, cfg.Seed, l.lt, func() int64 { return sk.rebaseAt }); err != nil {
-			return bad("deny cache: %v", err)
+			return bad("deny cache: %w", err)
 		}
 	}
 	if cfg.Policy == LocalFallback {
@@ -305,7 +305,7 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 			Aggregator: sketch.Min, Hasher: cfg.Hasher, Seed: cfg.Seed ^ 0xFA11BAC, Clock: l.lt.tb,
 		})
 		if err != nil {
-			return bad("local fallback: %v", err)
+			return bad("local fallback: %w", err)
 		}
 		l.fbEngine = core.SketchOf(l.fallback)
 	}
