@@ -24,6 +24,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -51,18 +52,22 @@ type Destination interface {
 type Option func(*Saver)
 
 // OnError sets a function called with every failed save (from the
-// Saver's goroutine, or from Close). It must not call the Saver.
+// Saver's goroutine, Save or Close, after the save, so two saves' calls
+// may run at once and out of order). It must not call the Saver.
 func OnError(f func(error)) Option { return func(s *Saver) { s.onError = f } }
 
 // OnSave sets a function called after every save, nil error on success,
-// once the snapshot is durable (renamed and the directory fsynced). It
-// must not call the Saver.
+// once the snapshot is durable (renamed and the directory fsynced); as
+// OnError's, its calls are not serialized. It must not call the Saver.
 func OnSave(f func(error)) Option { return func(s *Saver) { s.onSave = f } }
 
 // Saver writes src's snapshot to a path every interval, from one
 // goroutine it starts, and once more on Close. Create one with NewSaver.
 // Its methods are safe for concurrent use; saves never overlap. Use one
-// Saver per path (NewSaver removes the path's stray temporary files).
+// Saver per path (NewSaver removes the path's stray temporary files). A
+// panic in src's WriteTo goes on up, as WriteFile's: to the caller of
+// Save or Close (the Saver stays usable), and from the Saver's goroutine,
+// which does not recover it, it ends the program.
 type Saver struct {
 	path     string
 	interval time.Duration
@@ -80,14 +85,15 @@ type Saver struct {
 	closeErr  error
 }
 
-// NewSaver starts saving src to path every interval (> 0). The first save
-// happens one interval from now; call Save for one at once. Stray
-// temporary files of an earlier crash are removed. Close stops it.
+// NewSaver starts saving src to path every interval (> 0; src not nil,
+// nor a typed nil). The first save happens one interval from now; call
+// Save for one at once. Stray temporary files of an earlier crash are
+// removed. Close stops it.
 func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (*Saver, error) {
 	if interval <= 0 {
 		return nil, fmt.Errorf("snapshot: interval must be > 0; got %v", interval)
 	}
-	if src == nil {
+	if src == nil || isNil(src) {
 		return nil, errors.New("snapshot: source must not be nil")
 	}
 	s := &Saver{path: path, interval: interval, src: src, stop: make(chan struct{}), done: make(chan struct{})}
@@ -97,6 +103,16 @@ func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (
 	removeStrays(path)
 	go s.loop()
 	return s, nil
+}
+
+// isNil reports whether src holds a nil pointer (or map, slice, func,
+// channel): a typed nil that would panic in the Saver's goroutine.
+func isNil(src Source) bool {
+	switch v := reflect.ValueOf(src); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return v.IsNil()
+	}
+	return false
 }
 
 // tmpInfix follows path's base name in the name of WriteFile's temporary
@@ -149,7 +165,21 @@ func (s *Saver) loop() {
 // rotator promoted during it, a clock that jumped hours: the error says
 // "take the snapshot again") is asked up to three more times at once.
 func (s *Saver) Save() error {
+	err := s.save()
+	if err != nil && s.onError != nil {
+		s.onError(err)
+	}
+	if s.onSave != nil {
+		s.onSave(err)
+	}
+	return err
+}
+
+// save writes the snapshot holding s.mu, released on a panic in the
+// source too (the Saver stays usable).
+func (s *Saver) save() error {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	err := WriteFile(s.path, s.src)
 	// A snapshot that met a promotion or a clock jump during its encode
 	// is refused (take it again): a few immediate tries, then the error.
@@ -159,13 +189,6 @@ func (s *Saver) Save() error {
 	s.lastErr = err
 	if err == nil {
 		s.saves++
-	}
-	s.mu.Unlock()
-	if err != nil && s.onError != nil {
-		s.onError(err)
-	}
-	if s.onSave != nil {
-		s.onSave(err)
 	}
 	return err
 }
@@ -199,7 +222,9 @@ func (s *Saver) Close() error {
 // WriteFile writes src's snapshot to path atomically: a temporary file in
 // path's directory, fsync, rename over path, fsync of the directory. On
 // an error, or a panic in src (which goes on up), it closes and removes
-// the temporary file, and path keeps what it held.
+// the temporary file, and path keeps what it held. The file is created
+// with mode 0600 (a snapshot holds the hash seed), whatever path's mode
+// was; a symbolic link at path is replaced by the file, not followed.
 func WriteFile(path string, src Source) (err error) {
 	dir, base := splitPath(path)
 	f, err := os.CreateTemp(dir, base+tmpInfix+"*")
@@ -278,7 +303,10 @@ func (e *LoadError) Is(target error) bool {
 // a refused header; a
 // rotator or meter is never changed by a failed restore, and a sketch or
 // limiter whose cells were bad is emptied by its ReadFrom. The caller
-// carries on with the empty dst and reports the error.
+// carries on with the empty dst and reports the error. A Destination of
+// your own without SnapshotSize is the exception: its length is known
+// only after its ReadFrom, so trailing bytes are found after the restore,
+// and without Reset it stays restored (the error says so all the same).
 func Load(path string, dst Destination) error {
 	f, err := os.Open(path)
 	if err != nil {
