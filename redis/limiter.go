@@ -78,7 +78,13 @@ type Decision struct {
 
 // LimiterConfig describes a global Limiter.
 type LimiterConfig struct {
-	Name  string // base key, as Config.Name
+	Name string // base key, as Config.Name
+	// Limit is the bucket every instance sharing Name must use. The
+	// server refuses a call whose sketch differs (its law or Hi), but two
+	// limits with the same drain time of a Burst and the same units
+	// build the same sketch (10/s x 10 and 5/s x 5): they are not told
+	// apart, and each reads the other's debt as a share of its own
+	// Burst. Give each limit its own Name.
 	Limit Limit
 
 	Levels        uint32 // L of the server sketch; 0 means 4
