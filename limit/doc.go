@@ -199,7 +199,15 @@
 // once per (G-1) x Period; the default Period is PeriodFactor (16) times
 // the minimum, which bounds that gain to 1/16 of the rate in the worst
 // case (a client hammering at the limit), and to nothing for any client
-// that pauses for MaxDebt/rate in a Period.
+// that pauses for MaxDebt/rate in a Period. A Period is at most the
+// longest time.Duration (about 292 years): where 16 times the minimum
+// is longer (a MaxDebt that drains in more than about 18 x (G-1) years,
+// Every(24h) with a MaxDebt of 20,000) the factor is smaller and the
+// gain bound larger (1/5.3 for that one), and where the minimum itself
+// is longer (a MaxDebt that drains in more than 292 x (G-1) years: 1e-10
+// a second with burst 1, or Every(24h) with a MaxDebt of 300,000) a
+// silent key's debt can be amnestied after two such Periods, 584 years
+// of its clock.
 //
 // # Tiers and changing the limit
 //

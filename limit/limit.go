@@ -25,7 +25,9 @@ type Limit float64
 const Inf = Limit(math.MaxFloat64)
 
 // InfDuration is the RetryAfter (and Reservation Delay) of a request that
-// can never be admitted: n above the burst, or a reservation refused.
+// can never be admitted: n above the burst, or a reservation refused;
+// and the RetryAfter of a denial whose wait is longer than the longest
+// time.Duration (about 292 years; Never is not set).
 const InfDuration = time.Duration(math.MaxInt64)
 
 // Every converts a minimum interval between events to a Limit; a zero or
