@@ -4,8 +4,10 @@
 // the library's module graph; make test vets and tests it.
 //
 // Each server has the same policies: every client (by IP, IPv6 per /64)
-// gets 10 requests per second with bursts of 20 and at most 1000 per
-// hour (a limit.Multi of two named windows), and POST /login gets its
+// gets 10 requests per second with bursts of 20 and 1000 per hour (a
+// limit.Multi of two named windows; the hourly one is a bucket of 1000
+// that refills over the hour, so a client that starts with it full gets
+// up to 2000 in its first hour, then 1000 an hour), and POST /login gets its
 // own, tighter limiter (5 per minute, bursts of 2) through
 // Middleware.With; /healthz is never limited (WithSkip). The rates are
 // flags read by limit.ParseLimit.

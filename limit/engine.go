@@ -57,7 +57,7 @@ func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
 
 // WithCapacity sizes the engine for keys keys at their limit at once
 // with at most a share deny of fresh keys (keys never seen) denied
-// because of them: Suggest's Lines for Buckets, its Levels x Cells for
+// because of them (the count-min's, an expected share: see Suggest): Suggest's Lines for Buckets, its Levels x Cells for
 // CountMin (for the limiter's Generations). It replaces the default
 // memory; it cannot be combined with WithSize. keys must be >= 1 and deny
 // in (0, 1); the memory is bounded by WithMaxBytes like any size.

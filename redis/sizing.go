@@ -30,8 +30,9 @@ type Size struct {
 
 // Suggest returns the smallest server sketch for a Limiter that holds
 // keys keys at their limit at once (each at a debt that would deny a
-// request) with at most a share deny of fresh keys denied because of
-// them, spread over at least shards shards (0 means 1; each holds about
+// request) with a share deny of fresh keys denied because of them (the
+// formula's expected share: a given seed misses it by a few percent of
+// it either way), spread over at least shards shards (0 means 1; each holds about
 // keys/shards). It is the count-min's Bloom-filter formula: a fresh key
 // is denied when each of its L cells holds a key at its limit, so about
 // log2(1/deny) levels of keys/ln 2 cells, 1.44 log2(1/deny) cells (11.5

@@ -3,7 +3,9 @@ package limit_test
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -240,6 +242,26 @@ func benchAllow(b *testing.B, impl benchImpl, path string, keys uint64) {
 	})
 }
 
+// heapCounts returns BenchmarkHeap's key counts, 1M and 10M, each capped
+// at max (LIMIT_HEAP_MAX: a key count >= 1; empty: no cap), once each.
+func heapCounts(tb testing.TB, max string) []int {
+	counts := []int{1_000_000, 10_000_000}
+	if max == "" {
+		return counts
+	}
+	m, err := strconv.Atoi(max)
+	if err != nil || m < 1 {
+		tb.Fatalf("LIMIT_HEAP_MAX=%q: want a key count >= 1", max)
+	}
+	var out []int
+	for _, n := range counts {
+		if n = min(n, m); !slices.Contains(out, n) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // BenchmarkHeap reports the live heap (after GC) an implementation holds
 // after seeing 1M and 10M distinct keys, one Allow each. Keys arrive at
 // a simulated 100k new keys per second; the TTL variant sweeps every
@@ -247,10 +269,10 @@ func benchAllow(b *testing.B, impl benchImpl, path string, keys uint64) {
 // Run with -benchtime 1x. Set LIMIT_HEAP_MAX to cap the key counts
 // (e.g. 3000000) on a machine short of memory.
 func BenchmarkHeap(b *testing.B) {
-	counts := []int{1_000_000, 10_000_000}
+	counts := heapCounts(b, os.Getenv("LIMIT_HEAP_MAX"))
 	for _, impl := range append(benchImpls[:4:4], peerImpls...) {
 		for _, n := range counts {
-			b.Run(fmt.Sprintf("impl=%s/keys=%dM", impl.name, n/1_000_000), func(b *testing.B) {
+			b.Run(fmt.Sprintf("impl=%s/keys=%gM", impl.name, float64(n)/1e6), func(b *testing.B) {
 				for range b.N {
 					b.ReportMetric(heapAfter(b, impl, n)/(1<<20), "heap-MB")
 				}
@@ -327,5 +349,21 @@ func BenchmarkAllowHot(b *testing.B) {
 			b.StopTimer()
 			b.ReportMetric(float64(wrong)/float64(b.N), "wrong/op")
 		})
+	}
+}
+
+func TestHeapCounts(t *testing.T) {
+	for _, c := range []struct {
+		max  string
+		want []int
+	}{
+		{"", []int{1_000_000, 10_000_000}},
+		{"3000000", []int{1_000_000, 3_000_000}},
+		{"500000", []int{500_000}},
+		{"20000000", []int{1_000_000, 10_000_000}},
+	} {
+		if got := heapCounts(t, c.max); !slices.Equal(got, c.want) {
+			t.Errorf("LIMIT_HEAP_MAX=%q: %v, want %v", c.max, got, c.want)
+		}
 	}
 }

@@ -1,5 +1,6 @@
 // Command nethttp is a server behind httplimit on net/http's ServeMux:
-// per client, 10/s with bursts of 20 and at most 1000/h; POST /login at
+// per client, 10/s with bursts of 20 and 1000/h (a bucket of 1000: up to
+// 2000 in a client's first hour); POST /login at
 // 5/min with bursts of 2; /healthz never limited (package examples).
 //
 //	go run ./nethttp -rate 10/s -hourly 1000/h -login 5/m
