@@ -108,9 +108,11 @@ func TestAudit96MeterRateFixedZeroWritesKeepRounding(t *testing.T) {
 }
 
 // TestAudit96MeterRateRoundingByWrittenMs checks the rule Rate's doc
-// states for the float32 rounding (stop 59): a key reads high by up to
-// 2^-23 x the written milliseconds since its events, averaged over the
-// count they left, and never below the truth. One key in one cell, a
+// states for the float32 rounding (stop 59: each rounding since a part
+// of the count came adds up to 2^-23 of that part as stored), in its
+// averaged form, which schedules like this one keep to: a key reads high
+// by up to 2^-23 x the written milliseconds since its events, averaged
+// over the count they left, and never below the truth. One key in one cell, a
 // 1-minute window, 3 windows of a fixed-seed schedule: bursts, runs of
 // 1 to 5 events a ms, silent gaps and writes of 0, one write per written
 // millisecond (whole counts below 2^24, where same-ms adds are exact).

@@ -25,7 +25,7 @@ import (
 // that millisecond), so two times less than T apart are less than T'+1
 // whole milliseconds apart, at most T': errors are one-sided, as a
 // Bloom filter's: no false negatives within T (a mark may last a little
-// longer: float32 rounding is upward, by up to about T x 2^-24 for each
+// longer: float32 rounding is upward, by up to T x 2^-23 for each
 // periodic sweep of its cells (every 2^29 to 2^30 ms, package sketch)
 // since the mark, measured 1 min 26 s past T' for T = 400 days, 1 h 52
 // min for 10 years; and up to T' + 1 ms for a T that

@@ -3,6 +3,7 @@ package meter
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
@@ -35,33 +36,38 @@ import (
 // window, 0.37 for 1 ms; audit 68). The exactness above is of those
 // whole-millisecond times.
 //
-// The float32 rounding grows with the window: the first write of each
-// millisecond stores the key's decayed count rounded up by up to one
-// float32 step (2^-24 to 2^-23 of it), and that rounding then decays
-// with the count. So each part of a count carries up to 2^-23 of itself
-// for every millisecond the key was written since that part came: a key
-// reads high by up to 2^-23 x the written milliseconds since its events,
-// averaged over the count they left. At a steady or rising rate,
-// written every millisecond, that is window_ms x 2^-23 (0.7% at 1
-// minute, 7% at 10 minutes, 43% at 1 hour; measured 0.2%, 2% and 16%
-// for a rate rising from 0); a burst's part carries every written
-// millisecond since the burst, so a key still written every millisecond
-// as its count falls reads higher than at a steady rate (measured 0.4%,
-// 4% and 27% one to three windows after a burst, at 1 event a ms). An
-// ObserveAt of n = 0 writes nothing (it reads). Past about 2^24 events per
-// window (5,000 a second on a 1-hour window) each +1 rounds up by 2 or
-// more and the count runs away toward the clamp (67% high after three
-// windows at 5,000 a second, thousands of times after six at 10,000).
-// docs/precision.md, "meter.Rate: long windows and hot keys", has the
-// measurements; for such keys use a shorter window, or observe in
-// batches (ObserveAt with n > 1 takes the rounding once per batch).
+// The float32 rounding grows with the window. Each rounding stores the
+// key's count up to one float32 step high (2^-24 to 2^-23 of it), and
+// that excess then decays with the count. A rounding comes with the
+// first write of each millisecond (it stores the decayed count), with
+// every write whose sum no float32 holds (a fractional n; a +1 on a
+// count past 2^24, or carrying a decayed, fractional count past a power
+// of two), and with each periodic sweep of the key's cells (every 2^29
+// to 2^30 ms). A step is of the count as stored, earlier excess
+// included: each rounding since a part of the count came adds up to
+// 2^-23 of that part as stored, its own excess included (an exact add
+// later, a whole batch, adds none). Written once every millisecond at a
+// steady or rising rate, the excess is at most window_ms x 2^-23 of what
+// the key reads: 0.7% at 1 minute, 7% at 10 minutes, 43% at 1 hour (75%
+// above the truth); measured 0.2%, 2% and 16% for a rate rising from 0. While the count falls after a burst,
+// the burst's part carries every rounding since: measured 0.4% after
+// three 1-minute windows, 4% after one 10-minute window, 27% after one
+// 1-hour window and 50% later. Where window_ms x 2^-23 nears 1 (2^23 ms
+// is 2.3 hours) a key written every millisecond may not decay at all,
+// and past about 2^24 events per window (5,000 a second on a 1-hour
+// window) each +1 rounds up by 2 or more and the count runs away toward
+// the clamp (67% high after three windows at 5,000 a second, thousands
+// of times after six at 10,000). An ObserveAt of n = 0 writes nothing
+// (it reads). docs/precision.md, "meter.Rate: long windows and hot
+// keys", has the measurements; for such keys use a shorter window, or
+// observe in batches (ObserveAt with n > 1 takes the rounding once per
+// batch).
 //
 // PerSecond is C/window rounded up (never below the exact quotient of
 // the count read).
 type Rate struct {
 	r      *core.Rotator
 	window time.Duration
-	ns     float64 // window in ns, rounded down: C*1e9/ns >= C/window
 }
 
 // NewRate returns a Rate with the given averaging window (>= 1 ms, and
@@ -92,11 +98,7 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 	if err != nil {
 		return nil, fmt.Errorf("meter: %w", err)
 	}
-	ns := float64(window)
-	if time.Duration(ns) > window { // above 2^53 ns (104 days): rounded up
-		ns = math.Nextafter(ns, 0)
-	}
-	return &Rate{r: r, window: window, ns: ns}, nil
+	return &Rate{r: r, window: window}, nil
 }
 
 // Window returns the averaging window.
@@ -133,23 +135,44 @@ func (r *Rate) PerSecondAt(t time.Time, key string) float64 {
 }
 
 // perSecond returns c/window in events per second, rounded up: the least
-// float64 not below c x 1e9 / r.ns.
+// float64 not below c x 1e9 / window_ns.
 func (r *Rate) perSecond(c float64) float64 {
-	p := c * 1e9
-	switch {
-	case math.IsInf(p, 0) || c == 0:
-		return p
-	case c < 0x1p-900:
-		// The remainders below could underflow; two roundings of a
-		// quotient this small are less than one of its steps apart.
-		return math.Nextafter(p/r.ns, math.Inf(1))
+	if !(c > 0) || math.IsInf(c, 1) {
+		return c // 0 (a key never seen), or what a cell cannot hold
 	}
-	lo := math.FMA(c, 1e9, -p) // c x 1e9 = p + lo exactly
-	q := p / r.ns
-	// q x ns - p is exact (FMA; the remainder of a rounded quotient is a
-	// float64); q is below the quotient where it is below lo.
-	for math.FMA(q, r.ns, -p) < lo {
-		q = math.Nextafter(q, math.Inf(1))
+	return ceilQuotient(c, uint64(r.window))
+}
+
+// ceilQuotient returns the least float64 not below c x 1e9 / n, for a
+// finite c > 0 and 2^19 < n < 2^63, by integer division: no rounding but
+// the last one, upward.
+func ceilQuotient(c float64, n uint64) float64 {
+	f, e := math.Frexp(c)          // c = f x 2^e, f in [0.5, 1)
+	m := uint64(math.Ldexp(f, 53)) // c = m x 2^(e-53), 2^52 <= m < 2^53
+	hi, lo := bits.Mul64(m, 1e9)   // below 2^83: hi < 2^19 < n
+	q1, rem := bits.Div64(hi, lo, n)
+	q2, rem := bits.Div64(rem, 0, n)
+	// c x 1e9 / n = (q1 + q2/2^64 + rem/(n x 2^64)) x 2^(e-53), and
+	// q1 >= 2^81/2^63: keep the quotient's leading 53 bits, and round up
+	// on any nonzero bit below them.
+	k := bits.Len64(q1)
+	var top uint64
+	var sticky bool
+	shift := k - 53 // top x 2^shift is the quotient truncated
+	if shift >= 0 {
+		top = q1 >> shift
+		sticky = q1&(1<<shift-1) != 0 || q2 != 0 || rem != 0
+	} else {
+		top = q1<<-shift | q2>>(64+shift)
+		sticky = q2<<-shift != 0 || rem != 0
+	}
+	if sticky {
+		top++ // at most 2^53: still exact
+	}
+	exp := shift + e - 53
+	q := math.Ldexp(float64(top), exp)
+	if math.Ldexp(q, -exp) < float64(top) {
+		q = math.Nextafter(q, math.Inf(1)) // a subnormal q rounded down
 	}
 	return q
 }
