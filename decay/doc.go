@@ -25,7 +25,10 @@
 // half-life of ln(2)/lambda seconds; Linear(rate) moves s toward 0 by rate
 // per second and stops at 0, its float64 result rounded toward +Inf (never
 // below the exact drain of the float64 rate; exact drains, such as whole
-// units a millisecond, come out exact); None is the identity.
+// units a millisecond, come out exact, but for rates above about 1e289 a
+// second, whose drain overflows a float64 product and is widened by 2^-51
+// of itself, and below 2^-900, whose drain is taken two float64 steps
+// short); None is the identity.
 //
 // Constructors never fail: invalid parameters (NaN, Inf, <= 0) are reported
 // by sketch.New as a *sketch.ConfigError naming the value.

@@ -221,6 +221,12 @@ func (l linear) Apply(score float64, dtMillis int64) float64 {
 // computes the same, with Dekker's product for the fused multiply-add.
 func linearAt(rate float64, whole bool, score float64, dt int64) float64 {
 	t := float64(dt)
+	if dt > 1<<53 && (t >= 0x1p63 || int64(t) > dt) {
+		t = math.Nextafter(t, 0) // rounded down: never more than dt's drain
+	}
+	if rate < 0x1p-900 {
+		return tinyLinearAt(rate, score, t)
+	}
 	p := rate * t
 	drop := p / 1000
 	if whole && score > 0 && uint64(dt) < 1<<32 {
@@ -253,6 +259,25 @@ func linearAt(rate float64, whole bool, score float64, dt int64) float64 {
 		v = addUp(v, c, delta)
 	}
 	return min(v, 0)
+}
+
+// tinyLinearAt is linearAt for a rate below 2^-900 a second, where the
+// error terms below underflow (audit 98: Linear(5e-324) left -1 at -1):
+// the drop is taken two steps low (each of its two roundings is at most
+// half a step, subnormal or not) and the sum one step high, so the
+// result is never below the exact one, and never farther from 0 than
+// score. Such a drop is below 2^-840: it moves only scores near it.
+func tinyLinearAt(rate, score, t float64) float64 {
+	if !(t > 0) || score == 0 || score != score {
+		return score
+	}
+	// The exact drop is above 0 even where this one underflows: a
+	// negative score then moves its step toward 0.
+	drop := math.Nextafter(math.Nextafter(rate*t/1000, 0), 0)
+	if score > 0 {
+		return max(min(math.Nextafter(score-drop, math.Inf(1)), score), 0)
+	}
+	return min(math.Nextafter(score+drop, math.Inf(1)), 0)
 }
 
 // addUp returns the least float64 at or above v + c for c > 0 computed
