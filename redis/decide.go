@@ -16,14 +16,17 @@ import (
 // httplimit.Limiter (one limit per client across every instance of a
 // service). The error is AllowN's: on a round trip that failed, d is the
 // Policy's decision (FailOpen and LocalFallback decide; FailClosed's
-// denial, and LocalFallback's for n above its Burst/N, say no retry
-// time, RetryAfter 0 and NextAfter 0, and are not Never; httplimit
+// denial, and LocalFallback's for n above its Burst/N but within Burst,
+// say no retry time, RetryAfter 0 and NextAfter 0, and are not Never; httplimit
 // answers them through its error handler, 503; a request above Burst is
-// Never, as always, and its NextAfter is 0 there too). Burst and
-// Remaining are rounded down to whole tokens; NextAfter is the time until
-// Remaining grows by one, rounded up to the millisecond, and 0 when
-// Remaining equals Burst (with a fractional Burst, the last fraction of
-// a token brings no whole one). It panics if n <= 0.
+// Never, as always: under FailClosed with NextAfter 0, under
+// LocalFallback with the fallback's NextAfter). Burst and
+// Remaining are rounded down to whole tokens, capped at 2^53; NextAfter
+// is the time until Remaining grows by one, rounded up to the
+// millisecond, and 0 when the bucket holds its Burst's whole tokens
+// (with a fractional Burst, the last fraction of a token brings no whole
+// one; past the cap, Remaining == Burst does not say the bucket is
+// full, NextAfter does). It panics if n <= 0.
 func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.Decision, error) {
 	if n <= 0 {
 		panic("redis: DecideContext: n must be > 0; got " + strconv.Itoa(n))
@@ -124,8 +127,16 @@ func toDecision(d Decision, n float64, name string, excess time.Duration, eu exa
 	// policy's with no retry time) knows nothing of the key: NextAfter
 	// stays 0, at most its RetryAfter as on every denial.
 	noDecision := blind || !d.Allowed && !out.Never && out.RetryAfter == 0
-	if r, b := d.Remaining, d.Limit.Burst; out.Remaining < out.Burst && d.Limit.Rate > 0 && !noDecision {
+	if r, b := d.Remaining, d.Limit.Burst; math.Floor(r) < math.Floor(b) && d.Limit.Rate > 0 && !noDecision {
 		var ms float64
+		if d.nextAfter > 0 {
+			// The LocalFallback's, found on its cells (lag and slack in).
+			out.NextAfter = d.nextAfter
+			if out.RetryAfter > 0 {
+				out.NextAfter = min(out.NextAfter, out.RetryAfter)
+			}
+			return out
+		}
 		if eu.perMs > 0 {
 			// In exact units, as the server counts: the room is a whole
 			// number of units (snapped: r is room/unit rounded; a room
@@ -139,11 +150,21 @@ func toDecision(d Decision, n float64, name string, excess time.Duration, eu exa
 			nextU := min((roomU/unit+1)*unit, int64(eu.burstU)) - roomU
 			ms = float64((nextU + perMs - 1) / perMs)
 		} else {
-			next := min(math.Floor(r)+1, b) - r
-			// Snapped within 4 ulps of a whole ms first: at an exact rate
+			target := min(math.Floor(r)+1, b)
+			q := (target - r) / d.Limit.Rate * 1000
+			ms = math.Ceil(q)
+			// Snapped down to a whole ms within 4 ulps of it where the
+			// drain over that ms reaches the token: at an exact rate
 			// (Every(13ms)) the quotient comes out a few ulps above it
-			// (audit 60: 14 ms, where package limit says 13).
-			ms = math.Ceil(common.SnapWhole(next / d.Limit.Rate * 1000))
+			// (audit 60: 14 ms, where package limit says 13); where the
+			// drain falls short by an ulp (10/s from 1.2999999999999998
+			// to 2 in 70 ms) the snap was 1 ms early (audit 98).
+			if s := math.Ceil(common.SnapWhole(q)); s < ms && r+s*d.Limit.Rate/1000 >= target {
+				ms = s
+			}
+			// Past 2^53 tokens a token is below a float64 step of r:
+			// it comes within the first millisecond.
+			ms = max(ms, 1)
 		}
 		if r <= 0 {
 			ms += float64(excess / time.Millisecond)

@@ -124,7 +124,10 @@ func (s *Sketch) Reset() { s.e.Reset() }
 // For Linear, overlap (at least the time both replicas may have held a
 // positive score) raises every cell by rate x overlap (overlap rounded
 // up to whole ms, as clocks count) so that no key reads below the union
-// of both streams; other laws ignore it. overlap
+// of both streams; other laws ignore it, so under a custom law that
+// drains as Linear does (a fixed amount a millisecond) a merged key can
+// read below the union, by up to that drain over the time both held it:
+// Merge promises the union for None, Exponential and Linear only. overlap
 // is optional: Merge(other) is Merge(other, 0), and more than one
 // panics, as does a nil other. It refuses (ErrSnapshotMismatch) a sketch
 // of another configuration, or s itself. Writes that land on either
