@@ -53,7 +53,10 @@
 //     is 0): a key shares its debt only with a key of the
 //     same fingerprint in one of its lines, for as long as both are
 //     live, or inherits a line's eviction floor once the table is past
-//     its capacity.
+//     its capacity. It counts time in 47 bits of milliseconds after New:
+//     a clock more than 2^47 ms (4,460 years) on counts as that instant,
+//     where debts stop draining and a Reservation's Delay is measured
+//     from it (too early); a limiter is not meant to see such a clock.
 //   - CountMin: a rotator of count-min sketches (Decay:
 //     decay.Linear(limit), Lo: 0, Hi: MaxDebt, Aggregator: Min) in
 //     Generations x Levels x CellsPerLevel x 8 bytes: any rate, any
@@ -71,7 +74,7 @@
 // CountMin. Both engines give the
 // same decisions for a key alone in its cells and every guarantee below,
 // with one difference in what a Cancel gives back (see
-// Reservation.Cancel). WithCapacity sizes either engine for a number of
+// Reservation.Cancel), and Buckets' 4,460-year horizon above. WithCapacity sizes either engine for a number of
 // keys at their limit and a rate of fresh-key denials; Suggest says what
 // that costs in each, Limiter.Capacity how many such keys a limiter
 // holds; Stats reads how saturated the engine is now, and counts the
@@ -320,11 +323,16 @@
 // empty; WithEngine pins one.
 //
 // Time: debts are restored as of the snapshot's instant and drain by the
-// wall time elapsed since (the limiter clock's time.Time; none if the
-// restoring clock reads earlier), so a debt saved 5 s ago has drained 5 s
-// worth, never more, and never grows: the restored limiter decides as
-// the never-stopped one would at the same wall time (TestRestoreDifferential,
-// on both engines). A count-min's rotation deadline moves the same way.
+// wall time elapsed since (the limiter clock's time.Time), so a debt
+// saved 5 s ago has drained 5 s worth, never more, and never grows: the
+// restored limiter decides as the never-stopped one would at the same
+// wall time (TestRestoreDifferential, on both engines). A restoring
+// clock that reads earlier than the snapshot's instant counts its
+// reading as that instant (no drain at the restore), and drains from
+// there as it advances: ahead of a never-stopped limiter, which would
+// not drain before the instant, by up to that lag (10 s of drain for a
+// clock 10 s behind) until the clock reaches the instant. A count-min's
+// rotation deadline moves the same way.
 //
 // Consistency: WriteTo runs alongside every other method and never
 // blocks them. Each cell (count-min) or line (Buckets: its entries, then

@@ -46,9 +46,13 @@ type Stats struct {
 	// denied (audit 70: 0.000% read, 98.5% denied). docs/capacity.md
 	// has its accuracy against measured rates, and WithCapacity the
 	// cure. The Buckets engine reads its eviction-floor
-	// histogram and samples 4096 lines; the count-min the share of cells
+	// histogram and samples 4096 lines (as many as it has, with
+	// replacement, where it has fewer), from an offset that advances with
+	// each of the limiter's Stats calls; the count-min the share of cells
 	// that would deny in a run of 16,384 cells of each level of its
-	// primary generation (their product: the Bloom filter's rate, which
+	// primary generation, from an offset drawn from a process-wide count
+	// of Stats calls, so a fixed-seed reading can differ with the calls
+	// made before it (by a sample's noise) (their product: the Bloom filter's rate, which
 	// leaves out what double hashing adds, so on a count-min of a few
 	// cells per level it can read half the measured rate: see
 	// docs/capacity.md). Each
