@@ -139,7 +139,8 @@ end
 
 -- decay returns score after dt ms under the law (dt <= 0: unchanged).
 -- The linear law is the Go engine's (internal/law: linearAt), bit for
--- bit: the drop rate x dt / 1000 as float64 computes it, its two
+-- bit (ages here are below 2^53 ms, so linearAt's rounding of longer
+-- ones never applies): the drop rate x dt / 1000 as float64 computes it, its two
 -- roundings' exact errors (delta), and the result rounded toward +Inf,
 -- never below the exact drain (audit 86). (Past rate x dt = 2^996, a rate
 -- above 1e290, the split overflows and delta is left 0: there the Go law
@@ -149,6 +150,25 @@ local function decay(s, dt)
   if kind == 'exponential' then
     return s * exp(-param * dt / 1000)
   elseif kind == 'linear' then
+    if param < 2 ^ -900 then
+      -- linearAt's tinyLinearAt (stop 59): the error terms below would
+      -- underflow, so the drop is taken two steps short (a positive
+      -- score) or long (a negative one) and the result stepped up.
+      local drop = param * dt / 1000
+      if s > 0 then
+        for _ = 1, 2 do
+          if drop > 0 then drop = -nextUp(-drop) end
+        end
+        local v = nextUp(s - drop)
+        if v > s then v = s end
+        if v <= 0 then return 0 end
+        return v
+      end
+      drop = nextUp(nextUp(drop))
+      local v = nextUp(s + drop)
+      if v >= 0 then return 0 end
+      return v
+    end
     local p, e1 = twoProd(param, dt)
     local drop = p / 1000
     local p2, e = twoProd(drop, 1000)

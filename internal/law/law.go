@@ -221,8 +221,17 @@ func (l linear) Apply(score float64, dtMillis int64) float64 {
 // computes the same, with Dekker's product for the fused multiply-add.
 func linearAt(rate float64, whole bool, score float64, dt int64) float64 {
 	t := float64(dt)
-	if dt > 1<<53 && (t >= 0x1p63 || int64(t) > dt) {
-		t = math.Nextafter(t, 0) // rounded down: never more than dt's drain
+	if dt > 1<<53 {
+		// Past 2^53 ms the age rounds: down for a positive score (never
+		// more than dt's drain), up for a negative one (never less),
+		// so the result stays at or above the exact one.
+		over := t >= 0x1p63 || int64(t) > dt
+		switch {
+		case score > 0 && over:
+			t = math.Nextafter(t, 0)
+		case score < 0 && !over && int64(t) < dt:
+			t = math.Nextafter(t, math.Inf(1))
+		}
 	}
 	if rate < 0x1p-900 {
 		return tinyLinearAt(rate, score, t)
@@ -263,20 +272,23 @@ func linearAt(rate float64, whole bool, score float64, dt int64) float64 {
 
 // tinyLinearAt is linearAt for a rate below 2^-900 a second, where the
 // error terms below underflow (audit 98: Linear(5e-324) left -1 at -1):
-// the drop is taken two steps low (each of its two roundings is at most
-// half a step, subnormal or not) and the sum one step high, so the
-// result is never below the exact one, and never farther from 0 than
-// score. Such a drop is below 2^-840: it moves only scores near it.
+// each of the drop's two roundings is at most half a step, subnormal or
+// not, so two steps short of it is below the exact drop and two steps
+// long above it. A positive score takes the short drop, a negative one
+// the long drop, and the sum is then stepped up: the result is never
+// below the exact one, and never farther from 0 than score. Such a drop
+// is below 2^-840: it moves only scores near it.
 func tinyLinearAt(rate, score, t float64) float64 {
-	if !(t > 0) || score == 0 || score != score {
+	if !(t > 0) || score == 0 || score != score || math.IsInf(score, 0) {
 		return score
 	}
-	// The exact drop is above 0 even where this one underflows: a
-	// negative score then moves its step toward 0.
-	drop := math.Nextafter(math.Nextafter(rate*t/1000, 0), 0)
+	drop := rate * t / 1000
 	if score > 0 {
+		drop = math.Nextafter(math.Nextafter(drop, 0), 0)
 		return max(min(math.Nextafter(score-drop, math.Inf(1)), score), 0)
 	}
+	// The exact drop is above 0 even where this one underflows.
+	drop = math.Nextafter(math.Nextafter(drop, math.Inf(1)), math.Inf(1))
 	return min(math.Nextafter(score+drop, math.Inf(1)), 0)
 }
 
