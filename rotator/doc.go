@@ -15,7 +15,8 @@
 // surely do not in the next.
 //
 // Each operation loads the set and reads the clock once (one clock and
-// one high-water mark of time for every generation). Writes (Update,
+// one high-water mark of time for every generation; a TryUpdate turned
+// away by a promotion loads the new set and reads it again). Writes (Update,
 // UpdateAndQuery, an admitted TryUpdate) go to all N generations; reads
 // (Query, QueryDetailed, the decision of TryUpdate) to the primary. A
 // generation becomes primary after N-1 periods of writes (a warm start: a
@@ -61,7 +62,11 @@
 //     k periods is one promotion of O(N) work, and a backwards step
 //     rotates nothing.
 //   - Forgetting: a write is gone from every generation at most
-//     N x Period after it was made.
+//     N x Period after it was made, in the rotator's time (its
+//     high-water mark: a write made after the clock stepped back b
+//     Periods counts at the mark, so on the clock's own readings it
+//     lives up to (N+b) x Period). A deadline saturated at the largest
+//     int64 millisecond is never crossed.
 //   - TryUpdate is decided by the primary's exact TryUpdate and stays
 //     exact across promotions: an admission holds its stripe of the
 //     primary until its increment is in every generation, a promotion

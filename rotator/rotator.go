@@ -20,7 +20,9 @@ import (
 // re-base after that long without a sweep, the package doc says): rotation
 // happens on access, performed by the one operation that wins the
 // promotion. Every operation reads the clock once, for decay and the
-// rotation deadline alike. Update, Query, UpdateAndQuery, TryUpdate and
+// rotation deadline alike (a TryUpdate that finds its stripe of the
+// primary closed by a promotion reads it again, to decide on the new
+// set). Update, Query, UpdateAndQuery, TryUpdate and
 // their string twins do not allocate, except the one operation per Period
 // that builds the new generation.
 type Rotator struct {
@@ -64,7 +66,7 @@ type Stats struct {
 	// for: a clock jump of k periods counts k in one promotion.
 	Periods uint64
 	// Allocated is the number of sketches built, the N built by New
-	// included. Retired generations are never reused; the garbage
+	// included, and those a refused restore built before refusing. Retired generations are never reused; the garbage
 	// collector frees them.
 	Allocated uint64
 }
@@ -149,7 +151,8 @@ func (r *Rotator) MarshalBinary() ([]byte, error) { return r.e.MarshalBinary() }
 
 // UnmarshalBinary restores a snapshot of a rotator of the same
 // configuration (encoding.BinaryUnmarshaler). A refused snapshot leaves r
-// unchanged. Call it on a rotator nobody else is using.
+// unchanged (but Stats' Allocated). Call it on a rotator nobody else is
+// using.
 func (r *Rotator) UnmarshalBinary(data []byte) error { return r.e.UnmarshalBinary(data) }
 
 // WriteTo writes a checksummed snapshot of the rotator to w (io.WriterTo):
@@ -169,5 +172,5 @@ func (r *Rotator) UnmarshalBinary(data []byte) error { return r.e.UnmarshalBinar
 func (r *Rotator) WriteTo(w io.Writer) (int64, error) { return r.e.WriteTo(w) }
 
 // ReadFrom is UnmarshalBinary streaming from r (io.ReaderFrom). A refused
-// snapshot leaves the rotator unchanged.
+// snapshot leaves the rotator unchanged (but Stats' Allocated).
 func (r *Rotator) ReadFrom(rd io.Reader) (int64, error) { return r.e.ReadFrom(rd) }

@@ -56,13 +56,16 @@ func (r *Rotator) publish(gs, next *genSet) {
 // Precondition: the caller holds gs's claim.
 func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 	p := r.periodMs
-	over := now - gs.deadline // >= 0
-	k := uint64(over/p) + 1
+	// now - gs.deadline >= 0, but may pass MaxInt64 (a deadline near
+	// MinInt64, a clock near MaxInt64): unsigned, it is exact.
+	over := uint64(now) - uint64(gs.deadline)
+	k := over/uint64(p) + 1
 	next := r.successorN(gs, k, now)
 	// The deadline stays on the grid of the original one: the first
 	// multiple of p past gs.deadline that is after now. Saturate rather
-	// than overflow near the end of int64.
-	next.deadline = addSat(now-over%p, p)
+	// than overflow near the end of int64 (settle never crosses a
+	// deadline of MaxInt64).
+	next.deadline = addSat(now-int64(over%uint64(p)), p)
 	return next, k
 }
 

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -170,7 +171,10 @@ func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(),
 // deadline has passed) and now as the Timebase's time.Time, which every
 // generation converts back without reading the clock again.
 func (r *Rotator) settle(gs *genSet, now int64) (*genSet, time.Time) {
-	for now >= gs.deadline && !r.cfg.Manual {
+	// A deadline saturated at MaxInt64 ms (the end of int64 time) is
+	// never crossed: a clock that reads it would otherwise promote for
+	// ever, each successor's deadline saturating again (audit 99).
+	for now >= gs.deadline && gs.deadline != math.MaxInt64 && !r.cfg.Manual {
 		gs = r.promote(gs, now)
 	}
 	return gs, r.tb.Time(now)
