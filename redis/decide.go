@@ -23,7 +23,10 @@ import (
 // LocalFallback with the fallback's NextAfter). Burst and
 // Remaining are rounded down to whole tokens, capped at 2^53; NextAfter
 // is the time until Remaining grows by one, rounded up to the
-// millisecond, and 0 when the bucket holds its Burst's whole tokens
+// millisecond (exact for a limit in exact units; for one counting tokens
+// up to 1 ms late, and in the LocalFallback by its waits' slack, see
+// Decision.RetryAfter: never early), and 0 when the
+// bucket holds its Burst's whole tokens
 // (with a fractional Burst, the last fraction of a token brings no whole
 // one; past the cap, Remaining == Burst does not say the bucket is
 // full, NextAfter does). It panics if n <= 0.
@@ -150,18 +153,17 @@ func toDecision(d Decision, n float64, name string, excess time.Duration, eu exa
 			nextU := min((roomU/unit+1)*unit, int64(eu.burstU)) - roomU
 			ms = float64((nextU + perMs - 1) / perMs)
 		} else {
+			// Tokens counted in float64 (the server drains its units in
+			// its own rounding): the quotient is widened by 2^-40 of
+			// itself before its ceiling, so that one a few ulps short
+			// of the server's time is not early. A snap to a whole ms
+			// (audit 60) came out 1 ms early where the quotient truly
+			// lay just above it (audits 98, 99: 10/s x 2.3 and x 5.1;
+			// 0.6/s x 704187 rounded down to exactly 1250 ms); exact
+			// rates with a whole Burst take the exact units above.
 			target := min(math.Floor(r)+1, b)
 			q := (target - r) / d.Limit.Rate * 1000
-			ms = math.Ceil(q)
-			// Snapped down to a whole ms within 4 ulps of it where the
-			// drain over that ms reaches the token: at an exact rate
-			// (Every(13ms)) the quotient comes out a few ulps above it
-			// (audit 60: 14 ms, where package limit says 13); where the
-			// drain falls short by an ulp (10/s from 1.2999999999999998
-			// to 2 in 70 ms) the snap was 1 ms early (audit 98).
-			if s := math.Ceil(common.SnapWhole(q)); s < ms && r+s*d.Limit.Rate/1000 >= target {
-				ms = s
-			}
+			ms = math.Ceil(q * (1 + 0x1p-40))
 			// Past 2^53 tokens a token is below a float64 step of r:
 			// it comes within the first millisecond.
 			ms = max(ms, 1)

@@ -20,6 +20,10 @@ var _ httplimit.Limiter = (*Limiter)(nil)
 
 func TestToDecision(t *testing.T) {
 	lim := PerSecond(2, 5)
+	// Without exact units (eu zero), NextAfter counts tokens in float64
+	// and is widened by 2^-40 before its ceiling: a whole quotient comes
+	// out 1 ms late, so that one a few ulps short of the server's is
+	// never early (audits 98, 99). The exact units path is exact.
 	for _, tt := range []struct {
 		name string
 		d    Decision
@@ -29,11 +33,11 @@ func TestToDecision(t *testing.T) {
 		{"admitted, full", Decision{Allowed: true, Limit: lim, Remaining: 5, RetryAfter: -1},
 			1, limit.Decision{Allowed: true, Limit: 2, Burst: 5, Policy: "p", Remaining: 5}},
 		{"admitted", Decision{Allowed: true, Limit: lim, Remaining: 3.25, RetryAfter: -1, ResetAfter: 875 * time.Millisecond},
-			1, limit.Decision{Allowed: true, Limit: 2, Burst: 5, Policy: "p", Remaining: 3, ResetAfter: 875 * time.Millisecond, NextAfter: 375 * time.Millisecond}},
+			1, limit.Decision{Allowed: true, Limit: 2, Burst: 5, Policy: "p", Remaining: 3, ResetAfter: 875 * time.Millisecond, NextAfter: 376 * time.Millisecond}},
 		{"denied", Decision{Limit: lim, Remaining: 0.5, RetryAfter: 250 * time.Millisecond, ResetAfter: 2250 * time.Millisecond},
 			1, limit.Decision{Limit: 2, Burst: 5, Policy: "p", RetryAfter: 250 * time.Millisecond, ResetAfter: 2250 * time.Millisecond, NextAfter: 250 * time.Millisecond}},
 		{"denied, n = 3", Decision{Limit: lim, Remaining: 0.5, RetryAfter: 1250 * time.Millisecond, ResetAfter: 2250 * time.Millisecond},
-			3, limit.Decision{Limit: 2, Burst: 5, Policy: "p", RetryAfter: 1250 * time.Millisecond, ResetAfter: 2250 * time.Millisecond, NextAfter: 250 * time.Millisecond}},
+			3, limit.Decision{Limit: 2, Burst: 5, Policy: "p", RetryAfter: 1250 * time.Millisecond, ResetAfter: 2250 * time.Millisecond, NextAfter: 251 * time.Millisecond}},
 		{"never", Decision{Limit: lim, Remaining: 5, RetryAfter: -1},
 			6, limit.Decision{Limit: 2, Burst: 5, Policy: "p", Remaining: 5, Never: true, RetryAfter: limit.InfDuration}},
 		{"fail closed: no decision", Decision{Limit: lim, RetryAfter: -1},
@@ -43,7 +47,7 @@ func TestToDecision(t *testing.T) {
 		{"fractional burst", Decision{Allowed: true, Limit: PerSecond(1, 2.5), Remaining: 2.2, RetryAfter: -1},
 			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 2}},
 		{"fractional burst, a token short", Decision{Allowed: true, Limit: PerSecond(1, 2.5), Remaining: 1.2, RetryAfter: -1},
-			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 1, NextAfter: 800 * time.Millisecond}},
+			1, limit.Decision{Allowed: true, Limit: 1, Burst: 2, Policy: "p", Remaining: 1, NextAfter: 801 * time.Millisecond}},
 	} {
 		if got := toDecision(tt.d, tt.n, "p", 0, exactUnits{}, false); got != tt.want {
 			t.Errorf("%s:\n got %+v\nwant %+v", tt.name, got, tt.want)

@@ -499,12 +499,14 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		debt := o.Value()
 		d.Remaining = max(fb.Burst-debt, 0)
 		if fl := math.Floor(d.Remaining); fl < math.Floor(fb.Burst) {
-			// The next whole token, on the cells: working it out from
-			// Remaining, a float64 of the cells' float32 debt, came out
-			// 1 ms early (audit 98: 99 ms at 10/s x 7.3, Remaining
-			// 2.999999999999999 at +99 ms).
+			// The next whole token, on the cells, as Remaining reads
+			// them: working it out from Remaining, a float64 of the
+			// cells' float32 debt, came out 1 ms early (audit 98: 99 ms
+			// at 10/s x 7.3, Remaining 2.999999999999999 at +99 ms),
+			// and so did TryUpdate's test, debt + n <= Burst, which
+			// rounds otherwise (audit 99: 0.6/s x 12.7).
 			next := fl + 1
-			d.nextAfter = wait(o.FitsIn(next, fb.Burst, guessMs(retryAfter(debt, next, fb.Burst, fb.Rate))))
+			d.nextAfter = wait(o.RemainsIn(next, fb.Burst, guessMs(retryAfter(debt, next, fb.Burst, fb.Rate))))
 		}
 		d.ResetAfter = wait(o.FitsIn(0, 0, guessMs(resetAfter(debt, fb.Rate))))
 		if d.Allowed {

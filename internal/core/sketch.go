@@ -529,6 +529,16 @@ func (o *Outlook) FitsIn(delta, limit float64, guess int64) int64 {
 	return leastFit(func(x int64) bool { return o.after(x)+delta <= limit }, min(max(guess, 0), maxFitWait))
 }
 
+// RemainsIn is FitsIn for the Remaining a limiter reports: the least
+// whole number of ms x >= 0 after the load at which limit less the
+// estimate x ms later is at least n, computed as that Remaining is (a
+// subtraction rounds otherwise than FitsIn's sum: 12.7 - 7.7000000000000002
+// is below 5 where 7.7000000000000002 + 5 is not above 12.7). -1 when no x
+// up to 2^62 ms does.
+func (o *Outlook) RemainsIn(n, limit float64, guess int64) int64 {
+	return leastFit(func(x int64) bool { return limit-o.after(x) >= n }, min(max(guess, 0), maxFitWait))
+}
+
 // maxFitWait bounds FitsIn's search.
 const maxFitWait = int64(1) << 62
 
