@@ -65,8 +65,10 @@
 //     N x Period after it was made, in the rotator's time (its
 //     high-water mark: a write made after the clock stepped back b
 //     Periods counts at the mark, so on the clock's own readings it
-//     lives up to (N+b) x Period). A deadline saturated at the largest
-//     int64 millisecond is never crossed.
+//     lives up to (N+b) x Period). A deadline past the largest int64
+//     millisecond is held there and never crossed (a write within N x
+//     Period of the end of int64 time is kept); one exactly at it is
+//     crossed as any other.
 //   - TryUpdate is decided by the primary's exact TryUpdate and stays
 //     exact across promotions: an admission holds its stripe of the
 //     primary until its increment is in every generation, a promotion

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"math"
+
 	"github.com/lfgrudge/grudge/asm"
 )
 
@@ -65,7 +67,7 @@ func (r *Rotator) successor(gs *genSet, now int64) (*genSet, uint64) {
 	// multiple of p past gs.deadline that is after now. Saturate rather
 	// than overflow near the end of int64 (settle never crosses a
 	// deadline of MaxInt64).
-	next.deadline = addSat(now-int64(over%uint64(p)), p)
+	next.deadline, next.endless = deadlineAfter(now-int64(over%uint64(p)), p)
 	return next, k
 }
 
@@ -93,4 +95,25 @@ func (r *Rotator) successorN(gs *genSet, k uint64, now int64) (next *genSet) {
 		set.next++
 	}
 	return set
+}
+
+// deadlineAfter returns a + p (p > 0) saturated at MaxInt64 ms, and
+// whether it saturated: a deadline past int64 time, never crossed.
+func deadlineAfter(a, p int64) (int64, bool) {
+	if a > math.MaxInt64-p {
+		return math.MaxInt64, true
+	}
+	return a + p, false
+}
+
+// subSat returns a - b saturated to the int64 range.
+func subSat(a, b int64) int64 {
+	d := a - b
+	if (a >= b) != (d >= 0) {
+		if a >= b {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return d
 }

@@ -1,7 +1,6 @@
 package core
 
 import (
-	"math"
 	"sync/atomic"
 	"time"
 	"unsafe"
@@ -52,6 +51,10 @@ type genSet struct {
 	// deadline is the clock reading (ms) at which gens[0] retires. Always
 	// creation time + a whole number of periods.
 	deadline int64
+	// endless marks a deadline that saturated at MaxInt64 ms (the true
+	// one lies past int64 time): it is never crossed. A deadline that is
+	// exactly MaxInt64 on the grid is crossed as any other (audit 100).
+	endless bool
 	// next is the creation counter of the next generation to build; it
 	// picks that generation's seed (GenerationSeed).
 	next uint64
@@ -107,7 +110,7 @@ func (r *Rotator) Init(cfg RotatorConfig) error {
 		}
 		gs.next++
 	}
-	gs.deadline = addSat(r.tb.NowMillis(), r.periodMs)
+	gs.deadline, gs.endless = deadlineAfter(r.tb.NowMillis(), r.periodMs)
 	r.cur.Store(gs)
 	return nil
 }
@@ -174,7 +177,7 @@ func (r *Rotator) settle(gs *genSet, now int64) (*genSet, time.Time) {
 	// A deadline saturated at MaxInt64 ms (the end of int64 time) is
 	// never crossed: a clock that reads it would otherwise promote for
 	// ever, each successor's deadline saturating again (audit 99).
-	for now >= gs.deadline && gs.deadline != math.MaxInt64 && !r.cfg.Manual {
+	for now >= gs.deadline && !gs.endless && !r.cfg.Manual {
 		gs = r.promote(gs, now)
 	}
 	return gs, r.tb.Time(now)

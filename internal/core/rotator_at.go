@@ -30,7 +30,7 @@ func (r *Rotator) Rotate() {
 		}
 		now := r.tb.NowMillis()
 		next := r.successorN(gs, 1, now)
-		next.deadline = addSat(now, r.periodMs)
+		next.deadline, next.endless = deadlineAfter(now, r.periodMs)
 		r.publish(gs, next)
 		r.promotions.Add(1)
 		r.periods.Add(1)

@@ -259,10 +259,17 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	// (as for the cells: a clock behind never extends a generation's
 	// life), and at most one Period (a snapshot's deadline is at most one
 	// Period after its instant; a forged one cannot stop rotation).
+	// The time left is the snapshot's own difference, not one of wall
+	// times bounded to +-2^61 ms: past that bound both read 2^61, and a
+	// deadline 9 ms away came out due at once (audit 100).
 	nowWall := boundWall(r.tb.Time(ms).UnixMilli())
-	left := min(boundWall(deadlineWall)-instWall, r.periodMs)
+	left := max(min(subSat(deadlineWall, int64(le.Uint64(hdr[40:]))), r.periodMs), -farWall)
 	d := max(left-max(nowWall-instWall, 0), -farWall)
-	gs.deadline = ms + d
+	if d > 0 {
+		gs.deadline, gs.endless = deadlineAfter(ms, d)
+	} else {
+		gs.deadline = addSat(ms, d)
+	}
 	return gs, cr.n, nil
 }
 
