@@ -23,13 +23,18 @@ import (
 // LocalFallback with the fallback's NextAfter). Burst and
 // Remaining are rounded down to whole tokens, capped at 2^53; NextAfter
 // is the time until Remaining grows by one, rounded up to the
-// millisecond (exact for a limit in exact units; for one counting tokens
-// up to 1 ms late, and in the LocalFallback by its waits' slack, see
-// Decision.RetryAfter: never early), and 0 when the
-// bucket holds its Burst's whole tokens
+// millisecond, and 0 when the bucket holds its Burst's whole tokens
 // (with a fractional Burst, the last fraction of a token brings no whole
 // one; past the cap, Remaining == Burst does not say the bucket is
-// full, NextAfter does). It panics if n <= 0.
+// full, NextAfter does). It is exact for a limit in exact units; for
+// one counting tokens it is up to 1 ms late (2 ms for a key read at its
+// cap), a deny cache's denial up to its RetryAfter's float32 step of
+// drain late, and the LocalFallback's late by its waits' slack (see
+// Decision.RetryAfter): never early, but that on a denial it is at most
+// RetryAfter, the time the request would be admitted, and the
+// LocalFallback's admission test (debt + n <= Burst) and its Remaining
+// (Burst - debt) round apart by a float64 step, so there it can come 1
+// ms before Remaining reads the next whole token. It panics if n <= 0.
 func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.Decision, error) {
 	if n <= 0 {
 		panic("redis: DecideContext: n must be > 0; got " + strconv.Itoa(n))
