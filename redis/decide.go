@@ -136,7 +136,6 @@ func toDecision(d Decision, n float64, name string, excess time.Duration, eu exa
 	// stays 0, at most its RetryAfter as on every denial.
 	noDecision := blind || !d.Allowed && !out.Never && out.RetryAfter == 0
 	if r, b := d.Remaining, d.Limit.Burst; math.Floor(r) < math.Floor(b) && d.Limit.Rate > 0 && !noDecision {
-		var ms float64
 		if d.nextAfter > 0 {
 			// The LocalFallback's, found on its cells (lag and slack in).
 			out.NextAfter = d.nextAfter
@@ -145,6 +144,7 @@ func toDecision(d Decision, n float64, name string, excess time.Duration, eu exa
 			}
 			return out
 		}
+		var ms float64
 		if eu.perMs > 0 {
 			// In exact units, as the server counts: the room is a whole
 			// number of units (snapped: r is room/unit rounded; a room

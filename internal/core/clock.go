@@ -337,6 +337,19 @@ func addSat(a, b int64) int64 {
 	return a + b
 }
 
+// subSat returns a-b saturated at the int64 range (addSat's twin: b may
+// be MinInt64, which addSat(a, -b) cannot take).
+func subSat(a, b int64) int64 {
+	d := a - b
+	if (a >= b) != (d >= 0) {
+		if a >= b {
+			return math.MaxInt64
+		}
+		return math.MinInt64
+	}
+	return d
+}
+
 // Time returns the time.Time of reading ms (the inverse of Millis for
 // times that were not capped). Its monotonic reading is present when the
 // anchor has one.

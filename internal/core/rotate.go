@@ -97,23 +97,9 @@ func (r *Rotator) successorN(gs *genSet, k uint64, now int64) (next *genSet) {
 	return set
 }
 
-// deadlineAfter returns a + p (p > 0) saturated at MaxInt64 ms, and
-// whether it saturated: a deadline past int64 time, never crossed.
-func deadlineAfter(a, p int64) (int64, bool) {
-	if a > math.MaxInt64-p {
-		return math.MaxInt64, true
-	}
-	return a + p, false
-}
-
-// subSat returns a - b saturated to the int64 range.
-func subSat(a, b int64) int64 {
-	d := a - b
-	if (a >= b) != (d >= 0) {
-		if a >= b {
-			return math.MaxInt64
-		}
-		return math.MinInt64
-	}
-	return d
+// deadlineAfter returns a + d saturated at the int64 range (addSat),
+// and whether it saturated past MaxInt64 ms: a deadline past int64 time,
+// never crossed.
+func deadlineAfter(a, d int64) (int64, bool) {
+	return addSat(a, d), d > 0 && a > math.MaxInt64-d
 }

@@ -265,11 +265,7 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	nowWall := boundWall(r.tb.Time(ms).UnixMilli())
 	left := max(min(subSat(deadlineWall, int64(le.Uint64(hdr[40:]))), r.periodMs), -farWall)
 	d := max(left-max(nowWall-instWall, 0), -farWall)
-	if d > 0 {
-		gs.deadline, gs.endless = deadlineAfter(ms, d)
-	} else {
-		gs.deadline = addSat(ms, d)
-	}
+	gs.deadline, gs.endless = deadlineAfter(ms, d)
 	return gs, cr.n, nil
 }
 
