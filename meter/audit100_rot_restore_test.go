@@ -15,7 +15,7 @@ import (
 
 const a100MeterEnv = "GRUDGE_A100_ROT_METER_CHILD"
 
-// a100MeterChild runs body in a child process (60 s timeout), so that a
+// a100MeterChild runs body in a child process (60 s timeout; killed after testchild.Bound), so that a
 // meter promoting for ever near the end of int64 time fails the test
 // rather than hanging the run; in the child it runs body itself.
 func a100MeterChild(t *testing.T, body func(t *testing.T)) {
@@ -26,7 +26,7 @@ func a100MeterChild(t *testing.T, body func(t *testing.T)) {
 	}
 	cmd := testchild.Command("-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
 	cmd.Env = append(os.Environ(), a100MeterEnv+"="+t.Name())
-	out, err := cmd.CombinedOutput()
+	out, err := testchild.CombinedOutput(cmd, 0)
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Errorf("child (%v):\n%s", err, testchild.Tail(string(out)))
 	}

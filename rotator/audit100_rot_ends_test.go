@@ -6,6 +6,7 @@ import (
 	"math"
 	"math/big"
 	"os"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -19,7 +20,8 @@ import (
 const a100Env = "GRUDGE_A100_ROT_CHILD"
 
 // a100Child runs body in a child process (this test binary again, only
-// the calling test, with a 60 s timeout), so that a rotator promoting
+// the calling test, with a 60 s timeout, killed after testchild.Bound
+// if it hangs past that), so that a rotator promoting
 // for ever near the end of int64 time fails the test instead of hanging
 // the run. In the child it runs body itself.
 func a100Child(t *testing.T, body func(t *testing.T)) {
@@ -30,7 +32,7 @@ func a100Child(t *testing.T, body func(t *testing.T)) {
 	}
 	cmd := testchild.Command("-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
 	cmd.Env = append(os.Environ(), a100Env+"="+t.Name())
-	out, err := cmd.CombinedOutput()
+	out, err := testchild.CombinedOutput(cmd, 0)
 	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
 		t.Errorf("child (%v):\n%s", err, testchild.Tail(string(out)))
 	}
@@ -259,6 +261,7 @@ func TestAudit100RotEndsTryExact(t *testing.T) {
 					defer wg.Done()
 					for calls.Load() < int64(4*round+2) {
 						clk.NowMillis()
+						runtime.Gosched() // a call-free spin loop can go unpreempted for ever under qemu-user
 					}
 					clk.Set(math.MaxInt64)
 					moved.Store(true)

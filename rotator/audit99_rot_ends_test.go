@@ -118,7 +118,7 @@ func TestAudit99RotEndsFixedClockEndsLoopForever(t *testing.T) {
 	for i, c := range a99EndsCases {
 		cmd := testchild.Command("-test.run=^TestAudit99RotEndsFixedClockEndsLoopForever$", "-test.count=1")
 		cmd.Env = append(os.Environ(), a99EndsEnv+"="+strconv.Itoa(i))
-		out, err := cmd.CombinedOutput()
+		out, err := testchild.CombinedOutput(cmd, 0)
 		text := string(out)
 		at := strings.Index(text, "A99RESULT ")
 		if err != nil || at < 0 {

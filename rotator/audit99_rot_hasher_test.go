@@ -3,6 +3,7 @@ package rotator_test
 import (
 	"bytes"
 	"fmt"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -136,7 +137,8 @@ func TestAudit99RotHasherPanickingBuildWaiterTakesClaim(t *testing.T) {
 				msg.Store(a99Panic(func() { r.UpdateString("claimer", 1) }))
 			}()
 			for f.calls.Load() < 3 {
-				clk.NowMillis() // spin until the claimer is inside its build
+				clk.NowMillis()   // spin until the claimer is inside its build
+				runtime.Gosched() // a call-free spin loop can go unpreempted for ever under qemu-user
 			}
 			const writers = 4
 			var started atomic.Int64
@@ -151,6 +153,7 @@ func TestAudit99RotHasherPanickingBuildWaiterTakesClaim(t *testing.T) {
 			if round%2 == 1 {
 				for started.Load() < writers {
 					clk.NowMillis()
+					runtime.Gosched() // a call-free spin loop can go unpreempted for ever under qemu-user
 				}
 			}
 			close(f.hold)

@@ -1,6 +1,7 @@
 package rotator
 
 import (
+	"runtime"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -38,6 +39,7 @@ func TestAudit99RotTryJumpAllRetire(t *testing.T) {
 				defer wg.Done()
 				for calls.Load() < int64(8*round+4) {
 					clk.NowMillis()
+					runtime.Gosched() // a call-free spin loop can go unpreempted for ever under qemu-user
 				}
 				clk.Set(a99T0 + jump*10)
 				moved.Store(true)

@@ -1,12 +1,14 @@
 package testchild
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"regexp"
 	"sort"
 	"strings"
+	"time"
 )
 
 // EmulatorEnv names the variable that holds the emulator to run a child
@@ -25,6 +27,39 @@ func Command(args ...string) *exec.Cmd {
 	return exec.Command(os.Args[0], args...)
 }
 
+// Bound is how long CombinedOutput lets a child run before it kills it:
+// far beyond any child's work (seconds, emulated), it only turns a hung
+// child into a failure that names it, before the parent's own test
+// timeout ends the whole package. A child's own -test.timeout is not
+// enough: under user-mode emulation a goroutine spinning in a loop
+// without calls can keep its P for ever, and then the child's timeout
+// never fires.
+const Bound = 3 * time.Minute
+
+// CombinedOutput runs cmd as exec.Cmd.CombinedOutput does, but kills it
+// after limit (Bound when limit is 0) and then returns what it printed
+// with an error that says it hung.
+func CombinedOutput(cmd *exec.Cmd, limit time.Duration) ([]byte, error) {
+	if limit <= 0 {
+		limit = Bound
+	}
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return buf.Bytes(), err
+	case <-time.After(limit):
+		_ = cmd.Process.Kill()
+		<-done
+		return buf.Bytes(), fmt.Errorf("testchild: the child ran past %v and was killed (hung)", limit)
+	}
+}
+
 // Suite runs the test named entry (a top-level test of this binary that
 // runs a suite when the variable env is set) in a child with env=value,
 // verbose, and returns whether it passed and the names of the failing
@@ -39,7 +74,7 @@ func Suite(entry, env, value string, short bool) (passed bool, failed []string, 
 	}
 	cmd := Command(args...)
 	cmd.Env = append(os.Environ(), env+"="+value)
-	out, runErr := cmd.CombinedOutput()
+	out, runErr := CombinedOutput(cmd, 0)
 	text := string(out)
 	if strings.Contains(text, "WARNING: DATA RACE") {
 		return false, nil, fmt.Errorf("child %s: the race detector fired (a harness bug, not the suite catching it):\n%s", value, Tail(text))
