@@ -1,6 +1,8 @@
 package atomiccell
 
 import (
+	"fmt"
+
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/atom"
 )
@@ -57,13 +59,21 @@ func (c *Cell) CompareAndSwap(old, new Word) bool {
 // Add applies delta at time now under r with a CAS loop, backing off
 // after a lost race, and returns the word it stored. w is the caller's
 // last view of the cell (a Load); a stale word costs a retry. delta must
-// be finite. Lock-free: each failed CAS means another update succeeded.
+// be finite (a NaN delta panics; ±Inf clamps to the bounds). Lock-free:
+// each failed CAS means another update succeeded.
 // An add that leaves the word unchanged (a score pinned at Hi or Lo, or
 // a zero delta, at the same stamp) writes nothing once a load inside the
 // call has seen the cell hold that word, and returns it.
 func (c *Cell) Add(r *Rules, now uint32, delta float64, w Word) Word {
+	if delta != delta {
+		panic(errNaNDelta)
+	}
 	return Word(c.c.Add(&r.r, now, delta, atom.Word(w)))
 }
+
+// errNaNDelta is the panic value of an Add or Next with a NaN delta: it
+// would store a NaN score, which every later add keeps.
+const errNaNDelta = "atomiccell: delta is NaN"
 
 // Rules is what a cell update needs besides the cell: the decay law and
 // the clamp bounds. A Rules is immutable after NewRules and safe for
@@ -75,8 +85,13 @@ type Rules struct {
 // NewRules builds Rules for law d (nil means decay.None()) and bounds
 // [lo, hi], each rounded up to float32 (an infinite bound saturates at
 // ±MaxFloat32). Preconditions (sketch.New checks them for a Config):
-// lo <= 0 <= hi, lo < hi, neither NaN, and d valid.
+// lo <= 0 <= hi, lo < hi, neither NaN, and d valid. NewRules panics,
+// naming the bounds, when the bounds break them: a NaN bound would never
+// clamp, and an Add would store ±Inf.
 func NewRules(d decay.Decay, lo, hi float64) *Rules {
+	if !(lo <= 0 && 0 <= hi && lo < hi) { // false for a NaN bound too
+		panic(fmt.Sprintf("atomiccell: NewRules: bounds [%v, %v]; want lo <= 0 <= hi, lo < hi, neither NaN", lo, hi))
+	}
 	return &Rules{r: *atom.NewRules(d, lo, hi)}
 }
 
@@ -86,6 +101,9 @@ func NewRules(d decay.Decay, lo, hi float64) *Rules {
 // float64 add would absorb still steps it up), at the newer of w's stamp
 // and now.
 func (r *Rules) Next(w Word, now uint32, delta float64) Word {
+	if delta != delta {
+		panic(errNaNDelta)
+	}
 	return Word(r.r.Next(atom.Word(w), now, delta))
 }
 

@@ -38,8 +38,9 @@
 // zero elapsed time: a clock that steps backwards never grows a score.
 //
 // On its own, a cell left idle for T >= 2^31 ms would read as if
-// int32(T mod 2^32) ms had passed (under-decay: the safe side, but no
-// forgetting). The owner keeps every stamp inside the window instead:
+// int32(T mod 2^32) ms had passed: under-decay, the safe side for a score
+// >= 0 (no forgetting), but for a negative score (lo < 0) a read below its
+// true value, the unsafe side. The owner keeps every stamp inside the window instead:
 // package sketch re-stamps old cells lazily, from its own operations, so
 // no age it computes reaches 2^31 (it decays by the true int64 age when it
 // re-stamps).
