@@ -210,9 +210,12 @@ func param(member, key string) (int64, bool) {
 
 // retrySeconds reads a Retry-After value (delay-seconds, with or without
 // surrounding spaces, or an HTTP-date: RFC 9110 §10.2.3) as seconds from
-// now, rounded up; false if it is neither. A delay beyond int64 reads as
-// the largest.
-func retrySeconds(v string) (int64, bool) {
+// now, an HTTP-date's rounded up (up) or down; false if it is neither. A
+// delay beyond int64 reads as the largest. Rounded down, a date reads
+// no later than it is: a date kept as the answer's Retry-After must be
+// at least the decision's seconds away from now itself, not from now's
+// whole second (a date floor(now)+10 s is less than 10 s away).
+func retrySeconds(v string, up bool) (int64, bool) {
 	v = strings.Trim(v, " \t")
 	if v == "" {
 		return 0, false
@@ -229,8 +232,14 @@ func retrySeconds(v string) (int64, bool) {
 		return 0, false
 	}
 	// In whole Unix seconds: no Duration to overflow past 292 years; an
-	// HTTP-date has whole seconds, so this is the difference rounded up.
-	return max(at.Unix()-time.Now().Unix(), 0), true
+	// HTTP-date has whole seconds, so this is the difference rounded up,
+	// and one less where now is past its whole second, rounded down.
+	now := time.Now()
+	d := at.Unix() - now.Unix()
+	if !up && now.Nanosecond() > 0 {
+		d--
+	}
+	return max(d, 0), true
 }
 
 // names reports whether item is the sf-string of one of own's names

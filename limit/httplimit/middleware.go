@@ -414,7 +414,9 @@ func (m *Middleware) find(d limit.Decision) policy {
 // of the same name replaces the other's: give stacked limiters distinct
 // names); the legacy fields keep the least Remaining; on a denial,
 // Retry-After is the latest of this one's, one already set (seconds or
-// an HTTP-date) and the t of every listed item with r=0 (an outer
+// an HTTP-date, which stays only if it is no earlier than now plus this
+// one's seconds) and the t of every listed item with r=0, at most
+// 999999999999999 (the largest Integer a field holds) (an outer
 // policy with no quota left denies a retry before its t; t is its next
 // whole token, so a retry that costs it more may be denied later too).
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
@@ -463,14 +465,16 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		// Not before this denial's RetryAfter, nor the t of a listed
 		// policy with no quota left (an outer middleware's: a retry
 		// before it is denied there), nor a Retry-After already set.
-		ra := max(ceilSeconds(d.RetryAfter), 1, listedT, exhaustedT(h))
+		ra := min(max(ceilSeconds(d.RetryAfter), 1, listedT, exhaustedT(h)), maxSFInteger)
 		// Every spelling and line of the field is one: the latest
 		// readable value stays if it is not earlier, as one line; one
-		// beyond the largest Integer a field holds is written as that
-		// (the problem+json body says the same).
+		// beyond the largest Integer a field holds is written as that,
+		// as ra is (the problem+json body says the same). A date counts
+		// its seconds rounded down: it stays only if it is not earlier
+		// than now + ra.
 		keep, kept := "", int64(-1)
 		for _, v := range fieldLines(h, "Retry-After") {
-			if n, ok := retrySeconds(v); ok && n > kept {
+			if n, ok := retrySeconds(v, false); ok && n > kept {
 				keep, kept = v, n
 			}
 		}
@@ -511,7 +515,7 @@ func (m *Middleware) deny(w http.ResponseWriter, d limit.Decision) {
 		// The Retry-After field SetHeaders set (a stacked one may be
 		// later than this decision's own: audit 63).
 		s := max(ceilSeconds(d.RetryAfter), 1)
-		if v, ok := retrySeconds(w.Header().Get("Retry-After")); ok {
+		if v, ok := retrySeconds(w.Header().Get("Retry-After"), true); ok {
 			s = max(s, min(v, maxSFInteger))
 		}
 		ra = &s
