@@ -61,7 +61,8 @@
 //     TryUpdate(k, 1, 1000) on a fresh engine with time frozen admit
 //     exactly 1000. Across keys it never over-admits.
 //   - Lock-free: 64-bit loads and CAS on the line's words, no lock, no
-//     goroutine, no allocation. An operation touches two cache lines,
+//     goroutine, no allocation (but the one 16-byte sweep plan per 2^28
+//     floor epochs: Engine). An operation touches two cache lines,
 //     prefetched together.
 //   - Exact arithmetic: loads are whole ticks (Quantum.Unit: 1/1500 of a
 //     token for limit.New(10, 20), 15 ticks per ms); whole-token requests
@@ -98,7 +99,9 @@
 //	        rose above est, a concurrent write may be missing from est:
 //	        undo ours exactly and loop
 //	        (TryUpdate denies after 4 rounds, or when ours cannot be
-//	        undone; Update then writes the sum of fp's entries instead)
+//	        undone; Update then writes the sum of fp's entries instead,
+//	        each counted from the first view's line time: high by up to
+//	        the lines' idle time per extra entry, at most Max)
 //	    return true                      // at t, even if a line moved on
 //
 // Refund (of a TryReserve) is an exact undo: it restores the entry the

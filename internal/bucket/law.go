@@ -331,8 +331,41 @@ func (q *quant) msAtMost(b uint64) uint64 {
 	return lo - 1
 }
 
-// units converts a load to ticks, rounded up (linear and none).
-func (q *quant) units(n float64) uint64 { return uint64(math.Ceil(n * q.u)) }
+// units converts a load to ticks, rounded up (linear and none),
+// saturating at unitsCap: a load past 2^62 ticks, far beyond any Max, is
+// more than any limit limitUnits gives (a TryUpdate of it is denied, and
+// an Update writes Max), the same on every architecture (a float64 to
+// uint64 conversion out of range is not: amd64 gives 2^63, arm64 the
+// largest uint64, whose sum with a debt wraps).
+func (q *quant) units(n float64) uint64 {
+	v := math.Ceil(n * q.u)
+	if v >= unitsCap {
+		return unitsCap
+	}
+	return uint64(v)
+}
+
+// unitsCap is units' saturation: one more than limitUnits' cap.
+const unitsCap = 1<<62 + 1
+
+// fits reports whether a load of debt ticks plus n (c = units(n) ticks)
+// is at most limit (lim = limitUnits(limit) ticks): in ticks where
+// neither saturated; else in tokens, rounded against admission (limit
+// and n are then past 2^62 ticks, far beyond any Max). A negative limit
+// fits nothing.
+func (q *quant) fits(debt, c, lim uint64, n, limit float64) bool {
+	if limit < 0 {
+		return false
+	}
+	if c < unitsCap && lim < 1<<62 {
+		return debt+c <= lim
+	}
+	// limit - n is exact when n >= limit/2 (Sterbenz) and otherwise at
+	// least limit/2, past 2^61 ticks; the factor covers the two roundings
+	// of debt/u.
+	room := limit - n
+	return room >= 0 && room >= float64(debt)/q.u*(1+0x1p-50)
+}
 
 // limitUnits converts a limit to ticks, rounded down, saturating.
 func (q *quant) limitUnits(l float64) uint64 {
@@ -352,7 +385,9 @@ func (q *quant) value(s, t uint64) float64 {
 		return 0
 	}
 	if q.kind != KindExponential {
-		return float64(s-t) / q.u
+		// At most Max: a write made within a tick longer than 1 ms counts
+		// from the tick's end, a tick above the span at its start.
+		return math.Min(float64(s-t)/q.u, q.max)
 	}
 	v := q.eps * math.Exp(q.kappa*float64(s-t)) * (1 + 1e-12)
 	return math.Min(v, q.max)

@@ -86,9 +86,9 @@ func (m *Model) Do(key string, ms uint64, kind Op, n, limit float64) (ok bool, v
 		if q.kind != KindExponential {
 			debt := uint64(0)
 			if est > tlo {
-				debt = est - tlo
+				debt = min(est-tlo, q.span) // a load is at most Max
 			}
-			if kind == opTry && debt+c > lim {
+			if kind == opTry && !q.fits(debt, c, lim, n, limit) {
 				return false, q.value(est, tlo), rc
 			}
 			if c == 0 {

@@ -220,9 +220,9 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 			}
 			debt := uint64(0)
 			if est > tlo {
-				debt = est - tlo
+				debt = min(est-tlo, q.span) // a load is at most Max
 			}
-			if kind == opTry && debt+c > lim {
+			if kind == opTry && !q.fits(debt, c, lim, n, limit) {
 				r.stamp = est
 				return r
 			}
