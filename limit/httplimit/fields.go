@@ -208,38 +208,53 @@ func param(member, key string) (int64, bool) {
 	return n, found
 }
 
-// retrySeconds reads a Retry-After value (delay-seconds, with or without
-// surrounding spaces, or an HTTP-date: RFC 9110 §10.2.3) as seconds from
-// now, an HTTP-date's rounded up (up) or down; false if it is neither. A
-// delay beyond int64 reads as the largest. Rounded down, a date reads
-// no later than it is: a date kept as the answer's Retry-After must be
-// at least the decision's seconds away from now itself, not from now's
-// whole second (a date floor(now)+10 s is less than 10 s away).
-func retrySeconds(v string, up bool) (int64, bool) {
+// retryAfter is a Retry-After value as a delay from now: whole seconds
+// less frac nanoseconds (0 <= frac < 1e9). Delay-seconds are exact (frac
+// 0); an HTTP-date, which has whole seconds, is its difference from now
+// to the nanosecond (frac is now's fraction of a second), so a date
+// floor(now)+10 s is 10 s less that fraction away, and 0 once past.
+// whole alone is the delay rounded up.
+type retryAfter struct{ whole, frac int64 }
+
+// after reports whether a stands for a later instant than b.
+func (a retryAfter) after(b retryAfter) bool {
+	if a.whole != b.whole {
+		return a.whole > b.whole // frac < 1 s: the whole seconds decide
+	}
+	return a.frac < b.frac
+}
+
+// atLeast reports whether a is at least n seconds.
+func (a retryAfter) atLeast(n int64) bool {
+	return a.whole > n || a.whole == n && a.frac == 0
+}
+
+// parseRetryAfter reads a Retry-After value (delay-seconds, with or
+// without surrounding spaces, or an HTTP-date: RFC 9110 §10.2.3) as a
+// delay from now; false if it is neither. A delay beyond int64 seconds
+// reads as the largest.
+func parseRetryAfter(v string, now time.Time) (retryAfter, bool) {
 	v = strings.Trim(v, " \t")
 	if v == "" {
-		return 0, false
+		return retryAfter{}, false
 	}
 	if strings.Trim(v, "0123456789") == "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
-			return math.MaxInt64, true // all digits: only out of range
+			return retryAfter{whole: math.MaxInt64}, true // all digits: only out of range
 		}
-		return n, true
+		return retryAfter{whole: n}, true
 	}
 	at, err := http.ParseTime(v)
 	if err != nil {
-		return 0, false
+		return retryAfter{}, false
 	}
-	// In whole Unix seconds: no Duration to overflow past 292 years; an
-	// HTTP-date has whole seconds, so this is the difference rounded up,
-	// and one less where now is past its whole second, rounded down.
-	now := time.Now()
+	// In whole Unix seconds: no Duration to overflow past 292 years.
 	d := at.Unix() - now.Unix()
-	if !up && now.Nanosecond() > 0 {
-		d--
+	if d <= 0 {
+		return retryAfter{}, true // past (or within now's second, before now)
 	}
-	return max(d, 0), true
+	return retryAfter{whole: d, frac: int64(now.Nanosecond())}, true
 }
 
 // names reports whether item is the sf-string of one of own's names

@@ -469,19 +469,21 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		// Every spelling and line of the field is one: the latest
 		// readable value stays if it is not earlier, as one line; one
 		// beyond the largest Integer a field holds is written as that,
-		// as ra is (the problem+json body says the same). A date counts
-		// its seconds rounded down: it stays only if it is not earlier
-		// than now + ra.
-		keep, kept := "", int64(-1)
+		// as ra is (the problem+json body says the same). Lines compare
+		// by the instant they stand for (a date to the nanosecond from
+		// now, so it is not early for being read in whole seconds), and
+		// the latest stays only if it is not earlier than now + ra.
+		now := time.Now()
+		keep, kept, found := "", retryAfter{}, false
 		for _, v := range fieldLines(h, "Retry-After") {
-			if n, ok := retrySeconds(v, false); ok && n > kept {
-				keep, kept = v, n
+			if a, ok := parseRetryAfter(v, now); ok && (!found || a.after(kept)) {
+				keep, kept, found = v, a, true
 			}
 		}
 		switch {
-		case kept < ra:
+		case !found || !kept.atLeast(ra):
 			h.Set("Retry-After", strconv.FormatInt(ra, 10))
-		case kept > maxSFInteger:
+		case kept.whole > maxSFInteger:
 			h.Set("Retry-After", strconv.FormatInt(maxSFInteger, 10))
 		default:
 			h.Set("Retry-After", keep)
@@ -515,8 +517,8 @@ func (m *Middleware) deny(w http.ResponseWriter, d limit.Decision) {
 		// The Retry-After field SetHeaders set (a stacked one may be
 		// later than this decision's own: audit 63).
 		s := max(ceilSeconds(d.RetryAfter), 1)
-		if v, ok := retrySeconds(w.Header().Get("Retry-After"), true); ok {
-			s = max(s, min(v, maxSFInteger))
+		if a, ok := parseRetryAfter(w.Header().Get("Retry-After"), time.Now()); ok {
+			s = max(s, min(a.whole, maxSFInteger)) // rounded up
 		}
 		ra = &s
 	}
