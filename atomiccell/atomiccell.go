@@ -5,6 +5,7 @@ import (
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/atom"
+	"github.com/lfgrudge/grudge/internal/law"
 )
 
 // Word is a packed cell value: float32 score bits in the high half, uint32
@@ -86,11 +87,15 @@ type Rules struct {
 // [lo, hi], each rounded up to float32 (an infinite bound saturates at
 // ±MaxFloat32). Preconditions (sketch.New checks them for a Config):
 // lo <= 0 <= hi, lo < hi, neither NaN, and d valid. NewRules panics,
-// naming the bounds, when the bounds break them: a NaN bound would never
-// clamp, and an Add would store ±Inf.
+// naming what is wrong, when they do not hold: a NaN bound would never
+// clamp, and an Add would store ±Inf; a law with a NaN or Inf parameter
+// (decay.Exponential(NaN)) would decay a score to NaN.
 func NewRules(d decay.Decay, lo, hi float64) *Rules {
 	if !(lo <= 0 && 0 <= hi && lo < hi) { // false for a NaN bound too
 		panic(fmt.Sprintf("atomiccell: NewRules: bounds [%v, %v]; want lo <= 0 <= hi, lo < hi, neither NaN", lo, hi))
+	}
+	if err := law.Validate(d); err != nil {
+		panic(fmt.Sprintf("atomiccell: NewRules: decay law: %v", err))
 	}
 	return &Rules{r: *atom.NewRules(d, lo, hi)}
 }
