@@ -18,7 +18,8 @@
 //
 //   - A stored score is never NaN or ±Inf: every narrowing goes through
 //     RoundUp, which maps values beyond the float32 range to ±MaxFloat32, and
-//     callers never pass a NaN delta (the sketch panics first).
+//     a NaN delta panics (Add, Next; the sketch panics first), and
+//     NewRules refuses NaN bounds and invalid laws.
 //   - No update loses mass: the decayed score plus delta is narrowed to
 //     float32 rounding the exact sum toward +Inf (the float64 add's
 //     rounding error is kept and stepped over), so a stored score is >=
