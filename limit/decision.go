@@ -137,10 +137,23 @@ func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) 
 // fill sets d's Remaining, ResetAfter and NextAfter for a debt of debt
 // units read gap after t, under the policy p.
 func (l *Limiter) fill(p *params, d *Decision, debt float64, gap time.Duration) {
-	d.Remaining = p.remaining(debt)
+	l.fillK(p, d, debt, gap, 1)
+}
+
+// fillK is fill for requests that each take k tokens per token asked
+// (a Multi holding this limiter as k windows with one key): Remaining
+// counts such requests, and NextAfter waits for the next one.
+func (l *Limiter) fillK(p *params, d *Decision, debt float64, gap time.Duration, k int) {
+	d.Remaining = p.remainingK(debt, k)
 	if debt > 0 {
 		d.ResetAfter = plus(gap, l.ms(math.Ceil(debt/l.drain)))
-		d.NextAfter = plus(gap, l.ms(l.msUntilFits(p, debt, p.cost(float64(d.Remaining+1)))))
+		// A debt too small to cost a whole token (below half a float64
+		// step of burstU: left by a policy whose tokens cost far less,
+		// a Tier or an earlier SetLimit) leaves Remaining at Burst: the
+		// bucket is full, and there is no next token to wait for.
+		if next := (d.Remaining + 1) * k; next <= p.burst {
+			d.NextAfter = plus(gap, l.ms(l.msUntilFits(p, debt, p.cost(float64(next)))))
+		}
 	}
 }
 
@@ -187,9 +200,13 @@ func (p *params) cost(n float64) float64 { return float64(n * p.unit) }
 // remaining returns floor(burst - debt) in tokens, at least 0: the most
 // one-token requests that fit a debt of debt units, as TryUpdate adds
 // them.
-func (p *params) remaining(debt float64) int {
-	r := int(max(math.Floor((p.burstU-debt)/p.unit), 0))
-	for r > 0 && debt+p.cost(float64(r)) > p.burstU {
+func (p *params) remaining(debt float64) int { return p.remainingK(debt, 1) }
+
+// remainingK is remaining for requests of k tokens each: the most that
+// fit, one after the other.
+func (p *params) remainingK(debt float64, k int) int {
+	r := int(max(math.Floor((p.burstU-debt)/p.unit), 0)) / k
+	for r > 0 && debt+p.cost(float64(r*k)) > p.burstU {
 		r-- // the division rounded up past a boundary (inexact units)
 	}
 	return r
@@ -198,8 +215,13 @@ func (p *params) remaining(debt float64) int {
 // msUntilFits returns the least whole number of ms x >= 0 after which a
 // debt of debt units, drained x ms as the sketch drains it, leaves room
 // for nU units within the burst: max(debt - drop(x), 0) + nU <= burstU,
-// evaluated as TryUpdate evaluates it, under the policy p. nU <= burstU.
+// evaluated as TryUpdate evaluates it, under the policy p. For nU above
+// burstU, which never fits, it returns +Inf (a Duration of InfDuration)
+// instead of searching for ever.
 func (l *Limiter) msUntilFits(p *params, debt, nU float64) float64 {
+	if nU > p.burstU {
+		return math.Inf(1)
+	}
 	fits := func(x float64) bool { return max(debt-l.drop(x), 0)+nU <= p.burstU }
 	return l.settle(math.Ceil((debt+nU-p.burstU)/l.drain), fits)
 }

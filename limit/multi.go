@@ -114,7 +114,11 @@ func (m *Multi) AllowN(t time.Time, key string, n int) bool {
 // then never grows), RetryAfter (on a denial) the time when every
 // window admits the request, so a retry at t+RetryAfter is admitted by
 // all of them (if nothing else happens to the keys) and one 1 ms earlier
-// is not; Never if n exceeds any window's burst. Limit and Burst are
+// is not; Never if n exceeds any window's burst. Windows that are one
+// limiter with one key count together: a request takes n from that
+// limiter once per such window, so its Remaining counts requests of that
+// many tokens, and Never holds when their sum exceeds its burst. Limit
+// and Burst are
 // those of the window that sets Remaining (on an admission) or
 // RetryAfter (on a denial), and Policy its name.
 func (m *Multi) DecideKeys(t time.Time, n int, keys ...string) Decision {
@@ -195,7 +199,16 @@ func (m *Multi) decideKeys(t time.Time, n int, keys ...string) Decision {
 		if l.inf && !allInf {
 			continue
 		}
-		w := l.state(ps[i], t, key(i), n)
+		k := 1 // the windows that are l with key(i): each request takes n from each
+		if m.shared {
+			k = 0
+			for j, lj := range m.ls {
+				if lj == l && key(j) == key(i) {
+					k++
+				}
+			}
+		}
+		w := l.state(ps[i], t, key(i), n, k)
 		switch {
 		case denied < 0:
 			if w.Remaining < d.Remaining {
@@ -297,8 +310,11 @@ func (m *Multi) precheck(ps []*params, t time.Time, n int, key func(int) string,
 
 // state returns what the key has at t under the policy p, without a
 // write: Remaining, ResetAfter and NextAfter of its debt now, Allowed
-// whether n more fit, and if not RetryAfter (or Never).
-func (l *Limiter) state(p *params, t time.Time, key string, n int) Decision {
+// whether n more fit, and if not RetryAfter (or Never). A request takes
+// n tokens k times (k windows of the Multi are this limiter with this
+// key): Never when n x k exceeds the burst, RetryAfter until n x k fit,
+// and Remaining counts requests of k tokens.
+func (l *Limiter) state(p *params, t time.Time, key string, n, k int) Decision {
 	d := Decision{Limit: p.limit, Burst: p.burst, Policy: p.name}
 	if l.none() {
 		d.Allowed, d.Remaining = l.unset(), p.burst
@@ -306,16 +322,16 @@ func (l *Limiter) state(p *params, t time.Time, key string, n int) Decision {
 	}
 	debt := l.queryAt(t, key)
 	gap := l.gap(t)
-	nU := p.cost(float64(n))
+	nU := p.cost(float64(n * k))
 	switch {
-	case n > p.burst:
+	case n*k > p.burst:
 		d.Never, d.RetryAfter = true, InfDuration
 	case debt+nU <= p.burstU:
 		d.Allowed = true
 	default:
 		d.RetryAfter = plus(gap, l.ms(max(l.msUntilFits(p, debt, nU), 1)))
 	}
-	l.fill(p, &d, debt, gap)
+	l.fillK(p, &d, debt, gap, k)
 	return d
 }
 
