@@ -264,12 +264,21 @@ func TestAudit47WarmupBeforeFirstCellNotRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	nw := len(log)
-	if nw != 3 {
-		t.Fatalf("warm-up ran %d cells; want 3 (lockfree, reference, atomicadd of the first row)", nw)
+	// Every implementation of the first row, ratemap included, which
+	// cells() puts after the clock pass (audit 101: the warm-up stopped
+	// at the first cell of another row and skipped it).
+	var row []cell
+	for _, c := range cs {
+		if c.clock == cs[0].clock && c.work.name == cs[0].work.name && c.dist == cs[0].dist && c.procs == cs[0].procs {
+			row = append(row, c)
+		}
+	}
+	if nw != 4 || len(row) != 4 {
+		t.Fatalf("warm-up ran %d cells (the first row has %d); want 4 (lockfree, reference, atomicadd and ratemap of the first row)", nw, len(row))
 	}
 	for i, l := range log {
-		if l.c != cs[i] || l.dur != o.Warmup || l.c.procs != 2 || l.c.clock != ClockDefault {
-			t.Errorf("warm-up call %d: %+v for %v; want %+v for %v", i, l.c, l.dur, cs[i], o.Warmup)
+		if l.c != row[i] || l.dur != o.Warmup || l.c.procs != 2 {
+			t.Errorf("warm-up call %d: %+v for %v; want %+v for %v", i, l.c, l.dur, row[i], o.Warmup)
 		}
 	}
 	rr, err := r.rounds(context.Background(), cs, &progress, time.Now())

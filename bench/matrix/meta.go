@@ -115,15 +115,35 @@ func baseMeta(o *Options) Meta {
 	}
 }
 
-// command renders the command line; a binary that go run built in a
-// temporary folder is shown as the go run command.
+// command renders the command line so that it can be pasted into a
+// POSIX shell and run again: each argument that is empty or holds a
+// character the shell would split or expand is single-quoted (see
+// shellQuote); a binary that go run built in a temporary folder is shown
+// as the go run command.
 func command(args []string) string {
 	if len(args) == 0 {
 		return ""
 	}
-	name := args[0]
-	if strings.Contains(name, "go-build") {
+	name := shellQuote(args[0])
+	if strings.Contains(args[0], "go-build") {
 		name = "go run ./cmd/matrix"
 	}
-	return strings.TrimSpace(strings.Join(append([]string{name}, args[1:]...), " "))
+	words := []string{name}
+	for _, a := range args[1:] {
+		words = append(words, shellQuote(a))
+	}
+	return strings.Join(words, " ")
+}
+
+// shellQuote returns a as one POSIX shell word: unchanged when it is
+// non-empty and made only of letters, digits and @%+=:,./_- (as Python's
+// shlex.quote), else in single quotes, each ' in it ending the quotes,
+// escaped with a backslash and the quotes begun again. Without the quotes
+// an empty argument (run16.sh's -out "") vanishes and one with a blank
+// splits in two.
+func shellQuote(a string) string {
+	if a != "" && strings.Trim(a, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%+=:,./_-") == "" {
+		return a
+	}
+	return "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
 }

@@ -103,7 +103,7 @@ func WritePlots(rep *Report, dir string) ([]string, error) {
 	procs := sortedProcs(rs)
 	ix := newIndex(rs)
 	m := &rep.Meta
-	sub := fmt.Sprintf("%s, %d CPUs, %s/%s, %s, commit %s; pinning %s; %s", m.CPUModel, m.Cores, m.GOOS, m.GOARCH, m.GoVersion, m.Commit, pinWord(m.Pinning), repeatWords(m))
+	sub := fmt.Sprintf("%s, %d CPUs, %s/%s, %s, commit %s; pinning %s; %s", m.CPUModel, m.Cores, m.GOOS, m.GOARCH, m.GoVersion, m.Commit, pinWord(m.Pinning), repeatWords(rep))
 	var paths []string
 	write := func(name string, g grid) error {
 		path := filepath.Join(dir, name)
@@ -172,7 +172,14 @@ func ratioPairs(impls []string) [][2]string {
 	return out
 }
 
-func repeatWords(m *Meta) string {
+// repeatWords says how many repeats the plotted cells are of: Count, or,
+// for a run stopped before its last round, the repeats its cells got (as
+// WriteMarkdown says).
+func repeatWords(rep *Report) string {
+	m := &rep.Meta
+	if lo, hi := repeatsGot(rep.Results); m.Stopped != "" && lo < max(m.Count, 1) {
+		return fmt.Sprintf("%s of %d interleaved repeats of %s per cell (stopped)", repeatRange(lo, hi), m.Count, fmtDurMs(m.DurationMs))
+	}
 	if m.Count > 1 {
 		return fmt.Sprintf("%d interleaved repeats of %s per cell", m.Count, fmtDurMs(m.DurationMs))
 	}

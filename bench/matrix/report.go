@@ -41,14 +41,19 @@ func (ix index) ratioRange(clock, a, b, work, dist string, procs int) ratioRange
 const flagMark = "⚠"
 
 // fmtCell renders a cell's throughput: the median, the range of the
-// repeats when there are several, and the flag when it is noisy.
-func fmtCell(r *Result) string {
+// repeats when there are several, "[n=k]" when it got k repeats, fewer
+// than want (a stopped run's; want 0 marks none), and the flag when it is
+// noisy.
+func fmtCell(r *Result, want int) string {
 	if r == nil {
 		return "–"
 	}
 	s := fmtMops(r.Mops)
 	if r.Count > 1 {
 		s += " (" + fmtMops(r.MopsMin) + "–" + fmtMops(r.MopsMax) + ")"
+	}
+	if n := max(r.Count, 1); n < want {
+		s += fmt.Sprintf(" [n=%d]", n)
 	}
 	if r.Noisy {
 		s += " " + flagMark
@@ -221,8 +226,24 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 	if m.Stopped != "" {
 		fmt.Fprintf(w, "- **incomplete**: %s\n", m.Stopped)
 	}
-	fmt.Fprintf(w, "- cells: %d repeats of %v each, interleaved (round r runs every cell once, then round r+1); wall time of the whole run %.0f s\n",
-		max(m.Count, 1), fmtDurMs(m.DurationMs), m.WallSeconds)
+	// A stopped run's cells summarise the repeats they got (Run), fewer
+	// than Count in some or all of them: say what they got, and mark
+	// the short cells (short is 0, marking none, when every cell got
+	// Count).
+	want := max(m.Count, 1)
+	lo, hi, short := want, want, 0
+	if m.Stopped != "" {
+		if lo, hi = repeatsGot(rep.Results); lo < want {
+			short = want
+		}
+	}
+	if short > 0 {
+		fmt.Fprintf(w, "- cells: asked for %d repeats of %v each, interleaved (round r runs every cell once, then round r+1), got %s before the run stopped; [n=k] marks a cell with k < %d repeats; wall time of the whole run %.0f s\n",
+			want, fmtDurMs(m.DurationMs), repeatRange(lo, hi), want, m.WallSeconds)
+	} else {
+		fmt.Fprintf(w, "- cells: %d repeats of %v each, interleaved (round r runs every cell once, then round r+1); wall time of the whole run %.0f s\n",
+			want, fmtDurMs(m.DurationMs), m.WallSeconds)
+	}
 	if m.WarmupMs > 0 {
 		fmt.Fprintf(w, "- warm-up: before round 1, each implementation of the first row ran %v, not recorded\n", fmtDurMs(m.WarmupMs))
 	}
@@ -264,7 +285,7 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 					for _, im := range ci {
 						r := ix.get(clk, im, wk, d, p)
 						found = found || r != nil
-						row = append(row, fmtCell(r))
+						row = append(row, fmtCell(r, short))
 					}
 					if !found {
 						continue
@@ -288,7 +309,7 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 
 	for _, clk := range clocks {
 		ci := slices.DeleteFunc(slices.Clone(impls), func(im string) bool { return !runsUnder(im, clk) })
-		fmt.Fprintf(w, "### Latency, clock=%s (ns, p50 / p99 / p99.9 of 1 op in %d%s)\n\n", clk, m.SampleEvery, medianWords(m))
+		fmt.Fprintf(w, "### Latency, clock=%s (ns, p50 / p99 / p99.9 of 1 op in %d%s)\n\n", clk, m.SampleEvery, medianWords(lo, hi))
 		tableHeader(w, append([]string{"workload", "keys", "P"}, ci...))
 		for _, wk := range works {
 			for _, d := range dists {
@@ -373,7 +394,7 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 
 	tg := Targets(rep)
 	if len(tg) > 0 {
-		fmt.Fprintf(w, "### Targets (clock=default unless stated; each graded at the P it names, on a machine with that many CPUs%s)\n\n", medianWords(m))
+		fmt.Fprintf(w, "### Targets (clock=default unless stated; each graded at the P it names, on a machine with that many CPUs%s)\n\n", medianWords(lo, hi))
 		tableHeader(w, []string{"target", "measured here", "met here"})
 		for _, t := range tg {
 			tableRow(w, []string{t.Target, t.Measured, t.Met})
@@ -392,12 +413,34 @@ func clockWords(clk string) string {
 	return "each implementation on its own default clock"
 }
 
-// medianWords says, when there are repeats, that a table shows medians.
-func medianWords(m *Meta) string {
-	if m.Count > 1 {
-		return fmt.Sprintf("; medians of %d repeats", m.Count)
+// medianWords says, when there are repeats, that a table shows medians,
+// of the lo to hi repeats its cells got.
+func medianWords(lo, hi int) string {
+	if hi > 1 {
+		return "; medians of " + repeatRange(lo, hi) + " repeats"
 	}
 	return ""
+}
+
+// repeatsGot returns the fewest and the most repeats a cell of rs got (0
+// and 0 when rs is empty); a cell's Count is its repeats (combine).
+func repeatsGot(rs []Result) (lo, hi int) {
+	for i := range rs {
+		n := max(rs[i].Count, 1)
+		if i == 0 {
+			lo, hi = n, n
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	return lo, hi
+}
+
+// repeatRange renders lo to hi repeats: "3", or "1–2".
+func repeatRange(lo, hi int) string {
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
 }
 
 func fmtDurMs(ms float64) string {

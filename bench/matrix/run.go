@@ -217,7 +217,11 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 // the CPU's frequency ramp, the first page faults of the streams and the
 // runtime's first GC cycles (uniform Update at P=1 read 0.70x in one
 // run's first cell and 2x in every later one). Each implementation runs
-// its own code, so each gets its turn. A done ctx skips the rest.
+// its own code, so each gets its turn. The row's cells are picked from
+// all of cs, not only the leading run of them: cells puts ratemap's at
+// the end of its clock's pass, and its cell of the row is one of them
+// (its warm-up fills a ratemap, which round 1 does not reuse). A done
+// ctx skips the rest.
 func (r *runner) warmup(ctx context.Context, cs []cell, progress io.Writer) error {
 	if r.o.Warmup <= 0 || len(cs) == 0 {
 		return nil
@@ -228,7 +232,7 @@ func (r *runner) warmup(ctx context.Context, cs []cell, progress io.Writer) erro
 	first := cs[0]
 	for _, c := range cs {
 		if c.clock != first.clock || c.work.name != first.work.name || c.dist != first.dist || c.procs != first.procs {
-			break
+			continue
 		}
 		if ctx.Err() != nil {
 			return nil

@@ -83,7 +83,9 @@ func MeasureOverhead(t *Timer) Overhead {
 		res.add(b - a)
 	}
 	return Overhead{
-		PairNs:   t.Nanos(d[n/2]),
+		// n is even: the median is the mean of the middle two, as every
+		// median of the report (Summarize), not the upper one.
+		PairNs:   (t.Nanos(d[n/2-1]) + t.Nanos(d[n/2])) / 2,
 		SampleNs: float64(time.Since(w0)) / m,
 	}
 }

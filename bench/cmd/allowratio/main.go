@@ -6,7 +6,12 @@
 //
 // Each `go test` run is one round: it measures every implementation once,
 // one after the other, so the implementations of a round share the
-// machine's state at that time. The first table gives each
+// machine's state at that time. A round begins at each `goos:` line, the
+// header go test prints before a package's benchmarks, so that a ratio
+// divides only lines of the same run: a run cut short (-timeout, ^C, a
+// failed sub-benchmark) leaves its round without some lines, and that
+// round drops out of those ratios instead of shifting every later pair
+// onto another round. The first table gives each
 // implementation's median ns/op over the rounds, with the range, per key
 // count and path; the second, for each other implementation, the ratio
 // of its ns/op to limit's within the same round (how many times faster
@@ -27,18 +32,33 @@ import (
 
 var line = regexp.MustCompile(`^BenchmarkAllow/path=([^/]+)/impl=([^/]+)/keys=(\w+?)(?:-(\d+))?\s+\d+\s+([0-9.]+) ns/op(?:\s+([0-9.e+-]+) wrong/op)?`)
 
+// runStart matches the first line go test prints for a package's benchmarks:
+// it starts a round.
+var runStart = regexp.MustCompile(`^goos: `)
+
 type cell struct {
 	keys, path, impl string
 	procs            int
 }
 
+// sample is one line's ns/op and the round it was read in.
+type sample struct {
+	round int
+	ns    float64
+}
+
 func main() {
-	rounds := map[cell][]float64{} // ns/op per round, in input order
-	wrong := map[cell][]float64{}  // wrong/op per round
+	rounds := map[cell][]sample{} // ns/op per round, in input order
+	wrong := map[cell][]float64{} // wrong/op per round
 	var impls, paths, keys []string
 	var procs []int
+	round := 0 // lines before any goos: header are round 0
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
+		if runStart.MatchString(sc.Text()) {
+			round++
+			continue
+		}
 		m := line.FindStringSubmatch(sc.Text())
 		if m == nil {
 			continue
@@ -52,7 +72,7 @@ func main() {
 			log.Fatal(err)
 		}
 		c := cell{m[3], m[1], m[2], p}
-		rounds[c] = append(rounds[c], ns)
+		rounds[c] = append(rounds[c], sample{round, ns})
 		if m[6] != "" {
 			w, _ := strconv.ParseFloat(m[6], 64)
 			wrong[c] = append(wrong[c], w)
@@ -85,7 +105,7 @@ func main() {
 			for _, impl := range impls {
 				fmt.Printf("| %s | %s | `%s` |", k, path, impl)
 				for _, p := range procs {
-					fmt.Printf(" %s |", summary(rounds[cell{k, path, impl, p}], "%.0f"))
+					fmt.Printf(" %s |", summary(values(rounds[cell{k, path, impl, p}]), "%.0f"))
 				}
 				fmt.Println()
 			}
@@ -103,12 +123,7 @@ func main() {
 				}
 				fmt.Printf("| %s | %s | `%s` |", k, path, impl)
 				for _, p := range procs {
-					base, other := rounds[cell{k, path, "limit", p}], rounds[cell{k, path, impl, p}]
-					n := min(len(base), len(other))
-					r := make([]float64, n)
-					for i := range n {
-						r[i] = other[i] / base[i]
-					}
+					r := sameRound(rounds[cell{k, path, "limit", p}], rounds[cell{k, path, impl, p}])
 					fmt.Printf(" %s |", summary(r, "%.2fx"))
 				}
 				fmt.Println()
@@ -144,6 +159,41 @@ func main() {
 	}
 }
 
+// values returns the ns/op of v, every round's.
+func values(v []sample) []float64 {
+	ns := make([]float64, len(v))
+	for i, x := range v {
+		ns[i] = x.ns
+	}
+	return ns
+}
+
+// sameRound returns, for each round in which both base and other have a
+// line, other's ns/op over base's, in round order. A round with several
+// lines of a cell (go test -count) divides their medians.
+func sameRound(base, other []sample) []float64 {
+	byRound := func(v []sample) map[int][]float64 {
+		m := map[int][]float64{}
+		for _, x := range v {
+			m[x.round] = append(m[x.round], x.ns)
+		}
+		return m
+	}
+	b, o := byRound(base), byRound(other)
+	var rs []int
+	for r := range o {
+		if _, ok := b[r]; ok {
+			rs = append(rs, r)
+		}
+	}
+	slices.Sort(rs)
+	ratios := make([]float64, len(rs))
+	for i, r := range rs {
+		ratios[i] = median(o[r]) / median(b[r])
+	}
+	return ratios
+}
+
 func header(procs []int, first string) {
 	fmt.Printf("| %s |", first)
 	for _, p := range procs {
@@ -162,11 +212,17 @@ func summary(v []float64, f string) string {
 	if len(v) == 0 {
 		return "-"
 	}
+	return fmt.Sprintf(f+" ("+f+"-"+f+")", median(v), slices.Min(v), slices.Max(v))
+}
+
+// median returns the median of v (the mean of the middle two when len(v)
+// is even); v must not be empty.
+func median(v []float64) float64 {
 	s := slices.Clone(v)
 	slices.Sort(s)
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	n := len(s)
+	if n%2 == 0 {
+		return (s[n/2-1] + s[n/2]) / 2
 	}
-	return fmt.Sprintf(f+" ("+f+"-"+f+")", med, s[0], s[len(s)-1])
+	return s[n/2]
 }

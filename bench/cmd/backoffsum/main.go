@@ -9,7 +9,10 @@
 // <round>-reference.json, each a results.json of one matrix run with one
 // repeat per cell. It prints a Markdown table: one row per workload, key
 // distribution and P, one column per schedule (Mops/s median (min-max)
-// over the rounds), and the schedule's median over the reference's.
+// over the rounds), and the schedule's median over the reference's, both
+// over the rounds that measured both: backoff16.sh stops each run at a
+// timeout, and a stopped run's results.json lacks the cells it did not
+// reach, so a side may miss a round the other has.
 package main
 
 import (
@@ -49,15 +52,19 @@ func run(dir string, w io.Writer) error {
 	if len(files) == 0 {
 		return fmt.Errorf("no .json files in %s", dir)
 	}
-	// cells[schedule][key] = the rounds' Mops/s
-	cells := map[string]map[key][]float64{}
+	// cells[schedule][key][round] = that round's Mops/s. Keyed by round,
+	// not appended in file order, so that a ratio divides by the
+	// reference of the same rounds (see sameRounds).
+	cells := map[string]map[key]rounds{}
+	allRounds := map[string]bool{}
 	var meta *matrix.Meta
 	for _, f := range files {
 		base := strings.TrimSuffix(filepath.Base(f), ".json")
-		_, sched, ok := strings.Cut(base, "-")
+		round, sched, ok := strings.Cut(base, "-")
 		if !ok {
 			return fmt.Errorf("%s: want <round>-<schedule>.json", f)
 		}
+		allRounds[round] = true
 		b, err := os.ReadFile(f)
 		if err != nil {
 			return err
@@ -71,16 +78,24 @@ func run(dir string, w io.Writer) error {
 		}
 		sched = strings.Replace(sched, "-", "/", 1)
 		if cells[sched] == nil {
-			cells[sched] = map[key][]float64{}
+			cells[sched] = map[key]rounds{}
 		}
 		for _, r := range rep.Results {
 			k := key{r.Workload, r.Dist, r.Procs}
-			cells[sched][k] = append(cells[sched][k], r.Mops)
+			if cells[sched][k] == nil {
+				cells[sched][k] = rounds{}
+			}
+			cells[sched][k][round] = append(cells[sched][k][round], r.Mops)
 		}
 	}
-	ref := cells["reference"]
-	if ref == nil {
+	ref, ok := cells["reference"]
+	if !ok {
 		return fmt.Errorf("no <round>-reference.json in %s", dir)
+	}
+	if len(ref) == 0 {
+		// Every reference run stopped or failed before its first cell:
+		// there is no row to print and nothing to divide by.
+		return fmt.Errorf("the <round>-reference.json files in %s hold no cells", dir)
 	}
 	var scheds []string
 	for s := range cells {
@@ -105,24 +120,57 @@ func run(dir string, w io.Writer) error {
 	if meta != nil {
 		fmt.Fprintf(w, "- machine: %s, %d CPUs, %s/%s, %s, commit %s; pinning: %s\n", meta.CPUModel, meta.Cores, meta.GOOS, meta.GOARCH, meta.GoVersion, meta.Commit, meta.Pinning)
 	}
-	fmt.Fprintf(w, "- lock-free Mops/s per schedule (first/limit Pause calls), median (min-max) of %d rounds; x: over the reference's median of the same rounds\n\n", len(ref[keys[0]]))
+	// The rounds of the sweep, counted over every file: any one row may
+	// lack rounds whose run stopped before its cell.
+	fmt.Fprintf(w, "- lock-free Mops/s per schedule (first/limit Pause calls), median (min-max) of %d rounds (of fewer where a stopped run lacks the cell); "+
+		"x: the schedule's median over the reference's median, both over the rounds that measured both\n\n", len(allRounds))
 	fmt.Fprintf(w, "| workload | keys | P | reference | %s |\n", strings.Join(scheds, " | "))
 	fmt.Fprintf(w, "| --- | --- | --: | --: |%s\n", strings.Repeat(" --: |", len(scheds)))
 	for _, k := range keys {
-		rm, _, _ := stats(ref[k])
-		fmt.Fprintf(w, "| %s | %s | %d | %s |", k.work, k.dist, k.procs, cell(ref[k]))
+		fmt.Fprintf(w, "| %s | %s | %d | %s |", k.work, k.dist, k.procs, cell(ref[k].all()))
 		for _, s := range scheds {
 			v := cells[s][k]
 			if len(v) == 0 {
 				fmt.Fprint(w, " – |")
 				continue
 			}
-			m, _, _ := stats(v)
-			fmt.Fprintf(w, " %s %.2fx |", cell(v), m/rm)
+			sv, rv := sameRounds(v, ref[k])
+			if len(sv) == 0 {
+				// No round measured both: there is no ratio to print.
+				fmt.Fprintf(w, " %s – |", cell(v.all()))
+				continue
+			}
+			sm, _, _ := stats(sv)
+			rm, _, _ := stats(rv)
+			fmt.Fprintf(w, " %s %.2fx |", cell(v.all()), sm/rm)
 		}
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// rounds holds one cell's Mops/s by round (the <round> of its file name).
+type rounds map[string][]float64
+
+// all returns the values of every round.
+func (r rounds) all() []float64 {
+	var v []float64
+	for _, x := range r {
+		v = append(v, x...)
+	}
+	return v
+}
+
+// sameRounds returns the values of s and of ref in the rounds that both
+// have, so that their medians compare the same rounds' machine state.
+func sameRounds(s, ref rounds) (sv, rv []float64) {
+	for round, x := range s {
+		if y, ok := ref[round]; ok {
+			sv = append(sv, x...)
+			rv = append(rv, y...)
+		}
+	}
+	return sv, rv
 }
 
 // schedOrder sorts "off" first, then by first round, then by limit.

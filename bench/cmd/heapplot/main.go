@@ -2,12 +2,16 @@
 //
 //	go test -run '^$' -bench Heap -benchtime 1x ./limit/ | go run ./cmd/heapplot -o ../docs/img/readings-heap.png -note "machine, commit"
 //
-// one line per implementation: live heap (MB, log scale) against the
-// number of distinct keys seen.
+// one line per implementation: live heap (MiB, log scale) against the
+// number of distinct keys seen (millions). BenchmarkHeap's heap-MB metric
+// is bytes/2^20, so the axis says MiB. Its key counts are named %gM, so a
+// LIMIT_HEAP_MAX cap can name a fractional million (keys=1.5M, keys=0.5M,
+// keys=1e-05M below 100 keys); those lines are read like the others.
 package main
 
 import (
 	"bufio"
+	"cmp"
 	"flag"
 	"fmt"
 	"log"
@@ -22,7 +26,7 @@ import (
 	"gonum.org/v1/plot/vg"
 )
 
-var line = regexp.MustCompile(`^BenchmarkHeap/impl=([^/]+)/keys=(\d+)M\S*\s+\d+\s+\d+ ns/op\s+([0-9.]+) heap-MB`)
+var line = regexp.MustCompile(`^BenchmarkHeap/impl=([^/]+)/keys=([0-9.]+(?:e[-+]\d+)?)M\S*\s+\d+\s+\d+ ns/op\s+([0-9.]+) heap-MB`)
 
 func main() {
 	out := flag.String("o", "readings-heap.png", "output PNG")
@@ -36,12 +40,15 @@ func main() {
 		if m == nil {
 			continue
 		}
-		keys, _ := strconv.ParseFloat(m[2], 64)
-		mb, _ := strconv.ParseFloat(m[3], 64)
+		keys, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			log.Fatalf("heapplot: %q: %v", sc.Text(), err)
+		}
+		mib, _ := strconv.ParseFloat(m[3], 64)
 		if _, ok := series[m[1]]; !ok {
 			names = append(names, m[1])
 		}
-		series[m[1]] = append(series[m[1]], plotter.XY{X: keys, Y: mb})
+		series[m[1]] = append(series[m[1]], plotter.XY{X: keys, Y: mib})
 	}
 	if len(names) == 0 {
 		log.Fatal("heapplot: no BenchmarkHeap lines on stdin")
@@ -52,7 +59,7 @@ func main() {
 		p.Title.Text += "\n" + *note
 	}
 	p.X.Label.Text = "distinct keys (millions)"
-	p.Y.Label.Text = "heap (MB, log scale)"
+	p.Y.Label.Text = "heap (MiB, log scale)"
 	p.Y.Scale = plot.LogScale{}
 	p.Y.Tick.Marker = plot.LogTicks{Prec: -1}
 	p.Legend.Top = true
@@ -60,7 +67,9 @@ func main() {
 	var args []any
 	for _, n := range names {
 		xy := series[n]
-		slices.SortFunc(xy, func(a, b plotter.XY) int { return int(a.X - b.X) })
+		// cmp.Compare, not int(a.X-b.X): that truncates 1.5-1 to 0 and
+		// would take a fractional million for equal to its neighbour.
+		slices.SortFunc(xy, func(a, b plotter.XY) int { return cmp.Compare(a.X, b.X) })
 		args = append(args, n, xy)
 	}
 	if err := plotutil.AddLinePoints(p, args...); err != nil {

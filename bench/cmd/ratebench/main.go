@@ -32,6 +32,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"math/rand/v2"
 	"net"
 	"os"
@@ -69,6 +70,24 @@ func main() {
 	breakdown := flag.Bool("breakdown", false, "print, per run, the server's time per decision by command (INFO commandstats; the script's own time is its total minus the commands it ran)")
 	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the client side) to this file")
 	flag.Parse()
+	log.SetFlags(0)
+	// Check the flags before starting anything: a log.Fatal later skips
+	// the deferred stop of the redis-server this starts, and -rounds 0
+	// would measure nothing and summarise empty cells.
+	if *rounds < 1 {
+		log.Fatalf("bad -rounds %d: want >= 1", *rounds)
+	}
+	if *duration <= 0 {
+		log.Fatalf("bad -duration %v: want > 0", *duration)
+	}
+	var callers []int
+	for _, s := range strings.Split(*callersFlag, ",") {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			log.Fatalf("bad -callers %q", s)
+		}
+		callers = append(callers, n)
+	}
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
 		if err != nil {
@@ -79,7 +98,6 @@ func main() {
 		}
 		defer pprof.StopCPUProfile()
 	}
-	log.SetFlags(0)
 
 	if *addr == "" {
 		a, stop := startServer()
@@ -105,14 +123,6 @@ func main() {
 	defer shared.rdb.Close()
 	rdb := shared.rdb
 
-	var callers []int
-	for _, s := range strings.Split(*callersFlag, ",") {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			log.Fatalf("bad -callers %q", s)
-		}
-		callers = append(callers, n)
-	}
 	paths := strings.Split(*pathsFlag, ",")
 	impls := strings.Split(*implsFlag, ",")
 
@@ -369,7 +379,12 @@ func commandBreakdown(ctx context.Context, rdb *goredis.Client, decisions float6
 	return fmt.Sprintf("%s %.2f µs/decision = own %.2f + %s", script.name, script.usec/decisions, (script.usec-sum)/decisions, strings.Join(parts, ", "))
 }
 
+// median returns the median of v (the mean of the middle two when len(v)
+// is even), NaN when v is empty, without reordering v.
 func median(v []float64) float64 {
+	if len(v) == 0 {
+		return math.NaN()
+	}
 	s := slices.Clone(v)
 	slices.Sort(s)
 	if len(s)%2 == 1 {
