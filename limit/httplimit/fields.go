@@ -3,6 +3,7 @@ package httplimit
 import (
 	"math"
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -245,8 +246,8 @@ func parseRetryAfter(v string, now time.Time) (retryAfter, bool) {
 		}
 		return retryAfter{whole: n}, true
 	}
-	at, err := http.ParseTime(v)
-	if err != nil {
+	at, ok := parseHTTPDate(v, now)
+	if !ok {
 		return retryAfter{}, false
 	}
 	// In whole Unix seconds: no Duration to overflow past 292 years.
@@ -255,6 +256,56 @@ func parseRetryAfter(v string, now time.Time) (retryAfter, bool) {
 		return retryAfter{}, true // past (or within now's second, before now)
 	}
 	return retryAfter{whole: d, frac: int64(now.Nanosecond())}, true
+}
+
+// retryAfterText returns a readable Retry-After value v as a sender
+// writes it (RFC 9110 §10.2.3, §5.6.7): delay-seconds as a plain integer,
+// an HTTP-date in IMF-fixdate form (a kept rfc850 or asctime date, whose
+// two-digit year or spacing a recipient may read otherwise, is rewritten).
+func retryAfterText(v string, now time.Time) string {
+	v = strings.Trim(v, " \t")
+	if strings.Trim(v, "0123456789") == "" {
+		if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+			return strconv.FormatInt(n, 10)
+		}
+		return strconv.FormatInt(maxSFInteger, 10) // beyond int64
+	}
+	if at, ok := parseHTTPDate(v, now); ok {
+		return at.UTC().Format(http.TimeFormat)
+	}
+	return v
+}
+
+// leapSecond matches a time of day at second 60 (RFC 9110 §5.6.7 allows
+// 23:59:60, a leap second), which http.ParseTime refuses.
+var leapSecond = regexp.MustCompile(`\b(\d\d:\d\d):60\b`)
+
+// parseHTTPDate reads an HTTP-date in any of its three forms, as RFC
+// 9110 §5.6.7 asks a recipient to: a leap second (second 60) is the
+// second after 59, and an rfc850 date's two-digit year is the one within
+// 50 years ahead of now, else the most recent past year with those
+// digits (Go's parser takes 69 to 99 as 19xx, 00 to 68 as 20xx).
+func parseHTTPDate(v string, now time.Time) (time.Time, bool) {
+	leap := time.Duration(0)
+	if loc := leapSecond.FindStringSubmatchIndex(v); loc != nil {
+		v = v[:loc[3]] + ":59" + v[loc[1]:]
+		leap = time.Second
+	}
+	at, err := http.ParseTime(v)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if _, err := time.Parse(time.RFC850, v); err == nil {
+		y := now.UTC().Year()/100*100 + at.Year()%100
+		switch {
+		case y > now.UTC().Year()+50:
+			y -= 100
+		case y <= now.UTC().Year()-50:
+			y += 100
+		}
+		at = at.AddDate(y-at.Year(), 0, 0)
+	}
+	return at.Add(leap), true
 }
 
 // names reports whether item is the sf-string of one of own's names

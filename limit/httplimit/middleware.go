@@ -412,11 +412,15 @@ func (m *Middleware) find(d limit.Decision) policy {
 // appended, after removing any item that names one of m's policies (so
 // a second call replaces m's own, and a stacked limiter with a policy
 // of the same name replaces the other's: give stacked limiters distinct
-// names); the legacy fields keep the least Remaining; on a denial,
+// names); the legacy fields keep the least Remaining (over every line
+// and spelling, as one line); on a denial,
 // Retry-After is the latest of this one's, one already set (seconds or
 // an HTTP-date, which stays only if it is no earlier than now plus this
-// one's seconds) and the t of every listed item with r=0, at most
-// 999999999999999 (the largest Integer a field holds) (an outer
+// one's seconds; a kept value is written as a sender writes it, a plain
+// integer or an IMF-fixdate; dates are read as RFC 9110 §5.6.7 asks, a
+// leap second and an rfc850 two-digit year included) and the t of every
+// listed item with r=0, at most 999999999999999 (the largest Integer a
+// field holds) (an outer
 // policy with no quota left denies a retry before its t; t is its next
 // whole token, so a retry that costs it more may be denied later too).
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
@@ -451,11 +455,20 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		// Every spelling of the three fields is one field (fieldLines).
 		fieldLines(h, "X-RateLimit-Limit")
 		fieldLines(h, "X-RateLimit-Reset")
-		var first string // "" (not set) fails Atoi: set ours
-		if old := fieldLines(h, "X-RateLimit-Remaining"); len(old) > 0 {
-			first = strings.Trim(old[0], " \t")
+		// The least readable Remaining of every line and spelling;
+		// none readable (or none set): set ours.
+		least, found := 0, false
+		for _, v := range fieldLines(h, "X-RateLimit-Remaining") {
+			if rem, err := strconv.Atoi(strings.Trim(v, " \t")); err == nil && (!found || rem < least) {
+				least, found = rem, true
+			}
 		}
-		if rem, err := strconv.Atoi(first); err != nil || d.Remaining < rem {
+		if found && d.Remaining >= least {
+			// Theirs stays: the least, as one line (every spelling and
+			// line of the field is one field).
+			h.Set("X-RateLimit-Remaining", strconv.Itoa(least))
+		}
+		if !found || d.Remaining < least {
 			h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
@@ -486,7 +499,7 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		case kept.whole > maxSFInteger:
 			h.Set("Retry-After", strconv.FormatInt(maxSFInteger, 10))
 		default:
-			h.Set("Retry-After", keep)
+			h.Set("Retry-After", retryAfterText(keep, now))
 		}
 	}
 }
