@@ -76,7 +76,8 @@
 // with one difference in what a Cancel gives back (see
 // Reservation.Cancel), one in a rare race (first writes of one key
 // racing into two lines, merged: Buckets then reads high by up to the
-// lines' idle time before the race, at most MaxDebt; docs/design.md,
+// lines' idle time before the race and an eviction floor of the key's
+// lines per entry, at most MaxDebt; docs/design.md,
 // "Concurrency: the validated CAS"), and Buckets' 4,460-year horizon above. WithCapacity sizes either engine for a number of
 // keys at their limit and a rate of fresh-key denials; Suggest says what
 // that costs in each, Limiter.Capacity how many such keys a limiter

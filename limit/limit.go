@@ -494,8 +494,9 @@ func checkN(op string, n int) {
 // Allow reports whether one request for key is admitted now, and if so
 // debits it: AllowN at the clock's reading with n = 1. It does not
 // allocate (on the Buckets engine, but for one 16-byte allocation by the
-// first eviction after every 2^28 floor epochs, 97 days for New(10, 20),
-// and the first after a ReadFrom).
+// first eviction after every 2^28 floor epochs, 97 days for New(10, 20)
+// and seconds for a rate of millions a second with a tiny burst, and
+// the first after a ReadFrom: internal/bucket's Engine).
 func (l *Limiter) Allow(key string) bool { return l.allow(l.p.Load(), key) }
 
 // allow is Allow under the policy p (the Limiter's or a Tier's),

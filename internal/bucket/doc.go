@@ -101,7 +101,8 @@
 //	        (TryUpdate denies after 4 rounds, or when ours cannot be
 //	        undone; Update then writes the sum of fp's entries instead,
 //	        each counted from the first view's line time: high by up to
-//	        the lines' idle time per extra entry, at most Max)
+//	        the lines' idle time per extra entry and a floor of the
+//	        key's lines per entry, at most Max)
 //	    return true                      // at t, even if a line moved on
 //
 // Refund (of a TryReserve) is an exact undo: it restores the entry the

@@ -43,11 +43,13 @@ type Config struct {
 // for concurrent use by any number of goroutines; it takes no lock,
 // starts no goroutine, and its operations do not allocate, with one
 // exception: the first eviction whose floor lies 2^28 floor-histogram
-// epochs past the histogram's last sweep (97 days of engine time for
-// limit.New(10, 20)'s law, 2.2 hours at 16,384 ticks a ms; and the first
-// eviction after a ReadFrom) publishes the sweep with one 16-byte
-// allocation (floors.go, sweepPlan: its pointer's identity is what tells
-// the sweep's helpers a later sweep began).
+// epochs past the histogram's last sweep (and the first eviction after a
+// ReadFrom) publishes the sweep with one 16-byte allocation (floors.go,
+// sweepPlan: its pointer's identity is what tells the sweep's helpers a
+// later sweep began). An epoch is max(1, ceil(2(span+2)/256)) ticks:
+// 2^28 of them are 97 days of engine time for limit.New(10, 20)'s law,
+// and as little as 2^28 ticks (16 s at 16,384 ticks a ms) for a span
+// under 127 ticks.
 type Engine struct {
 	lines  []line
 	n      uint64 // len(lines)

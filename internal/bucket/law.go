@@ -331,18 +331,33 @@ func (q *quant) msAtMost(b uint64) uint64 {
 	return lo - 1
 }
 
-// units converts a load to ticks, rounded up (linear and none),
-// saturating at unitsCap: a load past 2^62 ticks, far beyond any Max, is
-// more than any limit limitUnits gives (a TryUpdate of it is denied, and
-// an Update writes Max), the same on every architecture (a float64 to
-// uint64 conversion out of range is not: amd64 gives 2^63, arm64 the
-// largest uint64, whose sum with a debt wraps).
+// units converts a load to ticks, rounded up exactly (linear and none):
+// the least whole number of ticks at or above n x u, the product taken
+// exactly (its float64 rounding p and the residual math.FMA gives, n x
+// u = p + r), saturating at unitsCap: a load past 2^62 ticks, far beyond
+// any Max, is more than any limit limitUnits gives (a TryUpdate of it
+// is decided in tokens, and an Update writes Max), the same on every
+// architecture (a float64 to uint64 conversion out of range is not:
+// amd64 gives 2^63, arm64 the largest uint64, whose sum with a debt
+// wraps).
 func (q *quant) units(n float64) uint64 {
-	v := math.Ceil(n * q.u)
-	if v >= unitsCap {
+	p := float64(n * q.u)
+	if p >= 1<<62 {
 		return unitsCap
 	}
-	return uint64(v)
+	if p == 0 {
+		if n > 0 {
+			return 1 // n x u underflowed: still more than 0 ticks
+		}
+		return 0
+	}
+	r := math.FMA(n, q.u, -p) // n x u - p, exact
+	c := math.Ceil(p)
+	t := uint64(c)
+	if d := r - (c - p); d > 0 { // c - p is exact (Sterbenz, or p < 1/2 and r tiny)
+		t += uint64(math.Ceil(d)) // n x u is above c by d
+	}
+	return min(t, unitsCap)
 }
 
 // unitsCap is units' saturation: one more than limitUnits' cap.
@@ -358,25 +373,33 @@ func (q *quant) fits(debt, c, lim uint64, n, limit float64) bool {
 		return false
 	}
 	if c < unitsCap && lim < 1<<62 {
-		return debt+c <= lim
+		return debt+c <= lim // both exact: see units and limitUnits
 	}
-	// limit - n is exact when n >= limit/2 (Sterbenz) and otherwise at
-	// least limit/2, past 2^61 ticks; the factor covers the two roundings
-	// of debt/u.
+	// In tokens: room and debt/u each round once (relative 2^-53) and
+	// the product once more; the factor covers them, so a fit here is a
+	// fit in exact arithmetic.
 	room := limit - n
 	return room >= 0 && room >= float64(debt)/q.u*(1+0x1p-50)
 }
 
-// limitUnits converts a limit to ticks, rounded down, saturating.
+// limitUnits converts a limit to ticks, rounded down exactly (the
+// greatest whole number of ticks at or below limit x u, as units rounds
+// up), saturating at 2^62; a negative limit gives 0 (fits denies it).
 func (q *quant) limitUnits(l float64) uint64 {
-	v := math.Floor(l * q.u)
-	if v >= 1<<62 {
+	p := float64(l * q.u)
+	if p >= 1<<62 {
 		return 1 << 62
 	}
-	if v < 0 {
+	if p <= 0 {
 		return 0
 	}
-	return uint64(v)
+	r := math.FMA(l, q.u, -p) // l x u - p, exact
+	f := math.Floor(p)
+	t := uint64(f)
+	if d := (f - p) - r; d > 0 { // l x u is below f by d
+		t -= min(uint64(math.Ceil(d)), t)
+	}
+	return t
 }
 
 // value returns the load stamp s stands for at tick t.

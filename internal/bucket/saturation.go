@@ -39,14 +39,17 @@ func (e *Engine) SaturationAt(t time.Time, n, limit float64) float64 {
 // they were anywhere; where they alternate it reads up to about
 // 1/(4(n-1)) low (audit 101: 83.3% on 4 lines with floors on lines 1
 // and 3, which deny 87.5% of fresh keys). An engine of at most
-// SaturationSamples lines (every line is read for h anyway) counts the
-// floors' term exactly instead, line by line and with each line's
-// successor:
+// max(SaturationSamples, 4096) lines reads every line once: h exactly,
+// and the floors' term exactly instead, line by line and with each
+// line's successor:
 //
 //	1 - (1/n^2) sum over fine lines i of (F - 1 + [line i+1 fine])
 //
 // with F the lines whose floor does not deny. Past that size the bias is
-// below 1/(4 x 4095): 0.006%.
+// below 1/(4 x 4096): 0.006%.
+// exactLines is the size up to which saturation reads every line.
+const exactLines = 4096
+
 func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	checkLoad("Saturation", n)
 	checkLimit("Saturation", limit)
@@ -59,7 +62,20 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 		if !q.fits(0, c, lim, n, limit) {
 			return 1
 		}
-		theta = t + (lim - min(c, lim))
+		// A stamp s denies when min(s - t, span) + n exceeds the limit
+		// (do caps a debt at the span): theta is t + the room, and no
+		// stamp denies (every stamp is at most t + span + 1) when the
+		// room is the span or more.
+		room := q.span + 1
+		if c < unitsCap && lim < 1<<62 {
+			room = min(lim-c, room)
+		} else if off := (limit - n) * q.u * (1 - 0x1p-50); off < float64(room) {
+			room = uint64(off) // in tokens (fits): rounded down
+		}
+		if room >= q.span {
+			room = q.span + 1
+		}
+		theta = t + room
 	} else {
 		room := limit - n
 		if room < 0 {
@@ -71,7 +87,10 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 			theta = t + uint64(math.Floor(math.Log(room/q.eps)/q.kappa))
 		}
 	}
-	samples := min(e.sample, int(e.n))
+	// An engine of at most max(SaturationSamples, 4096) lines reads every
+	// line once, for both terms (exact and the same on every call);
+	// larger ones sample.
+	samples := min(max(e.sample, exactLines), int(e.n))
 	var free float64 // the probability that neither floor denies
 	if samples == int(e.n) {
 		// Every line, exactly: fine[i] is whether line i's floor lets
@@ -103,8 +122,11 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	}
 	st := e.seed ^ e.satCalls.Add(0x9E3779B97F4A7C15)
 	heavy := 0
-	for range samples {
-		i := core.SplitMix64(&st) >> 32 * e.n >> 32
+	for k := range samples {
+		i := uint64(k)
+		if samples < int(e.n) {
+			i = core.SplitMix64(&st) >> 32 * e.n >> 32
+		}
 		var w [wordsPerLine]uint64
 		e.loadLine(&e.lines[i], &w)
 		top := q.lo(hdrLW(w[0])) + q.span + 1
