@@ -119,12 +119,19 @@ func baseMeta(o *Options) Meta {
 // POSIX shell and run again: each argument that is empty or holds a
 // character the shell would split or expand is single-quoted (see
 // shellQuote); a binary that go run built in a temporary folder is shown
-// as the go run command.
+// as the go run command. The first word is quoted also when it holds a
+// '=', which shellQuote leaves bare: a POSIX shell reads a leading
+// NAME=value as a variable assignment (XCU 2.9.1) and would run the next
+// argument as the command; quoted, it is the command word.
 func command(args []string) string {
 	if len(args) == 0 {
 		return ""
 	}
 	name := shellQuote(args[0])
+	if name == args[0] && strings.Contains(name, "=") {
+		// Bare, so free of single quotes: wrapping it is enough.
+		name = "'" + name + "'"
+	}
 	if strings.Contains(args[0], "go-build") {
 		name = "go run ./cmd/matrix"
 	}

@@ -12,7 +12,9 @@
 // over the rounds), and the schedule's median over the reference's, both
 // over the rounds that measured both: backoff16.sh stops each run at a
 // timeout, and a stopped run's results.json lacks the cells it did not
-// reach, so a side may miss a round the other has.
+// reach, so a side may miss a round the other has. The rows are the cells
+// any schedule or the reference measured; where no reference run reached
+// a row's cell, the reference column and every ratio of that row read "–".
 package main
 
 import (
@@ -94,7 +96,8 @@ func run(dir string, w io.Writer) error {
 	}
 	if len(ref) == 0 {
 		// Every reference run stopped or failed before its first cell:
-		// there is no row to print and nothing to divide by.
+		// there is nothing to divide by, and a table of the schedules
+		// alone, every ratio "–", would not be the comparison asked for.
 		return fmt.Errorf("the <round>-reference.json files in %s hold no cells", dir)
 	}
 	var scheds []string
@@ -104,9 +107,21 @@ func run(dir string, w io.Writer) error {
 		}
 	}
 	slices.SortFunc(scheds, func(a, b string) int { return schedOrder(a) - schedOrder(b) })
+	// The rows are the cells of every schedule, the reference's and the
+	// others' (the union): backoff16.sh runs every side under one
+	// timeout, so a slow reference may stop before cells a schedule
+	// reached, and those measurements would otherwise vanish from the
+	// table without a word. Such a row prints "–" for the reference and
+	// the ratio.
+	seen := map[key]bool{}
 	var keys []key
-	for k := range ref {
-		keys = append(keys, k)
+	for _, c := range cells {
+		for k := range c {
+			if !seen[k] {
+				seen[k] = true
+				keys = append(keys, k)
+			}
+		}
 	}
 	slices.SortFunc(keys, func(a, b key) int {
 		if c := strings.Compare(a.work, b.work); c != 0 {
@@ -127,7 +142,11 @@ func run(dir string, w io.Writer) error {
 	fmt.Fprintf(w, "| workload | keys | P | reference | %s |\n", strings.Join(scheds, " | "))
 	fmt.Fprintf(w, "| --- | --- | --: | --: |%s\n", strings.Repeat(" --: |", len(scheds)))
 	for _, k := range keys {
-		fmt.Fprintf(w, "| %s | %s | %d | %s |", k.work, k.dist, k.procs, cell(ref[k].all()))
+		refCell := "–" // no reference run reached this cell
+		if len(ref[k]) > 0 {
+			refCell = cell(ref[k].all())
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %s |", k.work, k.dist, k.procs, refCell)
 		for _, s := range scheds {
 			v := cells[s][k]
 			if len(v) == 0 {

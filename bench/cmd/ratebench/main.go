@@ -21,7 +21,8 @@
 // Implementations: "grudge" (the Limiter over a rueidis client),
 // "grudge-goredis" (the Limiter over the same go-redis client redis_rate
 // uses), "redis_rate", and "grudge+denycache" (rueidis, DenyCacheCells
-// 16384). Besides decisions/s it reports per decision the CPU time of this
+// 16384); "grudge-goredis-ap" and "redis_rate-ap" run the go-redis ones
+// over go-redis's AutoPipeliner. Besides decisions/s it reports per decision the CPU time of this
 // process (the client: getrusage) and of the server (INFO cpu), the
 // server's time per script call (INFO commandstats usec_per_call of fcall
 // or evalsha), and the p50 latency.
@@ -54,6 +55,57 @@ import (
 	"github.com/redis/rueidis"
 )
 
+// knownImpls are the -impls names run measures, and knownPaths the -paths
+// names; main rejects any other name before it starts a redis-server.
+var (
+	knownImpls = []string{"grudge", "grudge-goredis", "redis_rate", "grudge+denycache", "grudge-goredis-ap", "redis_rate-ap"}
+	knownPaths = []string{"admitted", "denied"}
+)
+
+// atFatal holds what fatalf runs before the process exits: log.Fatal
+// calls os.Exit, which skips main's deferred calls, among them the stop
+// of the redis-server that main started.
+var atFatal struct {
+	sync.Mutex
+	funcs []func()
+}
+
+// onFatal registers f to run, last registered first, when fatalf exits.
+func onFatal(f func()) {
+	atFatal.Lock()
+	defer atFatal.Unlock()
+	atFatal.funcs = append(atFatal.funcs, f)
+}
+
+// fatalf runs what onFatal registered, then log.Fatalf. Every fatal error
+// after main has started something to undo goes through it, whichever
+// goroutine it comes from: the lock is never released, so a second
+// caller waits for the first one's exit rather than running the stops
+// twice.
+func fatalf(format string, v ...any) {
+	atFatal.Lock()
+	for i := len(atFatal.funcs) - 1; i >= 0; i-- {
+		atFatal.funcs[i]()
+	}
+	log.Fatalf(format, v...)
+}
+
+// checkNames returns the names of list (comma-separated) and an error
+// naming -name when one of them is not in known or comes twice (a
+// repeated name would pool two runs a round into one cell).
+func checkNames(name, list string, known []string) ([]string, error) {
+	names := strings.Split(list, ",")
+	for i, n := range names {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("bad -%s %q: unknown name %q; want some of %s", name, list, n, strings.Join(known, ", "))
+		}
+		if slices.Contains(names[:i], n) {
+			return nil, fmt.Errorf("bad -%s %q: %q given twice", name, list, n)
+		}
+	}
+	return names, nil
+}
+
 type result struct {
 	rate, p50us, cliCPU, srvCPU, callUs float64
 	breakdown                           string
@@ -65,20 +117,30 @@ func main() {
 	duration := flag.Duration("duration", time.Second, "time per implementation per cell per round")
 	callersFlag := flag.String("callers", "1,64", "concurrent callers")
 	pathsFlag := flag.String("paths", "admitted,denied", "admitted, denied")
-	implsFlag := flag.String("impls", "grudge,grudge-goredis,redis_rate", "grudge, grudge-goredis, redis_rate, grudge+denycache")
+	implsFlag := flag.String("impls", "grudge,grudge-goredis,redis_rate", "grudge, grudge-goredis, redis_rate, grudge+denycache, grudge-goredis-ap, redis_rate-ap")
 	fresh := flag.Bool("fresh", true, "new clients for every run (else one set of clients for the whole benchmark: rueidis then stays in its pipelined mode once a 64-caller run has put it there, and a lone caller pays its goroutine hand-offs)")
 	breakdown := flag.Bool("breakdown", false, "print, per run, the server's time per decision by command (INFO commandstats; the script's own time is its total minus the commands it ran)")
 	cpuprofile := flag.String("cpuprofile", "", "write this process's CPU profile (the client side) to this file")
 	flag.Parse()
 	log.SetFlags(0)
-	// Check the flags before starting anything: a log.Fatal later skips
-	// the deferred stop of the redis-server this starts, and -rounds 0
-	// would measure nothing and summarise empty cells.
+	// Check the flags before starting anything: a failure later would
+	// have a redis-server to stop, -rounds 0 would measure nothing and
+	// summarise empty cells, an unknown -impls name would fail only
+	// once the server runs, and an unknown -paths name would measure an
+	// undocumented path (one hot key, burst 1e9) under that name.
 	if *rounds < 1 {
 		log.Fatalf("bad -rounds %d: want >= 1", *rounds)
 	}
 	if *duration <= 0 {
 		log.Fatalf("bad -duration %v: want > 0", *duration)
+	}
+	paths, err := checkNames("paths", *pathsFlag, knownPaths)
+	if err != nil {
+		log.Fatal(err)
+	}
+	impls, err := checkNames("impls", *implsFlag, knownImpls)
+	if err != nil {
+		log.Fatal(err)
 	}
 	var callers []int
 	for _, s := range strings.Split(*callersFlag, ",") {
@@ -97,11 +159,15 @@ func main() {
 			log.Fatal(err)
 		}
 		defer pprof.StopCPUProfile()
+		onFatal(pprof.StopCPUProfile)
 	}
 
+	// From here on a fatal error goes through fatalf, which stops the
+	// server (and the profile) first, as the deferred calls would.
 	if *addr == "" {
 		a, stop := startServer()
 		defer stop()
+		onFatal(stop)
 		*addr = a
 	}
 	ctx := context.Background()
@@ -113,7 +179,7 @@ func main() {
 	open := func() clients {
 		rc, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: []string{*addr}, DisableCache: true})
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		rdb := goredis.NewClient(&goredis.Options{Addr: *addr, PoolSize: 128, ContextTimeoutEnabled: true})
 		return clients{rc, rdb, redis_rate.NewLimiter(rdb)}
@@ -122,9 +188,6 @@ func main() {
 	defer shared.rc.Close()
 	defer shared.rdb.Close()
 	rdb := shared.rdb
-
-	paths := strings.Split(*pathsFlag, ",")
-	impls := strings.Split(*implsFlag, ",")
 
 	info, _ := rdb.Info(ctx, "server").Result()
 	ver, _ := field(info, "redis_version")
@@ -248,12 +311,12 @@ func run(ctx context.Context, rc rueidis.Client, rdb *goredis.Client, rr *redis_
 			l, err = grudgeredis.NewLimiter(rc, cfg)
 		}
 		if err != nil {
-			log.Fatal(err)
+			fatalf("%v", err)
 		}
 		allow = func(key string) bool {
 			d, err := l.Allow(ctx, key)
 			if err != nil {
-				log.Fatal(err)
+				fatalf("%v", err)
 			}
 			return d.Allowed
 		}
@@ -262,7 +325,7 @@ func run(ctx context.Context, rc rueidis.Client, rdb *goredis.Client, rr *redis_
 		if impl == "redis_rate-ap" {
 			ap, err := rdb.AutoPipeline()
 			if err != nil {
-				log.Fatal(err)
+				fatalf("%v", err)
 			}
 			defer ap.Close()
 			rr = redis_rate.NewLimiter(ap)
@@ -271,12 +334,12 @@ func run(ctx context.Context, rc rueidis.Client, rdb *goredis.Client, rr *redis_
 		allow = func(key string) bool {
 			r, err := rr.Allow(ctx, name+":"+key, lim)
 			if err != nil {
-				log.Fatal(err)
+				fatalf("%v", err)
 			}
 			return r.Allowed > 0
 		}
 	default:
-		log.Fatalf("unknown implementation %q", impl)
+		fatalf("unknown implementation %q", impl) // main checked -impls against knownImpls
 	}
 	if path == "denied" {
 		for range 20 {
