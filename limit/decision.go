@@ -21,7 +21,11 @@ type Decision struct {
 	Burst  int
 	Policy string
 	// Remaining is how many one-token requests the key could make right
-	// after this decision: floor(burst - debt), at least 0.
+	// after this decision: floor(burst - debt), at least 0 (a debt of
+	// any size above 0 costs the burst's last token). For a Multi whose
+	// windows include one limiter k times with one key, a one-token
+	// request takes k of that limiter's tokens, and its Remaining counts
+	// such requests.
 	Remaining int
 	// RetryAfter is 0 when Allowed. Otherwise it is the time after which
 	// the same request would be admitted if nothing else happened to the
@@ -37,7 +41,8 @@ type Decision struct {
 	// had been debited.
 	ResetAfter time.Duration
 	// NextAfter is the time until Remaining grows by one (the next whole
-	// token); 0 when the bucket is full (Remaining == Burst). On a denial
+	// token); 0 when the bucket is full (Remaining == Burst), or for a
+	// Multi when Remaining can never grow (see Remaining). On a denial
 	// it is at most RetryAfter (an admission's RetryAfter is 0). It is
 	// what httplimit sends as the RateLimit field's t.
 	NextAfter time.Duration
@@ -128,7 +133,7 @@ func (l *Limiter) judge(p *params, t time.Time, key string, n int, commit bool) 
 		// the request fit a moment later.
 		d.RetryAfter = plus(gap, l.ms(max(l.msUntilFits(p, debt, nU), 1)))
 	} else if !commit {
-		debt += nU // what the key would owe after the request
+		debt = l.after(debt, nU) // what the key would owe after the request
 	}
 	l.fill(p, &d, debt, gap)
 	return d
@@ -147,12 +152,11 @@ func (l *Limiter) fillK(p *params, d *Decision, debt float64, gap time.Duration,
 	d.Remaining = p.remainingK(debt, k)
 	if debt > 0 {
 		d.ResetAfter = plus(gap, l.ms(math.Ceil(debt/l.drain)))
-		// A debt too small to cost a whole token (below half a float64
-		// step of burstU: left by a policy whose tokens cost far less,
-		// a Tier or an earlier SetLimit) leaves Remaining at Burst: the
-		// bucket is full, and there is no next token to wait for.
+		// The next request of k tokens: when the debt drains to the
+		// room it needs, by remainingK's own test (0 where none can
+		// ever fit: the least never grows).
 		if next := (d.Remaining + 1) * k; next <= p.burst {
-			d.NextAfter = plus(gap, l.ms(l.msUntilFits(p, debt, p.cost(float64(next)))))
+			d.NextAfter = plus(gap, l.ms(l.msUntilBelow(debt, p.burstU-p.cost(float64(next)))))
 		}
 	}
 }
@@ -203,10 +207,16 @@ func (p *params) cost(n float64) float64 { return float64(n * p.unit) }
 func (p *params) remaining(debt float64) int { return p.remainingK(debt, 1) }
 
 // remainingK is remaining for requests of k tokens each: the most that
-// fit, one after the other.
+// fit, one after the other. It compares the debt with the room r
+// requests leave, burstU - cost(r x k), exact where costs are multiples
+// of the unit (Sterbenz otherwise, near the boundary), not debt + cost
+// with the add's rounding: a debt below half a float64 step of burstU
+// (left by a policy whose tokens cost far less, a Tier or an earlier
+// SetLimit) vanishes in the add, yet the cells, which round every take
+// up, carry it: the last token of the burst would not fit.
 func (p *params) remainingK(debt float64, k int) int {
 	r := int(max(math.Floor((p.burstU-debt)/p.unit), 0)) / k
-	for r > 0 && debt+p.cost(float64(r*k)) > p.burstU {
+	for r > 0 && p.burstU-p.cost(float64(r*k)) < debt {
 		r-- // the division rounded up past a boundary (inexact units)
 	}
 	return r

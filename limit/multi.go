@@ -322,9 +322,9 @@ func (l *Limiter) state(p *params, t time.Time, key string, n, k int) Decision {
 	}
 	debt := l.queryAt(t, key)
 	gap := l.gap(t)
-	nU := p.cost(float64(n * k))
+	nU := p.cost(float64(n) * float64(k)) // both whole: exact below 2^53
 	switch {
-	case n*k > p.burst:
+	case n > p.burst/k: // n x k > burst, without forming n x k (it may wrap)
 		d.Never, d.RetryAfter = true, InfDuration
 	case debt+nU <= p.burstU:
 		d.Allowed = true
