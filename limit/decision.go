@@ -201,13 +201,9 @@ func plus(gap, w time.Duration) time.Duration {
 // sketch's own (docs/design.md, "Fused multiply-add").
 func (p *params) cost(n float64) float64 { return float64(n * p.unit) }
 
-// remaining returns floor(burst - debt) in tokens, at least 0: the most
-// one-token requests that fit a debt of debt units, as TryUpdate adds
-// them.
-func (p *params) remaining(debt float64) int { return p.remainingK(debt, 1) }
-
-// remainingK is remaining for requests of k tokens each: the most that
-// fit, one after the other. It compares the debt with the room r
+// remainingK returns the most requests of k tokens each that fit a debt
+// of debt units one after the other: for k = 1, floor(burst - debt) in
+// tokens, at least 0. It compares the debt with the room r
 // requests leave, burstU - cost(r x k), exact where costs are multiples
 // of the unit (Sterbenz otherwise, near the boundary), not debt + cost
 // with the add's rounding: a debt below half a float64 step of burstU

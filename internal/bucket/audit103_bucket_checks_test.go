@@ -167,8 +167,8 @@ func TestAudit103BucketModelMirrorsEdges(t *testing.T) {
 				case 1:
 					ev = e.UpdateAndQuery(k, n)
 					eok = true
-					mok, mv, _ = m.Do(k, ms, OpAdd, n, 0)
-					mok = true
+					_, mv, _ = m.Do(k, ms, OpAdd, n, 0)
+					mok = true // an Add always succeeds
 				default:
 					ev = e.Query(k)
 					_, mv, _ = m.Do(k, ms, OpQuery, 0, 0)

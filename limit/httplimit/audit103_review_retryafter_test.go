@@ -263,7 +263,7 @@ func TestAudit103ReviewRetryAfterModel(t *testing.T) {
 		raMs := rng.Int64N(20_000) + 1
 		var lines []string
 		var keys []string
-		best := math.Inf(-1) // latest readable line, in seconds from floor(now)
+		var best float64 // latest readable line, in seconds from floor(now): set per attempt
 		var done bool
 		for attempt := 0; attempt < 50 && !done; attempt++ {
 			t0 := time.Now()
