@@ -352,12 +352,16 @@ func (q *quant) units(n float64) uint64 {
 		return 0
 	}
 	r := math.FMA(n, q.u, -p) // n x u - p, exact
+	if p >= 1<<52 {
+		// p is whole, and r may be a step of p or more either way.
+		return min(uint64(int64(p)+int64(math.Ceil(r))), unitsCap)
+	}
 	c := math.Ceil(p)
 	t := uint64(c)
 	if d := r - (c - p); d > 0 { // c - p is exact (Sterbenz, or p < 1/2 and r tiny)
 		t += uint64(math.Ceil(d)) // n x u is above c by d
 	}
-	return min(t, unitsCap)
+	return t
 }
 
 // unitsCap is units' saturation: one more than limitUnits' cap.
@@ -394,6 +398,10 @@ func (q *quant) limitUnits(l float64) uint64 {
 		return 0
 	}
 	r := math.FMA(l, q.u, -p) // l x u - p, exact
+	if p >= 1<<52 {
+		// p is whole, and r may be a step of p or more either way.
+		return min(uint64(int64(p)+int64(math.Floor(r))), 1<<62)
+	}
 	f := math.Floor(p)
 	t := uint64(f)
 	if d := (f - p) - r; d > 0 { // l x u is below f by d

@@ -84,13 +84,26 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 		if room < q.eps {
 			theta = t
 		} else {
-			theta = t + uint64(math.Floor(math.Log(room/q.eps)/q.kappa))
+			theta = t + min(uint64(math.Floor(math.Log(room/q.eps)/q.kappa)), q.span+1)
+		}
+		// The estimate may be a step or two off the operation's own test
+		// (q.value caps at Max and nudges up): settle it on that test,
+		// within [t, t + span + 1] (no stamp is above that).
+		denies := func(s uint64) bool { return q.value(s, t)+n > limit }
+		for theta > t && denies(theta) {
+			theta--
+		}
+		for theta < t+q.span+1 && !denies(theta+1) {
+			theta++
 		}
 	}
 	// An engine of at most max(SaturationSamples, 4096) lines reads every
 	// line once, for both terms (exact and the same on every call);
 	// larger ones sample.
-	samples := min(max(e.sample, exactLines), int(e.n))
+	samples := e.sample
+	if int(e.n) <= max(e.sample, exactLines) {
+		samples = int(e.n)
+	}
 	var free float64 // the probability that neither floor denies
 	if samples == int(e.n) {
 		// Every line, exactly: fine[i] is whether line i's floor lets
