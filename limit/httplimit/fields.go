@@ -271,6 +271,9 @@ func retryAfterText(v string, now time.Time) string {
 		return strconv.FormatInt(maxSFInteger, 10) // beyond int64
 	}
 	if at, ok := parseHTTPDate(v, now); ok {
+		if at.UTC().Year() > 9999 { // no IMF-fixdate holds it (four digits)
+			return strconv.FormatInt(min(max(at.Unix()-now.Unix(), 0), maxSFInteger), 10)
+		}
 		return at.UTC().Format(http.TimeFormat)
 	}
 	return v
@@ -296,14 +299,29 @@ func parseHTTPDate(v string, now time.Time) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	if _, err := time.Parse(time.RFC850, v); err == nil {
-		y := now.UTC().Year()/100*100 + at.Year()%100
-		switch {
-		case y > now.UTC().Year()+50:
-			y -= 100
-		case y <= now.UTC().Year()-50:
-			y += 100
+		// The instant in now's century; a century earlier if that is
+		// more than 50 years ahead of now, a century later if that one
+		// is not. Rebuilt from its fields: Feb 29 of a year that has
+		// none is no date at all.
+		u := now.UTC()
+		at2 := func(y int) (time.Time, bool) {
+			d := time.Date(y, at.Month(), at.Day(), at.Hour(), at.Minute(), at.Second(), 0, time.UTC)
+			return d, d.Day() == at.Day()
 		}
-		at = at.AddDate(y-at.Year(), 0, 0)
+		y := u.Year()/100*100 + at.Year()%100
+		d, ok := at2(y)
+		switch {
+		case d.After(u.AddDate(50, 0, 0)):
+			d, ok = at2(y - 100)
+		case !d.Add(100 * 365 * 24 * time.Hour).After(u.AddDate(50, 0, 0)):
+			if d2, ok2 := at2(y + 100); !d2.After(u.AddDate(50, 0, 0)) {
+				d, ok = d2, ok2
+			}
+		}
+		if !ok {
+			return time.Time{}, false
+		}
+		at = d
 	}
 	return at.Add(leap), true
 }

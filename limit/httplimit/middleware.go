@@ -413,7 +413,8 @@ func (m *Middleware) find(d limit.Decision) policy {
 // a second call replaces m's own, and a stacked limiter with a policy
 // of the same name replaces the other's: give stacked limiters distinct
 // names); the legacy fields keep the least Remaining (over every line
-// and spelling, as one line); on a denial,
+// and spelling, as one line, with the least Limit and the latest Reset
+// of those already set); on a denial,
 // Retry-After is the latest of this one's, one already set (seconds or
 // an HTTP-date, which stays only if it is no earlier than now plus this
 // one's seconds; a kept value is written as a sender writes it, a plain
@@ -464,9 +465,26 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 			}
 		}
 		if found && d.Remaining >= least {
-			// Theirs stays: the least, as one line (every spelling and
-			// line of the field is one field).
+			// Theirs stays, each field as one line (every spelling and
+			// line of a field is one field): the least Remaining, and,
+			// where several middlewares set them, the least Limit and the
+			// latest Reset, the reading no client is misled by.
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(least))
+			for _, f := range [2]struct {
+				name   string
+				better func(a, b int64) bool
+			}{{"X-RateLimit-Limit", func(a, b int64) bool { return a < b }}, {"X-RateLimit-Reset", func(a, b int64) bool { return a > b }}} {
+				var pick int64
+				picked := false
+				for _, v := range h.Values(f.name) {
+					if n, err := strconv.ParseInt(strings.Trim(v, " \t"), 10, 64); err == nil && (!picked || f.better(n, pick)) {
+						pick, picked = n, true
+					}
+				}
+				if picked {
+					h.Set(f.name, strconv.FormatInt(pick, 10))
+				}
+			}
 		}
 		if !found || d.Remaining < least {
 			h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
