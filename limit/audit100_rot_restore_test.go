@@ -3,8 +3,6 @@ package limit_test
 import (
 	"bytes"
 	"math"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,16 +18,7 @@ const a100LimitEnv = "GRUDGE_A100_ROT_LIMIT_CHILD"
 // rather than hanging the run; in the child it runs body itself.
 func a100LimitChild(t *testing.T, body func(t *testing.T)) {
 	t.Helper()
-	if os.Getenv(a100LimitEnv) == t.Name() {
-		body(t)
-		return
-	}
-	cmd := testchild.Command("-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), a100LimitEnv+"="+t.Name())
-	out, err := testchild.CombinedOutput(cmd, 0)
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Errorf("child (%v):\n%s", err, testchild.Tail(string(out)))
-	}
+	testchild.Isolate(t, a100LimitEnv, body)
 }
 
 // a100CountMin is New(10, 20) on the count-min (2 generations, Period

@@ -2,8 +2,6 @@ package limit_test
 
 import (
 	"math"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/lfgrudge/grudge/internal/testchild"
@@ -19,16 +17,7 @@ const a101ChildEnv = "GRUDGE_A101_MULTI_CHILD"
 // in the child it runs body itself.
 func a101Child(t *testing.T, body func(t *testing.T)) {
 	t.Helper()
-	if os.Getenv(a101ChildEnv) == t.Name() {
-		body(t)
-		return
-	}
-	cmd := testchild.Command("-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), a101ChildEnv+"="+t.Name())
-	out, err := testchild.CombinedOutput(cmd, 0)
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Errorf("child (%v): the decision did not return (or failed):\n%s", err, testchild.Tail(string(out)))
-	}
+	testchild.Isolate(t, a101ChildEnv, body)
 }
 
 // TestAudit101MultiFixedTinyDebtDecideHangs (audit 101; fixed at stop 60,

@@ -2,8 +2,6 @@ package limit_test
 
 import (
 	"math"
-	"os"
-	"strings"
 	"testing"
 
 	"github.com/lfgrudge/grudge/internal/testchild"
@@ -21,16 +19,7 @@ const a103ChildEnv = "GRUDGE_A103_LIMIT_CHILD"
 // child's failures are the test's.
 func a103Child(t *testing.T, body func(t *testing.T)) {
 	t.Helper()
-	if os.Getenv(a103ChildEnv) == t.Name() {
-		body(t)
-		return
-	}
-	cmd := testchild.Command("-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), a103ChildEnv+"="+t.Name())
-	out, err := testchild.CombinedOutput(cmd, 0)
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Errorf("child (%v):\n%s", err, testchild.Tail(string(out)))
-	}
+	testchild.Isolate(t, a103ChildEnv, body)
 }
 
 // a103Tiny builds the commit's own repro: New(math.Pi, 10) (count-min:

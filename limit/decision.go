@@ -155,7 +155,11 @@ func (l *Limiter) fillK(p *params, d *Decision, debt float64, gap time.Duration,
 		// The next request of k tokens: when the debt drains to the
 		// room it needs, by remainingK's own test (0 where none can
 		// ever fit: the least never grows).
-		if next := (d.Remaining + 1) * k; next <= p.burst {
+		switch next := (d.Remaining + 1) * k; {
+		case next > p.burst:
+		case d.Remaining == 0 && k == 1: // the first request: the engine's own add
+			d.NextAfter = plus(gap, l.ms(l.msUntilFits(p, debt, p.cost(float64(next)))))
+		default:
 			d.NextAfter = plus(gap, l.ms(l.msUntilBelow(debt, p.burstU-p.cost(float64(next)))))
 		}
 	}
@@ -210,10 +214,21 @@ func (p *params) cost(n float64) float64 { return float64(n * p.unit) }
 // (left by a policy whose tokens cost far less, a Tier or an earlier
 // SetLimit) vanishes in the add, yet the cells, which round every take
 // up, carry it: the last token of the burst would not fit.
+//
+// The first request is the exception: the engine decides it on the
+// float64 add, debt + cost <= burstU, which may absorb a tiny debt, so
+// where none fits by the room, one fits if the add says so (burst 1
+// after a tiny debt: one more request is admitted); its cells then hold
+// the sum rounded up, and the room decides every later one. For k > 1
+// (a Multi holding the limiter k times) the request is k takes, the
+// later ones from the rounded cells: the room decides.
 func (p *params) remainingK(debt float64, k int) int {
 	r := int(max(math.Floor((p.burstU-debt)/p.unit), 0)) / k
 	for r > 0 && p.burstU-p.cost(float64(r*k)) < debt {
 		r-- // the division rounded up past a boundary (inexact units)
+	}
+	if r == 0 && k == 1 && p.burst >= 1 && debt+p.unit <= p.burstU {
+		r = 1 // (k > 1: the request's k takes are each their own add)
 	}
 	return r
 }
@@ -281,5 +296,12 @@ func (l *Limiter) tokensAt(p *params, t time.Time, key string) float64 {
 		l.unset()
 		return p.burstF
 	}
-	return p.burstF - l.queryAt(t, key)/p.unit
+	debt := l.queryAt(t, key)
+	tokens := p.burstF - debt/p.unit
+	if debt > 0 && tokens >= p.burstF {
+		// A debt below a float64 step of the burst: the subtraction
+		// absorbed it, but the key no longer has its whole burst.
+		tokens = math.Nextafter(p.burstF, math.Inf(-1))
+	}
+	return tokens
 }

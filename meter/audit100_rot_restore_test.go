@@ -3,8 +3,6 @@ package meter_test
 import (
 	"bytes"
 	"math"
-	"os"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,16 +18,7 @@ const a100MeterEnv = "GRUDGE_A100_ROT_METER_CHILD"
 // rather than hanging the run; in the child it runs body itself.
 func a100MeterChild(t *testing.T, body func(t *testing.T)) {
 	t.Helper()
-	if os.Getenv(a100MeterEnv) == t.Name() {
-		body(t)
-		return
-	}
-	cmd := testchild.Command("-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), a100MeterEnv+"="+t.Name())
-	out, err := testchild.CombinedOutput(cmd, 0)
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Errorf("child (%v):\n%s", err, testchild.Tail(string(out)))
-	}
+	testchild.Isolate(t, a100MeterEnv, body)
 }
 
 func a100Novelty(t *testing.T, at int64) (*meter.Novelty, *sketchtest.FakeClock) {

@@ -5,9 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"os"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -26,16 +24,7 @@ const a100Env = "GRUDGE_A100_ROT_CHILD"
 // the run. In the child it runs body itself.
 func a100Child(t *testing.T, body func(t *testing.T)) {
 	t.Helper()
-	if os.Getenv(a100Env) == t.Name() {
-		body(t)
-		return
-	}
-	cmd := testchild.Command("-test.run=^"+t.Name()+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
-	cmd.Env = append(os.Environ(), a100Env+"="+t.Name())
-	out, err := testchild.CombinedOutput(cmd, 0)
-	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
-		t.Errorf("child (%v):\n%s", err, testchild.Tail(string(out)))
-	}
+	testchild.Isolate(t, a100Env, body)
 }
 
 // TestAudit100RotEndsFixedExactMaxDeadlineNeverCrossed (audit 100; fixed at stop 59, the text below says

@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"sort"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -57,6 +58,27 @@ func CombinedOutput(cmd *exec.Cmd, limit time.Duration) ([]byte, error) {
 		_ = cmd.Process.Kill()
 		<-done
 		return buf.Bytes(), fmt.Errorf("testchild: the child ran past %v and was killed (hung)", limit)
+	}
+}
+
+// Isolate runs body in a child process (this test binary again, only
+// t's test, verbose, with a 60 s -test.timeout, and killed after Bound),
+// so that a body that could hang (a search or a promotion that never
+// ends) fails t instead of hanging the whole package; in the child,
+// where the variable env holds t's name, it runs body itself. The
+// child's failures are t's, with the tail of its output. The race
+// runtime's 1 s sleep at a clean exit is turned off in the child.
+func Isolate(t *testing.T, env string, body func(t *testing.T)) {
+	t.Helper()
+	if os.Getenv(env) == t.Name() {
+		body(t)
+		return
+	}
+	cmd := Command("-test.run=^"+regexp.QuoteMeta(t.Name())+"$", "-test.count=1", "-test.v", "-test.timeout=60s")
+	cmd.Env = append(os.Environ(), env+"="+t.Name(), "GORACE="+strings.TrimSpace(os.Getenv("GORACE")+" atexit_sleep_ms=0"))
+	out, err := CombinedOutput(cmd, 0)
+	if err != nil || !strings.Contains(string(out), "--- PASS: "+t.Name()) {
+		t.Errorf("child (%v):\n%s", err, Tail(string(out)))
 	}
 }
 
