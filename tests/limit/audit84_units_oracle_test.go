@@ -422,6 +422,12 @@ func audit84unitsRun(t *testing.T, c audit84unitsCfg, seed uint64, steps int) au
 		case got.Allowed: // a Peek reports the debt as if debited
 			vf = new(big.Rat).Add(vf, nn)
 			vs = new(big.Rat).Add(vs, nn)
+			// As the cells would hold it (stop 60, audit 103: PeekN says
+			// what DecideN would, the take rounded up as admit's set
+			// bounds it).
+			if slow.infl != nil && vs.Sign() > 0 {
+				vs.Mul(vs, slow.infl)
+			}
 		case commit:
 			vf, vs = reject(now, vf, vs)
 		}
