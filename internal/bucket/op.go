@@ -163,7 +163,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 	}
 	q := &e.q
 	var c, lim uint64
-	if q.kind != KindExponential {
+	if q.kind != KindExponential && kind != opQuery { // a query decides nothing
 		c, lim = q.units(n), q.limitUnits(limit)
 	}
 	conflicts := 0
