@@ -21,6 +21,9 @@ func (e *Engine) SaturationAt(t time.Time, n, limit float64) float64 {
 	return e.saturation(e.at(t), n, limit)
 }
 
+// exactLines is the size up to which saturation reads every line.
+const exactLines = 4096
+
 // saturation: a fresh key is denied when either of its two lines (two
 // different lines: locate) has a floor that denies it, or, failing that,
 // when its fingerprint matches one of the entries of its lines that deny
@@ -47,9 +50,6 @@ func (e *Engine) SaturationAt(t time.Time, n, limit float64) float64 {
 //
 // with F the lines whose floor does not deny. Past that size the bias is
 // below 1/(4 x 4096): 0.006%.
-// exactLines is the size up to which saturation reads every line.
-const exactLines = 4096
-
 func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	checkLoad("Saturation", n)
 	checkLimit("Saturation", limit)
@@ -104,26 +104,44 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	if int(e.n) <= max(e.sample, exactLines) {
 		samples = int(e.n)
 	}
-	var free float64 // the probability that neither floor denies
-	if samples == int(e.n) {
-		// Every line, exactly: fine[i] is whether line i's floor lets
-		// the key through.
-		nf := 0
-		first, prev, pairs := false, false, 0
-		for i := range e.n {
-			hd := e.lines[i].w[0].Load()
-			ok := floorOf(hd, q.lo(hdrLW(hd))) <= theta
+	exact := samples == int(e.n)
+	st := e.seed ^ e.satCalls.Add(0x9E3779B97F4A7C15)
+	heavy := 0
+	// exact: the fine lines (whose floor lets the key through), whether
+	// line 0 and the line before this one are, and the fine lines whose
+	// successor is fine too.
+	nf, pairs, first, prev := 0, 0, false, false
+	for k := range samples {
+		i := uint64(k)
+		if !exact {
+			i = core.SplitMix64(&st) >> 32 * e.n >> 32
+		}
+		var w [wordsPerLine]uint64
+		e.loadLine(&e.lines[i], &w)
+		lt := q.lo(hdrLW(w[0]))
+		if exact {
+			ok := floorOf(w[0], lt) <= theta
 			if ok {
 				nf++
-				if i > 0 && prev {
-					pairs++ // line i-1 fine and its successor i too
+				if k > 0 && prev {
+					pairs++ // line k-1 fine and its successor k too
 				}
 			}
-			if i == 0 {
+			if k == 0 {
 				first = ok
 			}
 			prev = ok
 		}
+		top := lt + q.span + 1
+		for s := range SlotsPerLine {
+			j, sh := slotWord(s)
+			if ent := uint32(w[j] >> sh); !isEmpty(ent) && interp(entRes(ent), top) > theta {
+				heavy++
+			}
+		}
+	}
+	var free float64 // the probability that neither floor denies
+	if exact {
 		if prev && first {
 			pairs++ // the last line's successor is line 0
 		}
@@ -132,23 +150,6 @@ func (e *Engine) saturation(ms uint64, n, limit float64) float64 {
 	} else {
 		qf := math.Min(e.floors.above(theta)/float64(e.n), 1)
 		free = (1 - qf) * max(0, 1-qf*float64(e.n)/float64(e.n-1))
-	}
-	st := e.seed ^ e.satCalls.Add(0x9E3779B97F4A7C15)
-	heavy := 0
-	for k := range samples {
-		i := uint64(k)
-		if samples < int(e.n) {
-			i = core.SplitMix64(&st) >> 32 * e.n >> 32
-		}
-		var w [wordsPerLine]uint64
-		e.loadLine(&e.lines[i], &w)
-		top := q.lo(hdrLW(w[0])) + q.span + 1
-		for s := range SlotsPerLine {
-			j, sh := slotWord(s)
-			if ent := uint32(w[j] >> sh); !isEmpty(ent) && interp(entRes(ent), top) > theta {
-				heavy++
-			}
-		}
 	}
 	h := float64(heavy) / float64(samples)
 	return 1 - free*math.Exp(2*h*math.Log1p(-1.0/65535))
