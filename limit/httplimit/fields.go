@@ -209,6 +209,21 @@ func param(member, key string) (int64, bool) {
 	return n, found
 }
 
+// extremeInt returns the least (least) or the greatest of the lines
+// that read as an integer (surrounding spaces and tabs allowed), and
+// whether any did.
+func extremeInt(lines []string, least bool) (int64, bool) {
+	var x int64
+	found := false
+	for _, v := range lines {
+		n, err := strconv.ParseInt(strings.Trim(v, " \t"), 10, 64)
+		if err == nil && (!found || least && n < x || !least && n > x) {
+			x, found = n, true
+		}
+	}
+	return x, found
+}
+
 // retryAfter is a Retry-After value as a delay from now: whole seconds
 // less frac nanoseconds (0 <= frac < 1e9). Delay-seconds are exact (frac
 // 0); an HTTP-date, which has whole seconds, is its difference from now

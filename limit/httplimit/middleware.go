@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"sync/atomic"
 	"time"
 
@@ -458,35 +457,21 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		fieldLines(h, "X-RateLimit-Reset")
 		// The least readable Remaining of every line and spelling;
 		// none readable (or none set): set ours.
-		least, found := 0, false
-		for _, v := range fieldLines(h, "X-RateLimit-Remaining") {
-			if rem, err := strconv.Atoi(strings.Trim(v, " \t")); err == nil && (!found || rem < least) {
-				least, found = rem, true
-			}
-		}
-		if found && d.Remaining >= least {
+		least, found := extremeInt(fieldLines(h, "X-RateLimit-Remaining"), true)
+		if found && int64(d.Remaining) >= least {
 			// Theirs stays, each field as one line (every spelling and
 			// line of a field is one field): the least Remaining, and,
 			// where several middlewares set them, the least Limit and the
 			// latest Reset, the reading no client is misled by.
-			h.Set("X-RateLimit-Remaining", strconv.Itoa(least))
-			for _, f := range [2]struct {
-				name   string
-				better func(a, b int64) bool
-			}{{"X-RateLimit-Limit", func(a, b int64) bool { return a < b }}, {"X-RateLimit-Reset", func(a, b int64) bool { return a > b }}} {
-				var pick int64
-				picked := false
-				for _, v := range h.Values(f.name) {
-					if n, err := strconv.ParseInt(strings.Trim(v, " \t"), 10, 64); err == nil && (!picked || f.better(n, pick)) {
-						pick, picked = n, true
-					}
-				}
-				if picked {
-					h.Set(f.name, strconv.FormatInt(pick, 10))
-				}
+			h.Set("X-RateLimit-Remaining", strconv.FormatInt(least, 10))
+			if v, ok := extremeInt(h.Values("X-RateLimit-Limit"), true); ok {
+				h.Set("X-RateLimit-Limit", strconv.FormatInt(v, 10))
+			}
+			if v, ok := extremeInt(h.Values("X-RateLimit-Reset"), false); ok {
+				h.Set("X-RateLimit-Reset", strconv.FormatInt(v, 10))
 			}
 		}
-		if !found || d.Remaining < least {
+		if !found || int64(d.Remaining) < least {
 			h.Set("X-RateLimit-Limit", strconv.Itoa(d.Burst))
 			h.Set("X-RateLimit-Remaining", strconv.Itoa(d.Remaining))
 			h.Set("X-RateLimit-Reset", strconv.FormatInt(ceilSeconds(d.ResetAfter), 10))
