@@ -319,6 +319,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		if err := l.newBuckets(&o); err != nil {
 			return nil, err
 		}
+		l.charged(l.p.Load()) // not yet shared
 		return l, nil
 	}
 	if l.maxDebtU > math.MaxFloat32 {
@@ -511,15 +512,15 @@ func (l *Limiter) allow(p *params, key string) bool {
 func (l *Limiter) admit(p *params, key string) bool {
 	if b := l.b; b != nil {
 		if l.strict {
-			if b.TryUpdate(key, p.unit, p.burstU) {
+			if b.TryCharge(key, p.allowC) {
 				return true
 			}
 		} else if b.Query(key)+p.unit <= p.burstU {
-			b.Update(key, p.unit)
+			b.AddCharge(key, p.allowC)
 			return true
 		}
 		if p.rejectU > 0 {
-			b.Update(key, p.rejectU)
+			b.AddCharge(key, p.rejectC)
 		}
 		return false
 	}
@@ -577,7 +578,7 @@ func (l *Limiter) admitN(p *params, t time.Time, key string, n int) bool {
 			return true
 		}
 		if p.rejectU > 0 {
-			b.UpdateAt(t, key, p.rejectU)
+			b.AddChargeAt(t, key, p.rejectC)
 		}
 		return false
 	}

@@ -8,6 +8,7 @@ import (
 	"math/bits"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/bucket"
 	"github.com/lfgrudge/grudge/internal/units"
 
 	"github.com/lfgrudge/grudge/sketch"
@@ -28,6 +29,19 @@ type params struct {
 	burstF  float64 // float64(burst)
 	name    string
 	exact   bool // unit is 1000 x drain / limit exactly, on an exact engine
+
+	// On the Buckets engine, unit against burstU and rejectU converted to
+	// the engine's ticks once (l.charged), so that Allow converts nothing.
+	allowC, rejectC bucket.Charge
+}
+
+// charged sets p's Buckets charges on l's engine (none on the count-min)
+// and returns p; p must not be shared yet.
+func (l *Limiter) charged(p *params) *params {
+	if l.b != nil {
+		p.allowC, p.rejectC = l.b.Charge(p.unit, p.burstU), l.b.Charge(p.rejectU, 0)
+	}
+	return p
 }
 
 func (p *params) policies() []Policy {
@@ -209,9 +223,9 @@ func (l *Limiter) newParams(limit Limit, burst int, name string) (*params, error
 	if !(burstU <= l.maxDebtU) {
 		return nil, &MaxDebtError{Limit: limit, Burst: burst, Need: l.needFor(r, burst, burstU), Have: l.maxDebt}
 	}
-	return &params{unit: unit, burstU: burstU, rejectU: min(heldUnits(l.rejectCost, unit), l.maxDebtU),
+	return l.charged(&params{unit: unit, burstU: burstU, rejectU: min(heldUnits(l.rejectCost, unit), l.maxDebtU),
 		limit: limit, burst: burst, burstF: burstF, name: name,
-		exact: exact && onGrid(l.maxDebtU, l.shift) && rejectExact(l.rejectCost, unit, l.shift)}, nil
+		exact: exact && onGrid(l.maxDebtU, l.shift) && rejectExact(l.rejectCost, unit, l.shift)}), nil
 }
 
 // rejectExact reports whether a RejectCost of c tokens, at unit units a

@@ -150,7 +150,9 @@ func occupancy(w *[wordsPerLine]uint64, top, t uint64) (live, free int) {
 //
 // The operation's time is t, or the clock's reading when now is set: read
 // after the prefetch, so that the clock read overlaps the lines' misses.
-func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float64) (r result) {
+// ch holds the load and the limit (which only opTry reads), with their
+// ticks where Engine.Charge converted them on this law.
+func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, ch *Charge) (r result) {
 	i0, i1, fp := e.locate(h)
 	l0, l1 := &e.lines[i0], &e.lines[i1]
 	ps := [2]unsafe.Pointer{unsafe.Pointer(l0), unsafe.Pointer(l1)}
@@ -162,9 +164,16 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, n, limit float
 		ms = e.at(t)
 	}
 	q := &e.q
+	n, limit := ch.N, ch.Limit
 	var c, lim uint64
-	if q.kind != KindExponential && kind != opQuery { // a query decides nothing
+	switch {
+	case q.kind == KindExponential || kind == opQuery: // a query decides nothing
+	case ch.u == q.u: // converted once by Charge on this law (u > 0 here)
+		c, lim = ch.c, ch.lim
+	case kind == opTry:
 		c, lim = q.units(n), q.limitUnits(limit)
+	default: // an add has no limit to convert
+		c = q.units(n)
 	}
 	conflicts := 0
 	merge := false    // sum the candidates instead of taking their max
