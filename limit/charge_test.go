@@ -10,9 +10,9 @@ import "testing"
 func TestPoliciesCarryTheirCharges(t *testing.T) {
 	check := func(what string, p *params) {
 		t.Helper()
-		if p.allowC.N != p.unit || p.allowC.Limit != p.burstU || p.rejectC.N != p.rejectU {
+		if p.allowC.N() != p.unit || p.allowC.Limit() != p.burstU || p.rejectC.N() != p.rejectU {
 			t.Errorf("%s: charges (%v against %v, reject %v), policy (%v against %v, reject %v)",
-				what, p.allowC.N, p.allowC.Limit, p.rejectC.N, p.unit, p.burstU, p.rejectU)
+				what, p.allowC.N(), p.allowC.Limit(), p.rejectC.N(), p.unit, p.burstU, p.rejectU)
 		}
 	}
 	l := MustNew(10, 20, WithMaxDebt(200), WithRejectCost(0.5))

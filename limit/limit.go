@@ -569,6 +569,10 @@ func (l *Limiter) admitN(p *params, t time.Time, key string, n int) bool {
 	if b := l.b; b != nil {
 		switch {
 		case !fits:
+		case l.strict && n == 1: // nU is p.unit: the policy's Charge
+			if b.TryChargeAt(t, key, p.allowC) {
+				return true
+			}
 		case l.strict:
 			if b.TryUpdateAt(t, key, nU, p.burstU) {
 				return true

@@ -237,7 +237,7 @@ func checkLimit(op string, l float64) {
 func (e *Engine) TryUpdate(key string, n, limit float64) bool {
 	checkLoad("TryUpdate", n)
 	checkLimit("TryUpdate", limit)
-	r := e.do(e.hash(key), time.Time{}, true, opTry, &Charge{N: n, Limit: limit})
+	r := e.do(e.hash(key), time.Time{}, true, opTry, &Charge{n: n, limit: limit})
 	return r.ok
 }
 
@@ -245,7 +245,7 @@ func (e *Engine) TryUpdate(key string, n, limit float64) bool {
 func (e *Engine) TryUpdateAt(t time.Time, key string, n, limit float64) bool {
 	checkLoad("TryUpdate", n)
 	checkLimit("TryUpdate", limit)
-	return e.do(e.hash(key), t, false, opTry, &Charge{N: n, Limit: limit}).ok
+	return e.do(e.hash(key), t, false, opTry, &Charge{n: n, limit: limit}).ok
 }
 
 // TryUpdateAndQuery is TryUpdate that also returns the key's load after
@@ -254,7 +254,7 @@ func (e *Engine) TryUpdateAt(t time.Time, key string, n, limit float64) bool {
 func (e *Engine) TryUpdateAndQuery(key string, n, limit float64) (bool, float64) {
 	checkLoad("TryUpdateAndQuery", n)
 	checkLimit("TryUpdateAndQuery", limit)
-	r := e.do(e.hash(key), time.Time{}, true, opTry, &Charge{N: n, Limit: limit})
+	r := e.do(e.hash(key), time.Time{}, true, opTry, &Charge{n: n, limit: limit})
 	return r.ok, e.q.value(r.stamp, r.t)
 }
 
@@ -262,7 +262,7 @@ func (e *Engine) TryUpdateAndQuery(key string, n, limit float64) (bool, float64)
 func (e *Engine) TryUpdateAndQueryAt(t time.Time, key string, n, limit float64) (bool, float64) {
 	checkLoad("TryUpdateAndQuery", n)
 	checkLimit("TryUpdateAndQuery", limit)
-	r := e.do(e.hash(key), t, false, opTry, &Charge{N: n, Limit: limit})
+	r := e.do(e.hash(key), t, false, opTry, &Charge{n: n, limit: limit})
 	return r.ok, e.q.value(r.stamp, r.t)
 }
 
@@ -273,7 +273,7 @@ func (e *Engine) TryUpdateAndQueryAt(t time.Time, key string, n, limit float64) 
 func (e *Engine) TryReserve(key string, n, limit float64) (Receipt, bool) {
 	checkLoad("TryReserve", n)
 	checkLimit("TryReserve", limit)
-	r := e.do(e.hash(key), time.Time{}, true, opTry, &Charge{N: n, Limit: limit})
+	r := e.do(e.hash(key), time.Time{}, true, opTry, &Charge{n: n, limit: limit})
 	return r.rc, r.ok
 }
 
@@ -281,77 +281,84 @@ func (e *Engine) TryReserve(key string, n, limit float64) (Receipt, bool) {
 func (e *Engine) TryReserveAt(t time.Time, key string, n, limit float64) (Receipt, bool) {
 	checkLoad("TryReserve", n)
 	checkLimit("TryReserve", limit)
-	r := e.do(e.hash(key), t, false, opTry, &Charge{N: n, Limit: limit})
+	r := e.do(e.hash(key), t, false, opTry, &Charge{n: n, limit: limit})
 	return r.rc, r.ok
 }
 
 // Update adds n to key's load now, unconditionally (clamped at Max).
 func (e *Engine) Update(key string, n float64) {
 	checkLoad("Update", n)
-	e.do(e.hash(key), time.Time{}, true, opAdd, &Charge{N: n})
+	e.do(e.hash(key), time.Time{}, true, opAdd, &Charge{n: n})
 }
 
 // UpdateAt is Update at time t.
 func (e *Engine) UpdateAt(t time.Time, key string, n float64) {
 	checkLoad("Update", n)
-	e.do(e.hash(key), t, false, opAdd, &Charge{N: n})
+	e.do(e.hash(key), t, false, opAdd, &Charge{n: n})
 }
 
 // UpdateAndQuery is Update returning the key's load after it.
 func (e *Engine) UpdateAndQuery(key string, n float64) float64 {
 	checkLoad("UpdateAndQuery", n)
-	r := e.do(e.hash(key), time.Time{}, true, opAdd, &Charge{N: n})
+	r := e.do(e.hash(key), time.Time{}, true, opAdd, &Charge{n: n})
 	return e.q.value(r.stamp, r.t)
 }
 
 // UpdateAndQueryAt is UpdateAndQuery at time t.
 func (e *Engine) UpdateAndQueryAt(t time.Time, key string, n float64) float64 {
 	checkLoad("UpdateAndQuery", n)
-	r := e.do(e.hash(key), t, false, opAdd, &Charge{N: n})
+	r := e.do(e.hash(key), t, false, opAdd, &Charge{n: n})
 	return e.q.value(r.stamp, r.t)
 }
 
-// Charge is a load N and a limit Limit with their ticks on one engine's
-// law, converted once by Engine.Charge for a caller that passes the same
-// pair on many calls (a limiter's cost and burst): TryCharge and
-// AddCharge are TryUpdate and Update with them, without converting them
-// again. A Charge made by another engine, or the zero Charge with N and
-// Limit set, is converted on each call, so it decides as the float
-// methods do, only slower.
+// Charge is a load and a limit with their ticks on one engine's law,
+// converted once by Engine.Charge (which checks them as TryUpdate does)
+// for a caller that passes the same pair on many calls (a limiter's cost
+// and burst): TryCharge and AddCharge are TryUpdate and Update with
+// them, without converting them again. A Charge is a value that only
+// Engine.Charge makes; one made by an engine on another law is converted
+// again on each call (it decides as the float methods do, only slower),
+// and the zero Charge is a load of 0 against a limit of 0.
 type Charge struct {
-	N, Limit float64
-	c, lim   uint64  // units(N) and limitUnits(Limit)
+	n, limit float64
+	c, lim   uint64  // units(n) and limitUnits(limit)
 	u        float64 // the ticks per unit they were converted at; 0: not converted
 }
+
+// N returns the Charge's load.
+func (ch Charge) N() float64 { return ch.n }
+
+// Limit returns the Charge's limit.
+func (ch Charge) Limit() float64 { return ch.limit }
 
 // Charge converts n and limit to the engine's ticks once. It panics
 // where TryUpdate would: n < 0, NaN or +Inf, or limit NaN or infinite.
 func (e *Engine) Charge(n, limit float64) Charge {
 	checkLoad("Charge", n)
 	checkLimit("Charge", limit)
-	ch := Charge{N: n, Limit: limit}
+	ch := Charge{n: n, limit: limit}
 	if q := &e.q; q.kind != KindExponential {
 		ch.c, ch.lim, ch.u = q.units(n), q.limitUnits(limit), q.u
 	}
 	return ch
 }
 
-// TryCharge is TryUpdate(key, ch.N, ch.Limit).
+// TryCharge is TryUpdate(key, ch.N(), ch.Limit()).
 func (e *Engine) TryCharge(key string, ch Charge) bool {
 	return e.do(e.hash(key), time.Time{}, true, opTry, &ch).ok
 }
 
-// TryChargeAt is TryUpdateAt(t, key, ch.N, ch.Limit).
+// TryChargeAt is TryUpdateAt(t, key, ch.N(), ch.Limit()).
 func (e *Engine) TryChargeAt(t time.Time, key string, ch Charge) bool {
 	return e.do(e.hash(key), t, false, opTry, &ch).ok
 }
 
-// AddCharge is Update(key, ch.N).
+// AddCharge is Update(key, ch.N()).
 func (e *Engine) AddCharge(key string, ch Charge) {
 	e.do(e.hash(key), time.Time{}, true, opAdd, &ch)
 }
 
-// AddChargeAt is UpdateAt(t, key, ch.N).
+// AddChargeAt is UpdateAt(t, key, ch.N()).
 func (e *Engine) AddChargeAt(t time.Time, key string, ch Charge) {
 	e.do(e.hash(key), t, false, opAdd, &ch)
 }

@@ -164,7 +164,7 @@ func (e *Engine) do(h uint64, t time.Time, now bool, kind opKind, ch *Charge) (r
 		ms = e.at(t)
 	}
 	q := &e.q
-	n, limit := ch.N, ch.Limit
+	n, limit := ch.n, ch.limit
 	var c, lim uint64
 	switch {
 	case q.kind == KindExponential || kind == opQuery: // a query decides nothing
