@@ -55,10 +55,12 @@ func Linear(ratePerSec float64) Decay { return decay.Linear(ratePerSec) }
 // (Decay: grudge.None), and as a call returning one (Decay:
 // grudge.None()); either is decay.None() inside the sketch.
 //
-// The price of the two spellings: None itself is a function value, so
-// comparing it as a Decay (d == grudge.None, or a Decay used as a map
-// key while it holds None) panics, as comparing any func does. Compare
-// with grudge.None() (or decay.None()), which is comparable.
+// The price of the two spellings: None itself is a function value, and
+// a func compares only with nil. d == grudge.None does not compile
+// ("func can only be compared to nil"), and a Decay that holds None
+// panics when compared (d == e, or used as a map key), as comparing any
+// func does. Compare with grudge.None() (or decay.None()), which is
+// comparable.
 var None noneLaw = decay.None
 
 // noneLaw is None's type: a function returning the identity law, which

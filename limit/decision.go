@@ -47,7 +47,7 @@ type Decision struct {
 	// what httplimit sends as the RateLimit field's t.
 	NextAfter time.Duration
 	// Never is set when n > burst: the request can never be admitted and
-	// must not be retried.
+	// must not be retried (never on an Inf limiter, which admits every n).
 	Never bool
 }
 

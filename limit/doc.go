@@ -365,7 +365,8 @@
 // it, WithCapacity with WithSize); every size is bounded
 // (MaxGenerations, WithMaxBytes). n <= 0 panics ("limit: AllowN: n must
 // be > 0; got 0"). n > burst is never admitted and its Decision says
-// Never. The zero Limiter and the zero Multi panic ("limit: zero
+// Never, but on an Inf limiter, which admits every n, as x/time/rate's
+// Inf does. The zero Limiter and the zero Multi panic ("limit: zero
 // Limiter; use New") rather than admit. WaitN's errors are *WaitError
 // values matched with errors.Is (ErrAboveBurst, ErrMaxDebt,
 // ErrPastDeadline, which is also context.DeadlineExceeded, ErrNoTimer).

@@ -159,7 +159,7 @@ func bucketsMaxDebt(rate, need, rejectCost float64) (float64, bool) {
 // chooseEngine returns the engine for the limiter's law and options, or
 // the reason an explicit choice cannot be honored.
 func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, error) {
-	cmOnly := o.sizeSet || o.genSet || o.period != 0 || o.cu
+	cmOnly := o.countMinOnly()
 	// The bucket holds a limiter only where it is exact, so that every
 	// guarantee of the package holds on either engine.
 	fits := p.ok && p.exact
@@ -180,6 +180,10 @@ func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, erro
 	}
 	return 0, bad("Engine", o.engine, "Engine must be Auto, Buckets or CountMin; got %v", o.engine)
 }
+
+// countMinOnly reports whether o holds an option only the count-min
+// takes (Auto then picks it whatever MaxDebt).
+func (o *options) countMinOnly() bool { return o.sizeSet || o.genSet || o.period != 0 || o.cu }
 
 // bucketMaxTicks is the most ticks a debt can span in the Buckets engine
 // (its 16-bit stamps less the sweep's margin): at 1 ms a tick, MaxDebt
@@ -217,7 +221,7 @@ func (l *Limiter) newBuckets(o *options) error {
 		Clock:   l.tb,
 	})
 	if err != nil {
-		return fmt.Errorf("limit: %w", err)
+		return core.Prefixed("limit", err)
 	}
 	if q := e.Quantum(); q.PerMs == 0 || q.Rate != 1000*l.drain || float64(q.PerMs) != l.drain*q.PerUnit {
 		// Cannot happen for the plans planBuckets makes.

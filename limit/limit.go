@@ -87,10 +87,14 @@ type Limiter struct {
 	shift, bits int
 	strict      bool
 	cu          bool // the count-min's conservative update: no take comes back
-	name        string
-	period      time.Duration
-	newTimer    func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
-	counts      counters                                            // the decisions since New (a Tier's too), for Stats
+	// auto: built with Auto and no count-min-only option, so a limiter
+	// built as this one but with another MaxDebt may run on either engine
+	// (needFor prices a MaxDebtError's Need on the one Auto would pick).
+	auto     bool
+	name     string
+	period   time.Duration
+	newTimer func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
+	counts   counters                                            // the decisions since New (a Tier's too), for Stats
 }
 
 // Option configures New.
@@ -296,6 +300,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if err != nil {
 		return nil, err
 	}
+	l.auto = o.engine == Auto && !o.countMinOnly()
 	if eng == Buckets {
 		unit, drain, exact, fbits = plan.unit, plan.drain, plan.exact, 0
 	}
@@ -353,7 +358,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		Prefetch:    !o.NoPrefetch,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("limit: %w", err)
+		return nil, core.Prefixed("limit", err)
 	}
 	l.r, l.tb = r, r.Timebase()
 	return l, nil

@@ -105,7 +105,7 @@ func (r *Reservation) Cancel() {
 // within MaxDebt, and returns a Reservation whose Delay says when the
 // requests may act (debt drained back to the burst). It panics if n <= 0.
 // A reservation for n > burst, or beyond MaxDebt, is not OK and debits
-// nothing. ReserveN ignores the decision mode: it always decides with
+// nothing (on an Inf limiter every reservation is OK, at once). ReserveN ignores the decision mode: it always decides with
 // TryUpdate (strict), so queued reservations never exceed MaxDebt. The
 // time to act is measured from the time the limiter decided at: t, or
 // later for a stale t (a t before a time the limiter already used), never
@@ -169,7 +169,7 @@ func (l *Limiter) Wait(ctx context.Context, key string) error { return l.WaitN(c
 // match them with errors.Is; a *WaitError carries the details.
 var (
 	// ErrAboveBurst: n exceeds the burst, so the request can never be
-	// admitted.
+	// admitted (not on an Inf limiter, which admits every n).
 	ErrAboveBurst = errors.New("limit: n exceeds the burst")
 	// ErrMaxDebt: the reservation would take the key's debt past MaxDebt
 	// (too many requests already queued).

@@ -259,8 +259,10 @@ func (l *Limiter) needOn(burstU float64) float64 {
 // count-min's grid of costs and New's own unit depend on it), so the
 // need on l's units is tried on the units a limiter with it would have,
 // and raised until they hold the policy too (a few rounds: the units
-// only coarsen as MaxDebt grows). A Buckets limiter that could not hold
-// the MaxDebt found is priced as the count-min Auto would pick.
+// only coarsen as MaxDebt grows). It is priced on the engine a limiter
+// built as l would run on: the Buckets engine where l does, or where l
+// was built with Auto (and no count-min-only option) and that engine
+// holds the MaxDebt found; else the count-min.
 func (l *Limiter) needFor(r float64, burst int, burstU float64) float64 {
 	need := l.needOn(burstU)
 	for range 16 {
@@ -269,14 +271,18 @@ func (l *Limiter) needFor(r float64, burst int, burstU float64) float64 {
 		}
 		var s *Limiter
 		var err error
-		if l.b != nil {
-			// The Buckets engine holds a MaxDebt of whole ticks only.
+		if l.b != nil || l.auto {
+			// The Buckets engine holds a MaxDebt of whole ticks only. A
+			// limiter built with Auto takes that engine wherever it is
+			// exact, whichever this one runs on (audit: New(1e5, 1) with
+			// MaxDebt 1.5 on the count-min asked for 2, on which Auto
+			// builds the Buckets engine, whose units needed 2.0123).
 			if g, ok := bucketsMaxDebt(l.rate, need, l.rejectCost); ok {
 				need = g
 			}
 			s, err = New(Limit(l.rate), 1, WithMaxDebt(need), WithEngine(Buckets), WithCapacity(1, 0.5), WithSeed(0))
 		}
-		if l.b == nil || err != nil {
+		if s == nil {
 			s, err = New(Limit(l.rate), 1, WithMaxDebt(need), WithEngine(CountMin), WithSize(1, 1), WithSeed(0))
 		}
 		if err != nil {

@@ -88,7 +88,7 @@ func NewInflight(maxLimit int, opts ...Option) (*Inflight, error) {
 	}
 	s, err := core.New(o.Sketch(decay.None(), 0, math.MaxFloat32, core.Min, o.Clock))
 	if err != nil {
-		return nil, fmt.Errorf("meter: %w", err)
+		return nil, core.Prefixed("meter", err)
 	}
 	// Counts are conserved: a refused TryAcquire whose commit met a
 	// conflict takes its +1 back out of every cell, so it leaks nothing.

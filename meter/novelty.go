@@ -1,7 +1,6 @@
 package meter
 
 import (
-	"fmt"
 	"math"
 	"time"
 
@@ -79,7 +78,7 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 		Period:   periodOf(within, o.periods),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("meter: %w", err)
+		return nil, core.Prefixed("meter", err)
 	}
 	return &Novelty{r: r, theta: math.Exp(-1), t: within}, nil
 }

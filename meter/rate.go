@@ -96,7 +96,7 @@ func NewRate(window time.Duration, opts ...Option) (*Rate, error) {
 		Period:   periodOf(window, o.periods),
 	})
 	if err != nil {
-		return nil, fmt.Errorf("meter: %w", err)
+		return nil, core.Prefixed("meter", err)
 	}
 	return &Rate{r: r, window: window}, nil
 }

@@ -56,6 +56,12 @@ func init() {
 		}
 		return &ConfigError{Field: field, Value: value, msg: msg, err: cause}
 	})
+	core.RegisterConfigParts(func(err error) (string, any, string, error, bool) {
+		if e, ok := err.(*ConfigError); ok && e != nil {
+			return e.Field, e.Value, e.msg, e.err, true
+		}
+		return "", nil, "", nil, false
+	})
 	core.RegisterSketchFace(func(face any) *core.Sketch {
 		if s, ok := face.(*Sketch); ok && s != nil {
 			return &s.e

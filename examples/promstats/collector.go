@@ -42,14 +42,16 @@ type Collector struct {
 
 // New returns a collector of the given limiters, by name (the limiter
 // label). namespace prefixes every metric name ("" for none). It panics
-// on a nil Source, a nil pointer in one (a nil *limit.Limiter) included:
-// here, not in a scrape.
+// on a nil Source, a nil pointer in one (a nil *limit.Limiter) included,
+// and on one whose Stats panics (the zero limit.Limiter or Multi, which
+// were never built: it reads each Stats once): here, not in a scrape.
 func New(namespace string, limiters map[string]Source) *Collector {
 	c := &Collector{names: slices.Sorted(maps.Keys(limiters))}
 	for _, n := range c.names {
 		if src := limiters[n]; src == nil || isNilPointer(src) {
 			panic("promstats: nil Source for limiter " + n)
 		}
+		limiters[n].Stats() // a zero Limiter's panic, here rather than in a scrape
 		c.srcs = append(c.srcs, limiters[n])
 	}
 	desc := func(name, help string, labels ...string) *prometheus.Desc {

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // The sentinel errors of the module; package sketch exports them.
@@ -31,6 +32,35 @@ var newConfigError func(field string, value any, msg string, cause error) error
 // configuration error type (package sketch's init calls it).
 func RegisterConfigError(f func(field string, value any, msg string, cause error) error) {
 	newConfigError = f
+}
+
+// configParts reads a *sketch.ConfigError's field, value, message and
+// cause (ok false for any other error); package sketch registers it with
+// the constructor.
+var configParts func(err error) (field string, value any, msg string, cause error, ok bool)
+
+// RegisterConfigParts installs configParts (package sketch's init calls it).
+func RegisterConfigParts(f func(err error) (field string, value any, msg string, cause error, ok bool)) {
+	configParts = f
+}
+
+// Prefixed returns an error of the engine (a sketch's or a rotator's
+// New) as its caller's: a *sketch.ConfigError is restated as one of the
+// same field, value and cause whose message names prefix instead of the
+// package that made it ("sketch: Levels must be <= 8" becomes "limit:
+// Levels must be <= 8"), so that a constructor documented to return a
+// *sketch.ConfigError prefixed with its package's name does; any other
+// error is wrapped, prefix + ": " + its text.
+func Prefixed(prefix string, err error) error {
+	if configParts != nil {
+		if field, value, msg, cause, ok := configParts(err); ok {
+			if i := strings.Index(msg, ": "); i > 0 && !strings.ContainsAny(msg[:i], " ;,") {
+				msg = msg[i+2:]
+			}
+			return configErr(cause, prefix, field, value, "%s", msg)
+		}
+	}
+	return fmt.Errorf("%s: %w", prefix, err)
 }
 
 // ConfigErr returns the *sketch.ConfigError for field with value, whose

@@ -548,7 +548,7 @@ func TestBadInput(t *testing.T) {
 		{-1, 1, nil, "limit: limit must be > 0"},
 		{1, 1, []limit.Option{limit.WithRejectCost(math.NaN())}, "limit: RejectCost"},
 		{1, 2, []limit.Option{limit.WithMaxDebt(1)}, "limit: MaxDebt"},
-		{1, 1, []limit.Option{limit.WithSize(9, 0)}, "limit: sketch: Levels"},
+		{1, 1, []limit.Option{limit.WithSize(9, 0)}, "limit: Levels"}, // a *sketch.ConfigError restated as limit's (audit 105)
 		{1, 1, []limit.Option{limit.WithGenerations(1)}, "limit: Generations"},
 	} {
 		_, err := limit.New(c.lim, c.burst, c.opts...)

@@ -218,7 +218,7 @@ func TestBadInput(t *testing.T) {
 	if _, err := meter.NewRate(time.Second, meter.WithPeriodWindows(math.NaN())); err == nil {
 		t.Fatal("NaN period accepted")
 	}
-	if _, err := meter.NewRate(time.Second, meter.WithSize(9, 0)); err == nil || !strings.HasPrefix(err.Error(), "meter: sketch: ") {
+	if _, err := meter.NewRate(time.Second, meter.WithSize(9, 0)); err == nil || !strings.HasPrefix(err.Error(), "meter: Levels") { // a *sketch.ConfigError restated as meter's (audit 105)
 		t.Fatalf("Levels 9: %v", err)
 	}
 	r, _ := meter.NewRate(time.Second)
