@@ -263,7 +263,6 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 		return
 	}
 	s.maintain(ms)
-	s.markNegative(delta)
 	var c [MaxLevels]*atom.Cell
 	var w [MaxLevels]atom.Word
 	cs := s.cellsOf(h, &c)
@@ -298,6 +297,7 @@ func (s *Sketch) update(h uint64, delta float64, ms int64) {
 			}
 			continue
 		}
+		s.markNegative(delta) // before the first write that changes a cell
 		if p.CompareAndSwap(w[l], nw[l]) {
 			continue
 		}
@@ -378,7 +378,6 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 		return s.cuAdd("UpdateAndQuery", h, delta, ms)
 	}
 	s.maintain(ms)
-	s.markNegative(delta)
 	var c [MaxLevels]*atom.Cell
 	var w, nw [MaxLevels]atom.Word
 	cs := s.cellsOf(h, &c)
@@ -402,6 +401,7 @@ func (s *Sketch) updateAndQuery(h uint64, delta float64, ms int64) float64 {
 			}
 			continue
 		}
+		s.markNegative(delta) // before the first write that changes a cell
 		if p.CompareAndSwap(w[l], nw[l]) {
 			continue
 		}

@@ -62,6 +62,7 @@ type Receipt struct {
 	h      uint64 // the key's hash
 	resets uint64 // the sketch's Reset/load count when issued: a Receipt from before is void
 	levels uint32 // 0 for the zero Receipt
+	held   uint32 // bit l: level l kept an increment of the call's that a conflict could not undo; Refund cannot give it back
 	ms     int64  // the call's time (at most its words' stamps): a Refund 2^31 ms later gives nothing back (rollback)
 	// stored[l] is the word the call left in level l's cell; restore[l]
 	// the cell's previous value decayed to that word's stamp (rounded up)
@@ -121,7 +122,7 @@ func (s *Sketch) Refund(rc *Receipt) bool {
 	}
 	var c [MaxLevels]*atom.Cell
 	s.cellsOf(rc.h, &c)
-	all := true
+	all := rc.held == 0 // a held level keeps its increment (audit 106)
 	for l := range levels {
 		if !s.rollback(c[l], rc.stored[l], rc.restore[l], rc.ms) {
 			all = false
@@ -245,9 +246,13 @@ func (s *Sketch) SetConserved() {
 	s.conserved = true
 }
 
-// markNegative records that a negative delta reached the cells; from
-// then on roll-backs only restore exactly (see rollback). One compare on
-// the hot path; the store happens once.
+// markNegative records that a negative delta reaches the cells; from
+// then on roll-backs only restore exactly (see rollback). A writer calls
+// it before its first CAS that changes a cell (the flag must be set
+// before the cell changes: rollback reads it after the word), and only
+// then: a denied TryUpdate or a write that changes nothing leaves the
+// sketch as it was, flag included (audit 106). One compare on the hot
+// path; the store happens once.
 func (s *Sketch) markNegative(delta float64) {
 	if delta < 0 && !s.negative.Load() {
 		s.negative.Store(true)
@@ -329,7 +334,6 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 		return s.cuTry(h, delta, limit, ms, rc, hold)
 	}
 	s.maintain(ms)
-	s.markNegative(delta)
 	var sn snapshot
 	s.cellsOf(h, &sn.c)
 	st := &s.stripes[stripeOf(h)]
@@ -391,6 +395,9 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 			}
 			return tryDenied, nil
 		}
+		if verdict == atom.Admit {
+			s.markNegative(delta) // before the commit's first write; a denial or a no-op writes nothing
+		}
 		same := verdict == atom.AdmitSame && !hold
 		if seq&1 == 0 {
 			if same {
@@ -410,12 +417,18 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 				continue
 			}
 			if st.seq.CompareAndSwap(seq, seq+1) {
+				if rc != nil {
+					// The commit's time: a conflict's fresh snapshot moves
+					// it with the words it stamps (commitConflict), so that
+					// Reserved reads them at their time (audit 106).
+					rc.ms = ms
+				}
 				if hold {
 					if !s.commitHeld(st, &sn, &nw, ms, delta, limit, rc) {
 						return tryDenied, nil
 					}
 					if rc != nil {
-						rc.h, rc.levels, rc.resets, rc.ms = h, s.levels, s.resets.Load(), ms
+						rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
 					}
 					return tryAdmitted, st
 				}
@@ -438,7 +451,7 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 					return tryDenied, nil
 				}
 				if rc != nil {
-					rc.h, rc.levels, rc.resets, rc.ms = h, s.levels, s.resets.Load(), ms
+					rc.h, rc.levels, rc.resets = h, s.levels, s.resets.Load()
 				}
 				return tryAdmitted, nil
 			}
@@ -669,6 +682,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 		}
 		if i == L {
 			if rc != nil {
+				rc.held, rc.ms = held, ms
 				for l := range L {
 					rc.stored[l], rc.restore[l] = nw[l], nw[l]
 					if held&(1<<l) == 0 {
@@ -728,7 +742,6 @@ func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 	var w [MaxLevels]atom.Word
 	var v [MaxLevels]float64
 	cs := s.cellsOf(h, &c)
-	s.markNegative(delta)
 	rc := Receipt{h: h, levels: s.levels, resets: s.resets.Load(), ms: ms}
 	// As update: every load, then one batch of decay, before the first CAS.
 	for l, p := range cs {
@@ -746,7 +759,7 @@ func (s *Sketch) add(h uint64, delta float64, ms int64) Receipt {
 			if s.hooks != nil {
 				s.hooks.call(s.hooks.skip, uint32(l))
 			}
-		} else if !p.CompareAndSwap(w[l], nw) {
+		} else if s.markNegative(delta); !p.CompareAndSwap(w[l], nw) {
 			w[l], nw = s.addLoop(p, &ms, delta, true)
 			now = s.stamp(ms)
 			v[l] = s.rules.Value(w[l], now)
