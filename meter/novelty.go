@@ -72,8 +72,10 @@ func NewNovelty(within time.Duration, opts ...Option) (*Novelty, error) {
 	if err := checkPeriod(within, o.periods); err != nil {
 		return nil, err
 	}
+	sc := o.Sketch(decay.Exponential(1/wholeMs(within).Seconds()), 0, 1, core.Min, o.Clock)
+	sc.FinalAdmission = true // a first sighting stays one (audit 109)
 	r, err := core.NewRotator(core.RotatorConfig{
-		Sketch:   o.Sketch(decay.Exponential(1/wholeMs(within).Seconds()), 0, 1, core.Min, o.Clock),
+		Sketch:   sc,
 		Prefetch: !o.NoPrefetch,
 		Period:   periodOf(within, o.periods),
 	})

@@ -47,6 +47,17 @@ type Config struct {
 	// estimate. It needs the Min aggregator; it takes no negative delta,
 	// and Refund gives nothing back.
 	Conservative bool
+	// FinalAdmission makes a TryUpdate's admitting decision final: a
+	// commit that meets another key's write on one of its cells adds its
+	// increment to the levels it had not written yet (as Update adds it)
+	// instead of undoing and deciding again. meter.Novelty sets it: a
+	// retry counts the call's own increment wherever the undo was refused
+	// (a mark at Hi), so it could tell no caller that a key never seen is
+	// new (audit 109). Racing calls of one key still decide one after the
+	// other (the stripe), so exactly one of them is admitted; what is lost
+	// is a limiter's exactness against keys of other stripes, which
+	// Novelty's readings do not promise.
+	FinalAdmission bool
 }
 
 // Normalize returns cfg with defaults filled in and validated: Levels,

@@ -201,7 +201,10 @@ func (s *Sketch) rollback(c *atom.Cell, stored, restore atom.Word, ms int64) boo
 		}
 		return true
 	}
-	if stored.Score() == s.hi32 || s.tb.hw.Load()-ms >= 1<<31 {
+	// A conserved sketch reads no stamp: its subtraction below holds
+	// however long ago the call was (audit 109: a clock jump of 2^31 ms
+	// during a refused TryAcquire kept its +1 for good).
+	if stored.Score() == s.hi32 || !s.conserved && s.tb.hw.Load()-ms >= 1<<31 {
 		return false
 	}
 	if c.CompareAndSwap(stored, restore) {
@@ -644,6 +647,28 @@ func (s *Sketch) commit(sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta,
 func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32, ms int64, delta, limit float64, rc *Receipt) bool {
 	var held uint32 // bit l: level l holds this call's increment from an earlier attempt
 	L := s.levels
+	if s.final {
+		// The decision stands: add the increment to levels [i, L) as an
+		// Update adds it. Those levels cannot be given back exactly.
+		if s.hooks != nil {
+			s.hooks.call(s.hooks.conflict, i)
+		}
+		s.markNegative(delta)
+		for l := i; l < L; l++ {
+			_, nw[l] = s.addLoop(sn.c[l], &ms, delta, l == i)
+			held |= 1 << l
+		}
+		if rc != nil {
+			rc.held, rc.ms = held, ms
+			for l := range L {
+				rc.stored[l], rc.restore[l] = nw[l], nw[l]
+				if held&(1<<l) == 0 {
+					rc.restore[l] = s.undoWord(sn.v[l], nw[l])
+				}
+			}
+		}
+		return true
+	}
 	for {
 		// Conflict on cell i: roll back cells [0, i), then decide again
 		// on a fresh snapshot. Combining cells read at different times
@@ -676,6 +701,11 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 				d = 0
 			}
 			nw[i] = s.rules.Apply(sn.w[i], sn.v[i], now, d)
+			if nw[i] != sn.w[i] {
+				// The retry may write where the first decision changed
+				// nothing (a hold's AdmitSame, audit 108).
+				s.markNegative(d)
+			}
 			if !s.put(sn.c[i], sn.w[i], nw[i], i) {
 				break
 			}
