@@ -1,8 +1,8 @@
 package limit_test
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"testing"
 	"time"
 

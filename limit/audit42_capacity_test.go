@@ -314,7 +314,7 @@ func TestAudit42SmallCapacityHolds(t *testing.T) {
 		{limit.Buckets, 50, 0.01}, {limit.Buckets, 300, 0.01}, {limit.Buckets, 2000, 0.01}, {limit.Buckets, 2000, 0.05},
 		{limit.CountMin, 2000, 0.01}, {limit.CountMin, 2000, 0.05},
 	} {
-		if !testsize.Keep(i, 2) {
+		if !testsize.Keep(i, testsize.Sample(1, 2, 4)) {
 			continue
 		}
 		mean, worst, over := audit42SmallSweep(c.e, c.keys, c.deny, 12)
@@ -333,7 +333,7 @@ func TestAudit42SmallCapacityHolds(t *testing.T) {
 func TestAudit42CapacityRoundTripGrid(t *testing.T) {
 	for _, deny := range []float64{0.5, 0.2, 0.05, 0.01, 0.003, 0.001, 1e-4} {
 		for j, n := range []int{1, 2, 3, 5, 8, 13, 21, 34, 55, 89, 144, 233, 377, 610, 987, 1597, 2584, 4181, 6765, 10946, 50000} {
-			if !testsize.Keep(j, 3) && n != 50000 {
+			if !testsize.Keep(j, testsize.Sample(1, 3, 7)) && n != 50000 {
 				continue
 			}
 			for _, e := range []limit.Engine{limit.Buckets, limit.CountMin} {

@@ -346,7 +346,7 @@ func TestAudit42RestoreAfterSetLimitAndTrailing(t *testing.T) {
 func TestAudit42RestoreDowntimeSweep(t *testing.T) {
 	testsize.Serial(t)
 	downs := []int64{}
-	for d := int64(0); d <= 70_000; d += 211 * int64(testsize.Stride(5)) {
+	for d := int64(0); d <= 70_000; d += 211 * int64(testsize.Stride(testsize.Sample(1, 5, 20))) {
 		downs = append(downs, d)
 	}
 	for _, w := range []int64{4369, 4370, 8738, 8739, 65535, 65536, 65537, 61438, 61439} {

@@ -416,7 +416,7 @@ func TestAudit48BucketsRestoreOffsetSweep(t *testing.T) {
 	}
 	tS := clk.Now()
 	snap := limiterSnap(t, a0)
-	for d := int64(0); d < 400_000; d += 1301 * int64(testsize.Stride(4)) {
+	for d := int64(0); d < 400_000; d += 1301 * int64(testsize.Stride(testsize.Sample(1, 4, 12))) {
 		clkA := limittest.NewFakeClock()
 		clkA.SetTime(tS)
 		a := newPersist(t, c, clkA, 5)

@@ -48,7 +48,7 @@ func TestAudit59CancelAcrossPromotions(t *testing.T) {
 		{
 			for j := 0; j <= int(g)+1; j++ {
 				for oi, offset := range []int64{-1, 0, 1, 37} {
-					if !testsize.Keep(oi+j, 2) {
+					if !testsize.Keep(oi+j, testsize.Sample(1, 2, 4)) {
 						continue
 					}
 					for _, t0 := range []int64{250, -1, 0, 1} { // -1, 0, 1: around the first deadline
@@ -194,7 +194,7 @@ func TestAudit59CollidingRefundsNeverUnderstate(t *testing.T) {
 			[]limit.Option{limit.WithEngine(limit.Buckets), limit.WithCapacity(c, 0.5)}})
 	}
 	for ei, e := range engines {
-		if !testsize.Keep(ei, 2) {
+		if !testsize.Keep(ei, testsize.Sample(1, 2, 4)) {
 			continue
 		}
 		{

@@ -87,7 +87,7 @@ func TestAudit66StaleTPredictions(t *testing.T) {
 			}
 			tok := int(1000/float64(c.lim)) + 1
 			checks := 0
-			for seed := uint64(0); seed < 5; seed++ {
+			for seed := uint64(0); seed < uint64(testsize.Sample(5, 5, 2)); seed++ {
 				rng := rand.New(rand.NewPCG(seed, 18))
 				l, tr, clk := build(seed)
 				clock := int64(1_000_000)

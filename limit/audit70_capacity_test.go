@@ -258,10 +258,7 @@ func TestAudit70PastCapacityOneSided(t *testing.T) {
 // is checked on the mean).
 func TestAudit70CapacityFilled(t *testing.T) {
 	testsize.Serial(t)
-	probes := 100_000
-	if testsize.Small() {
-		probes = 30_000
-	}
+	probes := testsize.Sample(100_000, 30_000, 10_000)
 	for _, c := range []struct {
 		name string
 		deny float64

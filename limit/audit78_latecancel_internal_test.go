@@ -19,7 +19,7 @@ import (
 // Cancel.
 func TestAudit78BucketsLateCancelAmidNeighbors(t *testing.T) {
 	bad := 0
-	for off := int64(0); off < 300_000; off += 1013 * int64(testsize.Stride(4)) {
+	for off := int64(0); off < 300_000; off += 1013 * int64(testsize.Stride(testsize.Sample(1, 4, 12))) {
 		clk := sketchtest.NewFakeClock()
 		clk.Set(7_000_000)
 		l, _ := New(10, 20, WithClock(clk), WithEngine(Buckets), WithSeed(3), WithMaxDebt(80), WithCapacity(2000, 0.01))

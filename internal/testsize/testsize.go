@@ -1,6 +1,9 @@
 package testsize
 
-import "testing"
+import (
+	"os"
+	"testing"
+)
 
 // Small reports whether a sweep should run its reduced sample: under
 // -short or under the race detector.
@@ -21,6 +24,29 @@ func Pick(n, small int) int {
 		return small
 	}
 	return n
+}
+
+// Emulated reports whether the test binary runs under an emulator (QEMU
+// user emulation: make test's arm64 step, and its amd64 v3 step on a CPU
+// without the v3 features), where every instruction costs about ten
+// times as much: .ci/cross-tests sets GRUDGE_TEST_EMULATOR (the variable
+// internal/testchild reads) for those binaries.
+func Emulated() bool { return os.Getenv("GRUDGE_TEST_EMULATOR") != "" }
+
+// Sample returns n at full size, small under Small, and emulated under
+// an emulator (which runs with -short): for the sweeps whose Small
+// sample still takes seconds natively, so tens under emulation, and
+// whose points are not specific to the architecture (capacity
+// statistics over seeds, long oracle walks), the emulated runs take a
+// smaller sample of the same grid; the native steps run Small's.
+func Sample(n, small, emulated int) int {
+	switch {
+	case !Small():
+		return n
+	case Emulated():
+		return emulated
+	}
+	return small
 }
 
 // Keep reports whether point i of a sweep runs: every point at full size,

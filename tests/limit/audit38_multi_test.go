@@ -153,7 +153,7 @@ func TestAudit38MultiOracle(t *testing.T) {
 		{{big.NewRat(1000, 3), limit.Every(3 * time.Millisecond), 30}, {big.NewRat(20, 1), 20, 3}, {big.NewRat(8, 1), 8, 16}},
 	}
 	for si, spec := range specs {
-		if !testsize.Keep(si, 2) {
+		if !testsize.Keep(si, testsize.Sample(1, 2, 4)) {
 			continue
 		}
 		for _, eng := range engines {

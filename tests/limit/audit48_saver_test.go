@@ -132,7 +132,7 @@ func TestAudit48LoadTruncatedOrSwapped(t *testing.T) {
 				}{write(name+".other", ob.Bytes()), sketch.ErrCorruptSnapshot}
 			}
 		}
-		for cells := uint32(1); cells < 4096; cells++ {
+		for cells := uint32(1); cells < 4096; cells += uint32(testsize.Sample(1, 1, 7)) {
 			m, err := meter.NewRate(time.Second, meter.WithSize(2, cells), meter.WithClock(sketchtest.NewFakeClock()))
 			if err != nil {
 				continue
@@ -364,7 +364,7 @@ func TestAudit48FixedDamagedEngineHeaderReadsAsMismatch(t *testing.T) {
 		}
 		var mism, corrupt, other int
 		var first string
-		for off := 64; off < hdrEnd; off++ {
+		for off := 64; off < hdrEnd; off += testsize.Sample(1, 1, 3) {
 			b := append([]byte(nil), full...)
 			b[off] ^= 0x10
 			p := filepath.Join(dir, fmt.Sprintf("%s-%d", name, off))

@@ -54,7 +54,7 @@ func TestAudit85CapWithCapacityHolds(t *testing.T) {
 		{1, 0.01, 2}, {1, 0.5, 2}, {30, 0.5, 6}, {1000, 0.9, 3},
 		{100, 1e-4, 2}, {5, 0.05, 6},
 	}
-	probes := testsize.Pick(60_000, 15_000)
+	probes := testsize.Sample(60_000, 15_000, 5_000)
 	for _, e := range []limit.Engine{limit.Buckets, limit.CountMin} {
 		for _, c := range cases {
 			t.Run(fmt.Sprintf("%v/%d@%v", e, c.keys, c.deny), func(t *testing.T) {
