@@ -6,7 +6,10 @@
 // detector. Everywhere else (-race, where every memory access costs about
 // five times as much and the detector has nothing to find in one
 // goroutine's arithmetic; -short, the arm64 suite under emulation) they
-// run a sample of the same grid: Small reports which.
+// run a sample of the same grid: Small reports which. Under an emulator
+// (Emulated: the arm64 suite, about ten times slower) the slowest sweeps
+// whose points are not about the architecture take a smaller sample
+// still (Sample).
 //
 // A test that runs in one goroutine from start to end calls Serial first:
 // under -race it skips, so the race step spends its time on the tests
