@@ -828,7 +828,7 @@ func a29RaceAfterIdle(c *sketchtest.FakeClock, gap time.Duration, rounds, G int,
 // build lasts microseconds, T is 10 ms, and the mark is lost at once.
 func TestAudit29FixedNoveltyTwoNewAfterIdle(t *testing.T) {
 	n, c := a29Novelty(t, 10*time.Millisecond, 16, 0, meter.WithSize(4, 4096))
-	msg := a29RaceAfterIdle(c, 330*time.Millisecond, 3000, 8,
+	msg := a29RaceAfterIdle(c, 330*time.Millisecond, testsize.Sample(3000, 3000, 600), 8,
 		func(r int) bool { return !n.Seen(fmt.Sprint("fresh", r)) },
 		func(r, news int) string {
 			if news != 1 {
@@ -854,7 +854,7 @@ func TestAudit29FixedRateLosesFreshEventsAfterIdle(t *testing.T) {
 	w := 10 * time.Millisecond
 	r, c := a29Rate(t, w, 16, 0, meter.WithSize(4, 4096))
 	const G = 8
-	msg := a29RaceAfterIdle(c, 330*time.Millisecond, 3000, G,
+	msg := a29RaceAfterIdle(c, 330*time.Millisecond, testsize.Sample(3000, 3000, 600), G,
 		func(i int) bool { r.Observe(fmt.Sprint("k", i)); return true },
 		func(i, _ int) string {
 			if got := r.PerSecond(fmt.Sprint("k", i)) * w.Seconds(); got < G*(1-1e-9) {
