@@ -658,15 +658,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 			_, nw[l] = s.addLoop(sn.c[l], &ms, delta, l == i)
 			held |= 1 << l
 		}
-		if rc != nil {
-			rc.held, rc.ms = held, ms
-			for l := range L {
-				rc.stored[l], rc.restore[l] = nw[l], nw[l]
-				if held&(1<<l) == 0 {
-					rc.restore[l] = s.undoWord(sn.v[l], nw[l])
-				}
-			}
-		}
+		s.recordHeld(sn, nw, held, ms, rc)
 		return true
 	}
 	for {
@@ -711,16 +703,26 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 			}
 		}
 		if i == L {
-			if rc != nil {
-				rc.held, rc.ms = held, ms
-				for l := range L {
-					rc.stored[l], rc.restore[l] = nw[l], nw[l]
-					if held&(1<<l) == 0 {
-						rc.restore[l] = s.undoWord(sn.v[l], nw[l])
-					}
-				}
-			}
+			s.recordHeld(sn, nw, held, ms, rc)
 			return true
+		}
+	}
+}
+
+// recordHeld fills rc (if any) for a commit that met a conflict and
+// completed at ms: per level the stored word and its undo word, but for
+// the held levels, whose increment an earlier attempt left in the cell
+// (or, under FinalAdmission, an Update-like add wrote): nothing Refund
+// can give back there, and Refund reports so.
+func (s *Sketch) recordHeld(sn *snapshot, nw *[MaxLevels]atom.Word, held uint32, ms int64, rc *Receipt) {
+	if rc == nil {
+		return
+	}
+	rc.held, rc.ms = held, ms
+	for l := range s.levels {
+		rc.stored[l], rc.restore[l] = nw[l], nw[l]
+		if held&(1<<l) == 0 {
+			rc.restore[l] = s.undoWord(sn.v[l], nw[l])
 		}
 	}
 }
