@@ -398,9 +398,6 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 			}
 			return tryDenied, nil
 		}
-		if verdict == atom.Admit {
-			s.markNegative(delta) // before the commit's first write; a denial or a no-op writes nothing
-		}
 		same := verdict == atom.AdmitSame && !hold
 		if seq&1 == 0 {
 			if same {
@@ -420,6 +417,13 @@ func (s *Sketch) tryHold(h uint64, delta, limit float64, ms int64, rc *Receipt, 
 				continue
 			}
 			if st.seq.CompareAndSwap(seq, seq+1) {
+				if verdict == atom.Admit {
+					// Before the commit's first write, and only once the
+					// stripe is ours: a call that waits for it may be
+					// denied after all (audit 110); a denial or a no-op
+					// writes nothing.
+					s.markNegative(delta)
+				}
 				if rc != nil {
 					// The commit's time: a conflict's fresh snapshot moves
 					// it with the words it stamps (commitConflict), so that
