@@ -170,6 +170,12 @@ func (r *Rotator) buildErr(base, gen uint64, epoch *int64) (*Sketch, error) {
 // operation: one clock read, and a promotion when the deadline has passed.
 func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(), r.tb.NowMillis()) }
 
+// Settle brings rotation up to date at the clock's reading, as the start
+// of every operation does, without a key: no hash, no aggregate, no cell
+// read (the root package's Rotations, which grudge answers from a
+// counter).
+func (r *Rotator) Settle() { r.acquire() }
+
 // settle returns the set to operate on at time now (promoting gs when its
 // deadline has passed) and now as the Timebase's time.Time, which every
 // generation converts back without reading the clock again.
