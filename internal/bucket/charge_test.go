@@ -3,43 +3,45 @@ package bucket
 import (
 	"fmt"
 	"math"
+	"math/rand/v2"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
-	"pgregory.net/rapid"
 )
 
 // TestChargeDecidesAsFloats drives twin engines (one law, one seed, one
 // clock schedule) with the same operations, one through the float
 // methods, the other through Charges (its own, or another law's, which
 // it must convert on each call), and requires the same decisions and
-// the same loads after each.
+// the same loads after each. (A seeded sweep rather than rapid: the
+// core module's tests need no rapid; tests/internal/bucket has it.)
 func TestChargeDecidesAsFloats(t *testing.T) {
 	laws := []Law{Linear(10, 40), Linear(1000, 20), Linear(0.37, 3), None(20), Exponential(1, 40, 0)}
 	amounts := []float64{0, 1, 0.1, 1e-300, 0.5, 2, 3, 19.999999999999996, 20, 20.000000000000004, 40, 41, 1e300}
-	rapid.Check(t, func(rt *rapid.T) {
-		law := rapid.SampledFrom(laws).Draw(rt, "law")
-		other := rapid.SampledFrom(laws).Draw(rt, "other")
+	advances := []int64{0, 0, 1, 7, 100, 1000, 5000}
+	for seed := range uint64(200) {
+		rng := rand.New(rand.NewPCG(seed, 61))
+		law, other := laws[rng.IntN(len(laws))], laws[rng.IntN(len(laws))]
 		ca, cb := sketchtest.NewFakeClock(), sketchtest.NewFakeClock()
 		ca.Set(1_000_000)
 		cb.Set(1_000_000)
 		a, b, o := newTest(t, 8, law, ca), newTest(t, 8, law, cb), newTest(t, 8, other, nil)
-		amount := func(label string) float64 {
-			if rapid.Bool().Draw(rt, label+"Pick") {
-				return rapid.SampledFrom(amounts).Draw(rt, label)
+		amount := func() float64 {
+			if rng.IntN(2) == 0 {
+				return amounts[rng.IntN(len(amounts))]
 			}
-			return rapid.Float64Range(0, 50).Draw(rt, label)
+			return rng.Float64() * 50
 		}
-		for i := range rapid.IntRange(1, 60).Draw(rt, "ops") {
-			key := fmt.Sprint(rapid.IntRange(0, 3).Draw(rt, "key"))
-			n, limit := amount("n"), amount("limit")
+		for i := range 1 + rng.IntN(60) {
+			key := fmt.Sprint(rng.IntN(4))
+			n, limit := amount(), amount()
 			ch := b.Charge(n, limit)
-			if rapid.Bool().Draw(rt, "foreign") {
+			if rng.IntN(2) == 0 {
 				ch = o.Charge(n, limit)
 			}
 			var got, want bool
-			if rapid.IntRange(0, 3).Draw(rt, "kind") == 0 {
+			if rng.IntN(4) == 0 {
 				a.Update(key, n)
 				b.AddCharge(key, ch)
 				got, want = true, true
@@ -47,16 +49,16 @@ func TestChargeDecidesAsFloats(t *testing.T) {
 				want, got = a.TryUpdate(key, n, limit), b.TryCharge(key, ch)
 			}
 			if got != want {
-				rt.Fatalf("op %d: key %s n %v limit %v: TryCharge %v, TryUpdate %v", i, key, n, limit, got, want)
+				t.Fatalf("seed %d op %d (%v, other %v): key %s n %v limit %v: TryCharge %v, TryUpdate %v", seed, i, law, other, key, n, limit, got, want)
 			}
 			if qa, qb := a.Query(key), b.Query(key); qa != qb {
-				rt.Fatalf("op %d: key %s: load %v through Charges, %v through floats", i, key, qb, qa)
+				t.Fatalf("seed %d op %d: key %s: load %v through Charges, %v through floats", seed, i, key, qb, qa)
 			}
-			d := time.Duration(rapid.SampledFrom([]int64{0, 0, 1, 7, 100, 1000, 5000}).Draw(rt, "advance")) * time.Millisecond
+			d := time.Duration(advances[rng.IntN(len(advances))]) * time.Millisecond
 			ca.Advance(d)
 			cb.Advance(d)
 		}
-	})
+	}
 }
 
 // TestChargeAtDecidesAsFloats is the At forms' check on one schedule.
