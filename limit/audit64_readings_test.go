@@ -119,7 +119,10 @@ func TestAudit64ReadingsParity(t *testing.T) {
 		t.Errorf("WaitN(n > burst): %v", err)
 	}
 	wclk := limittest.NewFakeClock()
-	wclk.SetTime(time.Now()) // the context's deadline is on real time
+	// The deadline is read on the limiter's clock; an hour ahead of real
+	// time, the context itself does not end during the call (under an
+	// emulator 50 ms of real time can pass before WaitN reads it).
+	wclk.SetTime(time.Now().Add(time.Hour))
 	l = limit.MustNew(10, 5, limit.WithClock(wclk))
 	for i := 0; i < 5; i++ {
 		l.Allow("w")

@@ -157,7 +157,9 @@ func TestAudit11APILimitErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	rl.AllowN(time.Now(), "k", 2)
-	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	// 2 tokens need 200 ms; 150 ms of deadline leaves WaitN 150 ms of
+	// real time to read it (an emulator can take tens of ms a line).
+	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Millisecond)
 	defer cancel()
 	err = rl.WaitN(ctx, "k", 2)
 	if !errors.Is(err, limit.ErrPastDeadline) || !errors.Is(err, context.DeadlineExceeded) {
