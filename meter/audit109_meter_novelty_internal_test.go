@@ -75,3 +75,88 @@ func TestAudit109FixedNoveltyConflictHidesFirstSighting(t *testing.T) {
 		t.Errorf("Seen(%q) = true on its first sighting (one caller, a key never seen; %q shares only its level-1 cell): no caller was told it is new", k, j)
 	}
 }
+
+// otherStripeKey returns a key whose stripe differs from k's on p.
+func otherStripeKey(t *testing.T, p *core.Sketch, k string) string {
+	t.Helper()
+	for i := range 100_000 {
+		c := fmt.Sprintf("c%d", i)
+		if core.StripeOf(p, []byte(c)) != core.StripeOf(p, []byte(k)) {
+			return c
+		}
+	}
+	t.Fatal("no key on another stripe")
+	return ""
+}
+
+// TestAudit109ReviewConflictAcrossStripesDecidesAgain (stop 62): stop
+// 61's fix for audit 109 made a conflicting commit complete as an
+// Update does, with no second decision, and lost the exactness of keys
+// that share every cell (audit 88's one-cell race told two callers new
+// in stop 62's CI). One cell (M = 1, L = 1): Seen(k) admits, and before
+// its CAS Seen(c), c on another stripe, marks the cell; k's CAS fails, and
+// its retry reads c's mark: seen. Exactly one of the two is told new.
+func TestAudit109ReviewConflictAcrossStripesDecidesAgain(t *testing.T) {
+	for _, levels := range []uint32{1, 3} {
+		t.Run(fmt.Sprint("L=", levels), func(t *testing.T) {
+			clk := sketchtest.NewFakeClock()
+			clk.Set(1_000)
+			n, err := NewNovelty(time.Second, WithClock(clk), WithSeed(7), WithSize(levels, 1), WithPrefetch(false))
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := n.rot().Current().Gens[0]
+			c := otherStripeKey(t, p, "k")
+			fired, cSeen := false, true
+			core.SetHooks(p, core.Hooks{BeforeCAS: func(level uint32) {
+				if level == 0 && !fired {
+					fired = true
+					cSeen = n.Seen(c)
+				}
+			}})
+			kSeen := n.Seen("k")
+			core.SetHooks(p, core.Hooks{})
+			if !fired {
+				t.Fatal("the interleaving did not happen")
+			}
+			if cSeen == kSeen {
+				t.Errorf("Seen(c) = %v, Seen(k) = %v on one shared cell per level: want exactly one told new", cSeen, kSeen)
+			}
+		})
+	}
+}
+
+// TestAudit109ReviewHeldLevelChangedCounts (stop 62): a held level that
+// another writer changed since the call wrote it counts as loaded. Two
+// levels of one cell each: Seen(k) marks level 0; before its level-1 CAS,
+// 1 ms later, Seen(c) (another stripe) reads k's partial mark, is told new
+// and marks both levels (level 0 at a new stamp). k's CAS fails, its undo
+// of level 0 is refused (the word changed), and the retry reads c's marks
+// on both: k is seen. Reading level 0 at its value before k (stop 61's
+// Update-like completion did the same in effect) told both new.
+func TestAudit109ReviewHeldLevelChangedCounts(t *testing.T) {
+	clk := sketchtest.NewFakeClock()
+	clk.Set(1_000)
+	n, err := NewNovelty(time.Second, WithClock(clk), WithSeed(8), WithSize(2, 1), WithPrefetch(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := n.rot().Current().Gens[0]
+	c := otherStripeKey(t, p, "k")
+	fired, cSeen := false, true
+	core.SetHooks(p, core.Hooks{BeforeCAS: func(level uint32) {
+		if level == 1 && !fired {
+			fired = true
+			clk.Advance(time.Millisecond)
+			cSeen = n.Seen(c)
+		}
+	}})
+	kSeen := n.Seen("k")
+	core.SetHooks(p, core.Hooks{})
+	if !fired {
+		t.Fatal("the interleaving did not happen")
+	}
+	if cSeen || !kSeen {
+		t.Errorf("Seen(c) = %v, Seen(k) = %v: want c new (it read k's partial mark) and k seen (c marked every cell)", cSeen, kSeen)
+	}
+}

@@ -47,16 +47,18 @@ type Config struct {
 	// estimate. It needs the Min aggregator; it takes no negative delta,
 	// and Refund gives nothing back.
 	Conservative bool
-	// FinalAdmission makes a TryUpdate's admitting decision final: a
-	// commit that meets another key's write on one of its cells adds its
-	// increment to the levels it had not written yet (as Update adds it)
-	// instead of undoing and deciding again. meter.Novelty sets it: a
-	// retry counts the call's own increment wherever the undo was refused
-	// (a mark at Hi), so it could tell no caller that a key never seen is
-	// new (audit 109). Racing calls of one key still decide one after the
-	// other (the stripe), so exactly one of them is admitted; what is lost
-	// is a limiter's exactness against keys of other stripes, which
-	// Novelty's readings do not promise.
+	// FinalAdmission changes what a TryUpdate's retry after a commit
+	// conflict reads at a held level (one whose undo was refused, so it
+	// keeps the call's increment): while the level's word is still the one
+	// the call wrote, the retry reads it at its value before the call, not
+	// with the call's own increment. meter.Novelty sets it: its mark
+	// saturates at Hi, where an undo is refused, so a retry counting the
+	// call's own mark could tell no caller that a key never seen is new
+	// (audit 109). The retry still decides again, so racing calls of keys
+	// that share every cell are admitted once (audit 88), but for a writer
+	// that left a held word exactly as the call wrote it (a saturating add
+	// in the same millisecond), which no load can see (docs/design.md,
+	// "Roll-backs").
 	FinalAdmission bool
 }
 

@@ -42,7 +42,7 @@ type Sketch struct {
 	hiOver    bool                    // hi32 > cfg.Hi (a Hi no float32 holds, stored rounded up): every score read is capped at cfg.Hi (capped)
 	hiCap     float64                 // cfg.Hi when hiOver, else +Inf: capped's bound
 	cu        bool                    // Config.Conservative: every write goes through conservative.go
-	final     bool                    // Config.FinalAdmission: a commit conflict completes the commit (commitConflict)
+	final     bool                    // Config.FinalAdmission: a retry reads a held level unchanged since this call wrote it at its value before the call (commitConflict)
 	conserved bool                    // SetConserved: a roll-back may always subtract its increment (tryupdate.go, rollback)
 	minAgg    bool                    // the built-in Min aggregator: the aggregate is ValueN's result (aggregateOf)
 	hooks     *testHooks              // nil except in tests (export_test.go)

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/atom"
@@ -651,19 +652,13 @@ func (s *Sketch) commit(sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta,
 func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32, ms int64, delta, limit float64, rc *Receipt) bool {
 	var held uint32 // bit l: level l holds this call's increment from an earlier attempt
 	L := s.levels
+	// Under FinalAdmission: each level's value before this call (the
+	// first snapshot's), and the word this call last wrote (or checked)
+	// at each level, for priorAggregate.
+	var pre [MaxLevels]float64
+	var mine [MaxLevels]atom.Word
 	if s.final {
-		// The decision stands: add the increment to levels [i, L) as an
-		// Update adds it. Those levels cannot be given back exactly.
-		if s.hooks != nil {
-			s.hooks.call(s.hooks.conflict, i)
-		}
-		s.markNegative(delta)
-		for l := i; l < L; l++ {
-			_, nw[l] = s.addLoop(sn.c[l], &ms, delta, l == i)
-			held |= 1 << l
-		}
-		s.recordHeld(sn, nw, held, ms, rc)
-		return true
+		pre, mine = sn.v, *nw
 	}
 	for {
 		// Conflict on cell i: roll back cells [0, i), then decide again
@@ -678,6 +673,9 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 			s.hooks.call(s.hooks.reread, i)
 		}
 		now, agg := s.loadAll(sn, &ms)
+		if s.final && held != 0 {
+			agg = s.priorAggregate(sn, &pre, &mine, held)
+		}
 		if !(agg+delta <= limit) {
 			if s.hooks != nil {
 				for l := range L {
@@ -705,6 +703,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 			if !s.put(sn.c[i], sn.w[i], nw[i], i) {
 				break
 			}
+			mine[i] = nw[i]
 		}
 		if i == L {
 			s.recordHeld(sn, nw, held, ms, rc)
@@ -713,11 +712,30 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 	}
 }
 
+// priorAggregate is FinalAdmission's aggregate of a retry's fresh
+// snapshot: a held level whose word is still the one this call last
+// wrote there (mine) reads at its value before the call (pre, the first
+// snapshot's, not decayed further: never lower than the truth), not with
+// the call's own increment; every other level as loaded. A held level
+// another writer changed since counts as loaded (that writer's mark); a
+// writer that left the word as this call wrote it (a saturating add in
+// the same millisecond) is not seen (docs/design.md, "Roll-backs").
+func (s *Sketch) priorAggregate(sn *snapshot, pre *[MaxLevels]float64, mine *[MaxLevels]atom.Word, held uint32) float64 {
+	v := sn.v
+	lowest := math.Inf(1)
+	for l := range s.levels {
+		if held&(1<<l) != 0 && sn.w[l] == mine[l] {
+			v[l] = pre[l]
+		}
+		lowest = min(lowest, v[l])
+	}
+	return s.aggregateOf(v[:s.levels], lowest)
+}
+
 // recordHeld fills rc (if any) for a commit that met a conflict and
 // completed at ms: per level the stored word and its undo word, but for
-// the held levels, whose increment an earlier attempt left in the cell
-// (or, under FinalAdmission, an Update-like add wrote): nothing Refund
-// can give back there, and Refund reports so.
+// the held levels, whose increment an earlier attempt left in the cell:
+// nothing Refund can give back there, and Refund reports so.
 func (s *Sketch) recordHeld(sn *snapshot, nw *[MaxLevels]atom.Word, held uint32, ms int64, rc *Receipt) {
 	if rc == nil {
 		return
