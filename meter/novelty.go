@@ -33,7 +33,9 @@ import (
 // positive needs all L cells refreshed within T by other keys
 // ((1 - (1 - 1/M)^n)^L for n keys seen per T in L levels of M cells,
 // plus about n/M^2 for a key that shares every level with one other:
-// the double hashing of the cell indices). With
+// the double hashing of the cell indices), or a Seen whose commit meets
+// another key's write and spans a horizon sweep of its cells, a clock
+// step or stall of days inside one call (docs/design.md, "Roll-backs"). With
 // rotation (Period = 16 T by default, at least T) a generation becomes
 // the primary (Generations-1) x Period >= T after its creation, so the
 // marks it missed are older than T anyway: rotation adds no false

@@ -50,15 +50,16 @@ type Config struct {
 	// FinalAdmission changes what a TryUpdate's retry after a commit
 	// conflict reads at a held level (one whose undo was refused, so it
 	// keeps the call's increment): while the level's word is still the one
-	// the call wrote, the retry reads it at its value before the call, not
-	// with the call's own increment. meter.Novelty sets it: its mark
-	// saturates at Hi, where an undo is refused, so a retry counting the
-	// call's own mark could tell no caller that a key never seen is new
-	// (audit 109). The retry still decides again, so racing calls of keys
-	// that share every cell are admitted once (audit 88), but for a writer
-	// that left a held word exactly as the call wrote it (a saturating add
-	// in the same millisecond), which no load can see (docs/design.md,
-	// "Roll-backs").
+	// the call wrote, the retry reads it at the value the increment went
+	// in over, not with the call's own increment. meter.Novelty sets it:
+	// its mark saturates at Hi, where an undo is refused, so a retry
+	// counting the call's own mark could tell no caller that a key never
+	// seen is new (audit 109). The retry still decides again, so racing
+	// calls of keys that share every cell are admitted once (audits 88 and
+	// 112), but for a writer that left a held word exactly as the call
+	// wrote it (a saturating add stamped at the call's time), which no load
+	// can see; a horizon sweep's re-stamp of the held word counts as
+	// another writer's (docs/design.md, "Roll-backs").
 	FinalAdmission bool
 }
 

@@ -652,13 +652,15 @@ func (s *Sketch) commit(sn *snapshot, nw *[MaxLevels]atom.Word, ms int64, delta,
 func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32, ms int64, delta, limit float64, rc *Receipt) bool {
 	var held uint32 // bit l: level l holds this call's increment from an earlier attempt
 	L := s.levels
-	// Under FinalAdmission: each level's value before this call (the
-	// first snapshot's), and the word this call last wrote (or checked)
-	// at each level, for priorAggregate.
+	// Under FinalAdmission, for priorAggregate: per level the value the
+	// call's increment went in over (the snapshot value of the attempt
+	// that wrote it) and the word the call has there, and the held levels
+	// another writer has changed since (taken: sticky).
 	var pre [MaxLevels]float64
 	var mine [MaxLevels]atom.Word
+	var taken uint32
 	if s.final {
-		pre, mine = sn.v, *nw
+		pre, mine = sn.v, *nw // levels [0, i); the others are set when written
 	}
 	for {
 		// Conflict on cell i: roll back cells [0, i), then decide again
@@ -674,7 +676,7 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 		}
 		now, agg := s.loadAll(sn, &ms)
 		if s.final && held != 0 {
-			agg = s.priorAggregate(sn, &pre, &mine, held)
+			agg = s.priorAggregate(sn, &pre, &mine, held, &taken)
 		}
 		if !(agg+delta <= limit) {
 			if s.hooks != nil {
@@ -703,7 +705,13 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 			if !s.put(sn.c[i], sn.w[i], nw[i], i) {
 				break
 			}
-			mine[i] = nw[i]
+			if s.final {
+				if held&(1<<i) == 0 {
+					pre[i], mine[i] = sn.v[i], nw[i] // the increment went in over sn.v[i]
+				} else if taken&(1<<i) == 0 {
+					mine[i] = nw[i] // the call's own word, re-stamped
+				}
+			}
 		}
 		if i == L {
 			s.recordHeld(sn, nw, held, ms, rc)
@@ -713,19 +721,26 @@ func (s *Sketch) commitConflict(sn *snapshot, nw *[MaxLevels]atom.Word, i uint32
 }
 
 // priorAggregate is FinalAdmission's aggregate of a retry's fresh
-// snapshot: a held level whose word is still the one this call last
-// wrote there (mine) reads at its value before the call (pre, the first
-// snapshot's, not decayed further: never lower than the truth), not with
-// the call's own increment; every other level as loaded. A held level
-// another writer changed since counts as loaded (that writer's mark); a
-// writer that left the word as this call wrote it (a saturating add in
-// the same millisecond) is not seen (docs/design.md, "Roll-backs").
-func (s *Sketch) priorAggregate(sn *snapshot, pre *[MaxLevels]float64, mine *[MaxLevels]atom.Word, held uint32) float64 {
+// snapshot: a held level whose word is still the one this call has there
+// (mine) reads at the value its increment went in over (pre, not
+// decayed further: never lower than the truth), not with the call's own
+// increment; a held level whose word another writer has changed since
+// (taken, sticky) and every other level read as loaded. A writer that
+// left the word as this call wrote it (a saturating add stamped at the
+// call's time) is not seen, and neither is the horizon sweep's re-stamp
+// of the call's own word, which then counts as another writer's
+// (docs/design.md, "Roll-backs").
+func (s *Sketch) priorAggregate(sn *snapshot, pre *[MaxLevels]float64, mine *[MaxLevels]atom.Word, held uint32, taken *uint32) float64 {
 	v := sn.v
 	lowest := math.Inf(1)
 	for l := range s.levels {
-		if held&(1<<l) != 0 && sn.w[l] == mine[l] {
-			v[l] = pre[l]
+		if held&(1<<l) != 0 {
+			if sn.w[l] != mine[l] {
+				*taken |= 1 << l
+			}
+			if *taken&(1<<l) == 0 {
+				v[l] = pre[l]
+			}
 		}
 		lowest = min(lowest, v[l])
 	}
