@@ -59,7 +59,11 @@ func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
 // WithCapacity sizes the engine for keys keys at their limit at once
 // with at most a share deny of fresh keys (keys never seen) denied
 // because of them (the count-min's, an expected share: see Suggest): Suggest's Lines for Buckets, its Levels x Cells for
-// CountMin (for the limiter's Generations). It replaces the default
+// CountMin (for the limiter's Generations). Under Auto it selects
+// CountMin where only the count-min holds them (Suggest's Buckets is
+// zero); where both do, the engine is Auto's usual choice, though below
+// a denial rate of about 7e-6 the count-min is the smaller (Suggest says
+// both sizes; WithEngine(CountMin) takes it). It replaces the default
 // memory; it cannot be combined with WithSize. keys must be >= 1 and deny
 // in (0, 1); the memory is bounded by WithMaxBytes like any size.
 func WithCapacity(keys int, deny float64) Option {
@@ -182,8 +186,24 @@ func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, erro
 }
 
 // countMinOnly reports whether o holds an option only the count-min
-// takes (Auto then picks it whatever MaxDebt).
-func (o *options) countMinOnly() bool { return o.sizeSet || o.genSet || o.period != 0 || o.cu }
+// takes, or a capacity only the count-min holds (capCountMin): Auto then
+// picks it whatever MaxDebt.
+func (o *options) countMinOnly() bool {
+	return o.sizeSet || o.genSet || o.period != 0 || o.cu || o.capCountMin
+}
+
+// capacityOnlyCountMin reports whether, for WithCapacity(keys, deny)
+// under Auto, only the count-min of generations generations holds the
+// keys: the Buckets engine would need more than 2^32 lines (a denial
+// rate far below 4e-4, where its 16-bit fingerprints set its size:
+// docs/capacity.md, "Sizing").
+func capacityOnlyCountMin(keys int, deny float64, generations int) bool {
+	if _, err := bucket.Suggest(keys, deny); err == nil {
+		return false
+	}
+	_, err := bucket.SuggestCountMin(keys, deny, generations)
+	return err == nil
+}
 
 // bucketMaxTicks is the most ticks a debt can span in the Buckets engine
 // (its 16-bit stamps less the sweep's margin): at 1 ms a tick, MaxDebt

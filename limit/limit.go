@@ -113,6 +113,7 @@ type options struct {
 	capKeys     int
 	capDeny     float64
 	capSet      bool // WithCapacity was given
+	capCountMin bool // under Auto, only the count-min holds the capacity (capacityOnlyCountMin)
 	sizeSet     bool // WithSize was given
 	cu          bool // WithConservativeUpdate(true)
 }
@@ -294,6 +295,9 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		return nil, bad("RejectCost", o.rejectCost, "RejectCost must be <= MaxDebt (%v); got %v", maxDebt, o.rejectCost)
 	}
 	l.maxDebt, l.rejectCost = maxDebt, o.rejectCost
+	if o.capSet && o.engine == Auto {
+		o.capCountMin = capacityOnlyCountMin(o.capKeys, o.capDeny, int(o.generations))
+	}
 	unit, drain, exact, fbits := units.Units(l.rate, maxDebt)
 	plan := planBuckets(l.rate, maxDebt, o.rejectCost)
 	eng, err := chooseEngine(&o, l.rate, maxDebt, plan)

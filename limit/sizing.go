@@ -16,7 +16,10 @@ type Sizing struct {
 	Keys int
 	Deny float64
 	// Buckets is the Buckets engine's size (WithCapacity gives it Lines
-	// lines): about 5 bytes per key.
+	// lines): about 5 bytes per key for a Deny of 1% to 0.1%; below about
+	// 4e-4 its 16-bit fingerprints set the size (39 bytes per key at
+	// 1e-4, 391 at 1e-5, 3906 at 1e-6), and below about 7e-6 the
+	// count-min is the smaller (docs/capacity.md, "Sizing").
 	Buckets BucketsSize
 	// CountMin is the count-min's, for the default two generations
 	// (WithCapacity recomputes it for WithGenerations): about 1.44 x
@@ -58,24 +61,29 @@ type CountMinSize struct {
 // six seeds at 1%). A key at its limit is one whose debt would deny a request: keys
 // well within their limit cost the count-min nothing and the Buckets
 // engine an entry only while their debt lasts. WithCapacity(keys, deny)
-// builds the limiter at that size. CountMin is the zero CountMinSize
-// when no count-min of at most 2^30 cells per level holds them (the
-// Buckets size may still exist: about 5 bytes per key). An invalid
-// argument, or a size no engine reaches, is a *sketch.ConfigError (field
+// builds the limiter at that size. Buckets is the zero
+// BucketsSize when no Buckets engine of at most 2^32 lines holds them,
+// and CountMin the zero CountMinSize when no count-min of at most 2^30
+// cells per level does; the other still answers. An invalid argument,
+// or a size no engine reaches, is a *sketch.ConfigError (field
 // Capacity).
 func Suggest(keys int, deny float64) (Sizing, error) {
 	if keys < 1 || !(deny > 0 && deny < 1) {
 		return Sizing{}, bad("Capacity", keys, "Suggest needs keys >= 1 and deny in (0, 1); got %d, %v", keys, deny)
 	}
-	g, err := bucket.Suggest(keys, deny)
-	if err != nil {
-		return Sizing{}, bad("Capacity", keys, "%v", err)
+	// An engine too large to build (more than 2^32 lines, more than 2^30
+	// cells per level) leaves its size zero: the other still answers.
+	sz := Sizing{Keys: keys, Deny: deny}
+	g, gErr := bucket.Suggest(keys, deny)
+	if gErr == nil {
+		sz.Buckets = BucketsSize{Lines: g.Lines, Bytes: g.Bytes, Deny: g.Deny, Got: g.Got}
 	}
-	sz := Sizing{Keys: keys, Deny: deny, Buckets: BucketsSize{Lines: g.Lines, Bytes: g.Bytes, Deny: g.Deny, Got: g.Got}}
-	// A count-min too large to build (more than 2^30 cells per level)
-	// leaves CountMin zero: the Buckets size still answers.
-	if c, err := bucket.SuggestCountMin(keys, deny, core.DefaultGenerations); err == nil {
+	c, cErr := bucket.SuggestCountMin(keys, deny, core.DefaultGenerations)
+	if cErr == nil {
 		sz.CountMin = CountMinSize{Levels: c.Levels, Cells: c.Cells, Generations: c.Generations, Bytes: c.Generations * int(core.CellBytes(c.Levels, c.Cells)), Deny: c.Deny, Got: c.Got}
+	}
+	if gErr != nil && cErr != nil {
+		return Sizing{}, bad("Capacity", keys, "%v", gErr)
 	}
 	return sz, nil
 }

@@ -45,10 +45,10 @@ type Stats struct {
 	// reading falls to 0 while most fresh 2-token requests are still
 	// denied (audit 70: 0.000% read, 98.5% denied). docs/capacity.md
 	// has its accuracy against measured rates, and WithCapacity the
-	// cure. The Buckets engine reads its eviction-floor
-	// histogram and samples 4096 lines (as many as it has, with
-	// replacement, where it has fewer), from an offset that advances with
-	// each of the limiter's Stats calls; the count-min the share of cells
+	// cure. The Buckets engine of at most 4096 lines reads every line
+	// once (its floors line by line: the same reading on every call); a
+	// larger one reads its eviction-floor histogram and 4096 lines drawn
+	// at random positions (a seed and a per-engine count of calls); the count-min the share of cells
 	// that would deny in a run of 16,384 cells of each level of its
 	// primary generation, from an offset drawn from a process-wide count
 	// of Stats calls, so a fixed-seed reading can differ with the calls

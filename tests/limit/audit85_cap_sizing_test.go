@@ -170,11 +170,16 @@ func TestAudit85CapInvalidAndExtreme(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Field != "Size" {
 		t.Errorf("WithCapacity(1, 1e-12) under WithMaxBytes(1 MiB): %v; want a *sketch.ConfigError on Size", err)
 	}
+	// At 1e-12 the count-min holds 100 keys where the Buckets engine
+	// cannot: Suggest answers with a zero Buckets (stop 62, audit 114);
+	// at 5e-324 no engine reaches it.
+	if s, err := limit.Suggest(100, 1e-12); err != nil || s.Buckets.Lines != 0 || s.CountMin.Levels == 0 {
+		t.Errorf("Suggest(100, 1e-12) = %+v, %v; want a zero Buckets and a count-min", s, err)
+	}
+	if _, err = limit.Suggest(100, 5e-324); !errors.As(err, &ce) || ce.Field != "Capacity" {
+		t.Errorf("Suggest(100, 5e-324) = %v; want a *sketch.ConfigError on Capacity (no engine reaches it)", err)
+	}
 	for _, d := range []float64{1e-12, 5e-324} {
-		_, err = limit.Suggest(100, d)
-		if !errors.As(err, &ce) || ce.Field != "Capacity" {
-			t.Errorf("Suggest(100, %v) = %v; want a *sketch.ConfigError on Capacity (no engine reaches it)", d, err)
-		}
 		_, err = limit.New(10, 20, limit.WithCapacity(100, d), limit.WithEngine(limit.Buckets))
 		if !errors.As(err, &ce) || ce.Field != "Capacity" {
 			t.Errorf("New(WithCapacity(100, %v), Buckets) = %v; want a *sketch.ConfigError on Capacity", d, err)
