@@ -94,8 +94,10 @@ test-race:
 ## test-purego: the pure-Go build at full size: no -short, no race
 ## detector. The only step where the heavy single-goroutine sweeps run
 ## their whole grids (internal/testsize: -race and -short run a sample).
+## Built with -d=checkptr (the unsafe.Pointer checks that -race turns
+## on), for the tests that skip under -race (testsize.Serial).
 test-purego:
-	@bash .ci/side-by-side purego "$(CORE_MODULES)" '$(GO) test -tags purego -count=1 -timeout 10m ./...'
+	@bash .ci/side-by-side purego "$(CORE_MODULES)" '$(GO) test -tags purego $(CHECKPTR) -count=1 -timeout 10m ./...'
 
 ## test-nobackoff: the cell and sketch tests with the contention backoff
 ## compiled out (-tags grudge_nobackoff, the build bench/run16.sh compares
@@ -116,24 +118,24 @@ test-arm64:
 ## relies on how each step rounds must say so with a conversion
 ## (docs/design.md, "Fused multiply-add"). Run directly on a CPU with the
 ## v3 features (/proc/cpuinfo), else under qemu-x86_64-static -cpu max.
-## Under qemu only the packages of the rounding arguments run (V3_EMULATED:
-## the exact sums, the decay laws, the cell, the sizing model, the
-## conformance checks, and their tests/ twins): about 2.5 minutes there
-## on 2 vCPUs, where the whole suite takes about 8, and arm64, which
-## fuses every site v3 fuses and more, runs it all. V3_ALL=1 runs every
-## package under qemu too.
-## Our packages are built with -d=checkptr (the unsafe.Pointer checks
-## that -race turns on), for the tests that skip under -race
-## (testsize.Serial).
+## Only the packages of the rounding arguments run (V3_EMULATED: the
+## exact sums, the decay laws, the cell, the sizing model, the
+## conformance checks, the sketch's twin digests, and their tests/
+## twins), which hold every site
+## the compiler fuses (.ci/fma-sites.txt, checked by `make vet`): under
+## qemu a few minutes on 2 vCPUs where the whole suite takes about 8,
+## natively about 1 where it takes about 4; arm64, which fuses every
+## site v3 fuses and more, runs it all. V3_ALL=1 runs every package.
+## Built with -d=checkptr, as test-purego is.
 V3_FLAGS := avx avx2 bmi1 bmi2 f16c fma abm movbe xsave
-V3_EMULATED := .*/internal/atom .*/internal/law .*/internal/core .*/internal/bucket .*/decay .*/sketch/sketchtest
+V3_EMULATED := .*/internal/atom .*/internal/law .*/internal/core .*/internal/bucket .*/decay .*/sketch/sketchtest github.com/lfgrudge/grudge/sketch
 CHECKPTR := -gcflags=github.com/lfgrudge/grudge/...=-d=checkptr
 test-amd64v3:
 	@emu=; only=; for f in $(V3_FLAGS); do grep -qw $$f /proc/cpuinfo 2>/dev/null || emu=$(CURDIR)/.ci/qemu-x86_64-v3; done; \
 	if [ -n "$$emu" ]; then \
 		echo "test-amd64v3: this CPU lacks a v3 feature; running under $$emu"; \
-		[ -n "$(V3_ALL)" ] || only="$(V3_EMULATED)"; \
 	fi; \
+	[ -n "$(V3_ALL)" ] || only="$(V3_EMULATED)"; \
 	ONLY="$$only" GOARCH=amd64 GOAMD64=v3 GOFLAGS="$$GOFLAGS $(CHECKPTR)" GO=$(GO) bash .ci/cross-tests "amd64 v3" $(AMD64V3_BIN) "$$emu" $(CORE_MODULES)
 
 ## test-bench: the bench module's own tests (the matrix's report, plots,
