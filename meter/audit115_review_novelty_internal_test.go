@@ -162,8 +162,7 @@ func TestAudit115NoveltyNestedInterleavingsOneCell(t *testing.T) {
 			}
 			next, depth, fresh := 1, 0, 0
 			var order []string
-			var seen func(k string)
-			seen = func(k string) {
+			seen := func(k string) {
 				if !n.Seen(k) {
 					fresh++
 					order = append(order, k)
