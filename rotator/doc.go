@@ -1,7 +1,7 @@
 // Package rotator makes a sketch forget: N generations of sketch.Sketch,
 // read from the oldest, written to all, the oldest retired every Period.
 // It is a drop-in, lock-free alternative to grudge's rotator (same Config
-// fields, the methods of sketch.Sketch plus Close); sketch/reference has
+// fields, sketch.Sketch's Scorer methods plus Close); sketch/reference has
 // the mutex version, for A/B comparisons. Package sketch's documentation
 // states the guarantees every generation keeps, the naming rule and the
 // hashing rule.

@@ -11,8 +11,10 @@ import (
 
 // Rotator is a sketch that forgets: N generations of sketch.Sketch under
 // distinct seeds, read from the oldest (the primary), written to all, the
-// oldest retired every Period. It has the methods of sketch.Sketch plus
-// Close, so it replaces grudge's rotator without other changes.
+// oldest retired every Period. It has sketch.Sketch's Scorer methods,
+// with their String twins and At forms, Config, Sizes and the snapshot
+// methods (no Merge or Reset), plus Close and Stats, so it replaces
+// grudge's rotator without other changes.
 //
 // Create one with New; the zero Rotator is not usable. A Rotator is safe
 // for concurrent use by any number of goroutines. It starts no goroutine

@@ -52,7 +52,10 @@
 //     the clock's reading. Any idle time, 1 ms to years, decays as int64
 //     stamps would (a lazy sweep keeps the 32-bit stamps exact).
 //   - NaN or ±Inf delta or limit panics with a message that starts
-//     "sketch:" before any cell is touched; no cell ever holds NaN or Inf.
+//     "sketch:" before any cell is touched (the Scorers: Sketch, the
+//     rotator, the reference and the root package's; the readings check
+//     their own arguments and panic with their own prefix, "meter:" or
+//     "limit:"); no cell ever holds NaN or Inf.
 //   - Never below the truth: scores are narrowed to float32 rounding up,
 //     and exponential decay is biased up by 2^-40, so with Min aggregation
 //     and non-negative deltas Query(k) >= the key's true score, whatever
@@ -126,10 +129,14 @@
 //     grudge names take (ctx, key string) like the rest of that package.
 //   - Time. Each in-process operation that decides or writes has a short
 //     form that reads the clock and one full form that takes t time.Time
-//     first, as golang.org/x/time/rate does: named with x/time/rate's N
-//     where it has one (limit's AllowN, ReserveN, DecideN), with At
-//     otherwise (UpdateAt, QueryAt, UpdateAndQueryAt, TryUpdateAt here;
-//     ObserveAt, SeenAt in meter). A t is converted to the sketch's own
+//     first, as golang.org/x/time/rate does: limit's decisions, which
+//     take an int count of tokens n as x/time/rate's do, are
+//     (t, key, n) and named with its N (AllowN, ReserveN, and limit's
+//     own DecideN and PeekN in the same shape); every other full form is
+//     named with At (UpdateAt, QueryAt, UpdateAndQueryAt, TryUpdateAt
+//     here; ObserveAt, whose n is a float64 weight, and SeenAt in
+//     meter). limit.Multi.DecideKeys(t, n, keys...) takes one key per
+//     window, so its keys come last (a variadic parameter must). A t is converted to the sketch's own
 //     scale through its monotonic reading when present, so time.Now(), a
 //     fake clock's Now() and a stored wall time each mean what they say.
 //     The exceptions take no t, for a reason: QueryDetailed reads at the

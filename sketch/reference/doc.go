@@ -1,6 +1,6 @@
 // Package reference is the mutex reference: a faithful, simple
-// re-implementation of grudge (github.com/satmihir/grudge) with the API
-// of package sketch, float64 scores, int64 timestamps and a sync.Mutex
+// re-implementation of grudge (github.com/satmihir/grudge) with the
+// sketch.Scorer methods of package sketch and their At forms, float64 scores, int64 timestamps and a sync.Mutex
 // per cell, and grudge's rotator (one sync.RWMutex, a ticker goroutine).
 // It is public on purpose: users A/B against it, and it is the oracle of
 // this module's differential tests. Production code should use the

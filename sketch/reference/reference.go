@@ -8,8 +8,9 @@ import (
 )
 
 // Sketch is the mutex reference sketch: grudge's cells (a float64 score,
-// an int64 timestamp and a sync.Mutex each) behind the methods of
-// sketch.Sketch, with the same semantics. It is a sketch.Scorer and an
+// an int64 timestamp and a sync.Mutex each) behind sketch.Sketch's
+// Scorer methods and their At forms (no Config, Sizes, Merge, Reset or
+// snapshots), with the same semantics. It is a sketch.Scorer and an
 // sketchtest.AtScorer. Its zero value is not usable; New builds one.
 type Sketch struct{ e *ref.Sketch }
 

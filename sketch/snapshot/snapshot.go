@@ -272,7 +272,7 @@ func WriteFile(path string, src Source) (err error) {
 
 // ErrNoSnapshot is matched by Load's error when the file does not exist
 // (errors.Is(err, fs.ErrNotExist) matches too): a first start.
-var ErrNoSnapshot = errors.New("no snapshot")
+var ErrNoSnapshot = errors.New("snapshot: no snapshot")
 
 // LoadError is Load's error: the path and the cause. errors.Is matches
 // ErrNoSnapshot for a missing file, sketch.ErrCorruptSnapshot for a
