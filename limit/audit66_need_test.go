@@ -21,7 +21,7 @@ func TestAudit66MaxDebtNeedSweep(t *testing.T) {
 	rates := []limit.Limit{10, 1.0 / 3, 0.3, 7000.0 / 13, limit.Every(7 * time.Millisecond), math.Pi, 1000, 5e-4, 1.0 / 7, 123.456, limit.Every(3 * time.Second)}
 	engines := []limit.Engine{limit.Auto, limit.Buckets, limit.CountMin}
 	tried, refused := 0, 0
-	n := testsize.Pick(3000, 1000)
+	n := testsize.Sample(3000, 1000, 300)
 	for i := 0; i < n; i++ {
 		R := rates[rng.IntN(len(rates))]
 		B := 1 + rng.IntN(50)
