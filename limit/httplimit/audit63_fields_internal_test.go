@@ -400,7 +400,14 @@ func a63Check(before http.Header, h http.Header, own []string, addPol, addRL str
 			return fmt.Errorf("%s over %q: members %q, want %q", f.name, old, got, want)
 		}
 	}
-	if d.Allowed || d.Never {
+	if d.Never && !d.Allowed {
+		// A request that can never be admitted gets no Retry-After, one
+		// already set included (stop 62, audit 120).
+		if got := h.Values("Retry-After"); len(got) != 0 {
+			return fmt.Errorf("Retry-After %q on a decision that can never be admitted", got)
+		}
+		return nil
+	} else if d.Allowed {
 		if got, was := h.Get("Retry-After"), before.Get("Retry-After"); got != was {
 			return fmt.Errorf("Retry-After %q -> %q on a decision that is not a denial", was, got)
 		}

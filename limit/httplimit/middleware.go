@@ -423,6 +423,8 @@ func (m *Middleware) find(d limit.Decision) policy {
 // field holds) (an outer
 // policy with no quota left denies a retry before its t; t is its next
 // whole token, so a retry that costs it more may be denied later too).
+// On a denial that can never be admitted (d.Never) it removes any
+// Retry-After already set.
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	v := m.policyValue()
 	if v == "" {
@@ -504,6 +506,13 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 		default:
 			h.Set("Retry-After", retryAfterText(keep, now))
 		}
+	}
+	if !d.Allowed && d.Never {
+		// A request that can never be admitted gets no Retry-After, one
+		// an outer layer set included (every spelling: fieldLines), so
+		// that no client is told to come back (audit 120).
+		fieldLines(h, "Retry-After")
+		h.Del("Retry-After")
 	}
 }
 
