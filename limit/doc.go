@@ -33,7 +33,7 @@
 //     tick at which it drains to 0, next to a 16-bit fingerprint, in one
 //     of two lines chosen by the keyed hash. A key at its limit takes
 //     about 5 bytes at 1% to 0.1% of fresh keys denied (more below about
-//     4e-4, where the fingerprints set the size: Sizing), and the
+//     7e-4, where the fingerprints set the size: Sizing), and the
 //     default 6.1 MiB holds a million keys at full
 //     debt while denying 0.03% of fresh keys (measured, docs/capacity.md;
 //     Capacity(0.0003) reads lower, as it keeps Suggest's margin). It
@@ -74,7 +74,8 @@
 // RejectCost that is not a whole number of ticks); WithSize,
 // WithGenerations, WithPeriod and WithConservativeUpdate(true) select
 // CountMin, and so does a WithCapacity that only the count-min holds
-// (below about 7e-6 the count-min is also the smaller: Sizing). Both engines give the
+// (below about 7e-6, for 1,000 keys or more, the count-min is also the
+// smaller: Sizing). Both engines give the
 // same decisions for a key alone in its cells and every guarantee below,
 // with one difference in what a Cancel gives back (see
 // Reservation.Cancel), one in a rare race (first writes of one key

@@ -62,8 +62,9 @@ func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
 // CountMin (for the limiter's Generations). Under Auto it selects
 // CountMin where only the count-min holds them (Suggest's Buckets is
 // zero); where both do, the engine is Auto's usual choice, though below
-// a denial rate of about 7e-6 the count-min is the smaller (Suggest says
-// both sizes; WithEngine(CountMin) takes it). It replaces the default
+// a denial rate of about 7e-6 (for 1,000 keys or more; lower for fewer)
+// the count-min is the smaller (Suggest says both sizes;
+// WithEngine(CountMin) takes it). It replaces the default
 // memory; it cannot be combined with WithSize. keys must be >= 1 and deny
 // in (0, 1); the memory is bounded by WithMaxBytes like any size.
 func WithCapacity(keys int, deny float64) Option {
@@ -195,7 +196,7 @@ func (o *options) countMinOnly() bool {
 // capacityOnlyCountMin reports whether, for WithCapacity(keys, deny)
 // under Auto, only the count-min of generations generations holds the
 // keys: the Buckets engine would need more than 2^32 lines (a denial
-// rate far below 4e-4, where its 16-bit fingerprints set its size:
+// rate far below 7e-4, where its 16-bit fingerprints set its size:
 // docs/capacity.md, "Sizing").
 func capacityOnlyCountMin(keys int, deny float64, generations int) bool {
 	if _, err := bucket.Suggest(keys, deny); err == nil {

@@ -17,9 +17,10 @@ type Sizing struct {
 	Deny float64
 	// Buckets is the Buckets engine's size (WithCapacity gives it Lines
 	// lines): about 5 bytes per key for a Deny of 1% to 0.1%; below about
-	// 4e-4 its 16-bit fingerprints set the size (39 bytes per key at
-	// 1e-4, 391 at 1e-5, 3906 at 1e-6), and below about 7e-6 the
-	// count-min is the smaller (docs/capacity.md, "Sizing").
+	// 7e-4 its 16-bit fingerprints set the size (39 bytes per key at
+	// 1e-4, 391 at 1e-5, 3906 at 1e-6), and for 1,000 keys or more the
+	// count-min is the smaller below about 7e-6 (for fewer keys, lower:
+	// 1e-6 at 100; docs/capacity.md, "Sizing").
 	Buckets BucketsSize
 	// CountMin is the count-min's, for the default two generations
 	// (WithCapacity recomputes it for WithGenerations): about 1.44 x

@@ -1,6 +1,6 @@
 // Package bucket is a table of per-key loads in constant memory that
 // holds a key at its limit in about 5 bytes (at 1% to 0.1% of fresh keys
-// denied; below about 4e-4 its 16-bit fingerprints set the size): a
+// denied; below about 7e-4 its 16-bit fingerprints set the size): a
 // million keys at full debt in limit's default 6.10 MiB deny 0.03% of
 // fresh keys, where the
 // count-min sketch of the same memory denies 99.98% (docs/capacity.md).

@@ -168,12 +168,13 @@ func Suggest(keys int, deny float64) (Geometry, error) {
 	}
 	ok := func(lines int) bool { return Fits(keys, lines, deny) }
 	lo, hi := 2, max(2, keys/SlotsPerLine+1)
+	const most = 1<<32 - 1 // the most lines an engine has
 	for !ok(hi) {
 		lo = hi + 1
-		if hi > (1<<32-1)/2 {
+		if hi >= most {
 			return Geometry{}, fmt.Errorf("bucket: Suggest: %d keys at a denial rate of %v need more than 2^32 lines", keys, deny)
 		}
-		hi *= 2
+		hi = min(2*hi, most) // the last step tries the largest engine itself (audit 119)
 	}
 	for lo < hi {
 		mid := lo + (hi-lo)/2
