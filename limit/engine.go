@@ -193,17 +193,30 @@ func (o *options) countMinOnly() bool {
 	return o.sizeSet || o.genSet || o.period != 0 || o.cu || o.capCountMin
 }
 
-// capacityOnlyCountMin reports whether, for WithCapacity(keys, deny)
-// under Auto, only the count-min of generations generations holds the
-// keys: the Buckets engine would need more than 2^32 lines (a denial
-// rate far below 7e-4, where its 16-bit fingerprints set its size:
-// docs/capacity.md, "Sizing").
-func capacityOnlyCountMin(keys int, deny float64, generations int) bool {
-	if _, err := bucket.Suggest(keys, deny); err == nil {
+// capacityOnlyCountMin reports whether, for WithCapacity under Auto,
+// only the count-min of o's generations holds the keys: the Buckets
+// engine would need more than 2^32 lines (a denial rate far below 7e-4,
+// where its 16-bit fingerprints set its size: docs/capacity.md,
+// "Sizing").
+func (o *options) capacityOnlyCountMin() bool {
+	if _, err := o.capBuckets(); err == nil {
 		return false
 	}
-	_, err := bucket.SuggestCountMin(keys, deny, generations)
+	_, err := bucket.SuggestCountMin(o.capKeys, o.capDeny, int(o.generations))
 	return err == nil
+}
+
+// capBuckets is bucket.Suggest for WithCapacity's keys and deny,
+// computed once for New (Auto's choice and then the engine's size).
+func (o *options) capBuckets() (bucket.Geometry, error) {
+	if o.capGeom != nil {
+		return *o.capGeom, nil
+	}
+	g, err := bucket.Suggest(o.capKeys, o.capDeny)
+	if err == nil {
+		o.capGeom = &g
+	}
+	return g, err
 }
 
 // bucketMaxTicks is the most ticks a debt can span in the Buckets engine
@@ -216,7 +229,7 @@ const bucketMaxTicks = 61438
 func (l *Limiter) newBuckets(o *options) error {
 	lines := bucket.LinesFor(defaultBucketBytes)
 	if o.capSet {
-		g, err := bucket.Suggest(o.capKeys, o.capDeny)
+		g, err := o.capBuckets()
 		if err != nil {
 			return bad("Capacity", o.capKeys, "%v", err)
 		}

@@ -112,10 +112,11 @@ type options struct {
 	engine      Engine
 	capKeys     int
 	capDeny     float64
-	capSet      bool // WithCapacity was given
-	capCountMin bool // under Auto, only the count-min holds the capacity (capacityOnlyCountMin)
-	sizeSet     bool // WithSize was given
-	cu          bool // WithConservativeUpdate(true)
+	capSet      bool             // WithCapacity was given
+	capCountMin bool             // under Auto, only the count-min holds the capacity (capacityOnlyCountMin)
+	capGeom     *bucket.Geometry // bucket.Suggest's answer for the capacity, once computed (capBuckets)
+	sizeSet     bool             // WithSize was given
+	cu          bool             // WithConservativeUpdate(true)
 }
 
 // WithClock sets the clock (default: the sketch's monotonic clock). Every
@@ -296,7 +297,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	}
 	l.maxDebt, l.rejectCost = maxDebt, o.rejectCost
 	if o.capSet && o.engine == Auto {
-		o.capCountMin = capacityOnlyCountMin(o.capKeys, o.capDeny, int(o.generations))
+		o.capCountMin = o.capacityOnlyCountMin()
 	}
 	unit, drain, exact, fbits := units.Units(l.rate, maxDebt)
 	plan := planBuckets(l.rate, maxDebt, o.rejectCost)

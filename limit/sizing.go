@@ -20,7 +20,7 @@ type Sizing struct {
 	// 7e-4 its 16-bit fingerprints set the size (39 bytes per key at
 	// 1e-4, 391 at 1e-5, 3906 at 1e-6), and for 1,000 keys or more the
 	// count-min is the smaller below about 7e-6 (for fewer keys, lower:
-	// 1e-6 at 100; docs/capacity.md, "Sizing").
+	// 1.1e-6 at 100; docs/capacity.md, "Sizing").
 	Buckets BucketsSize
 	// CountMin is the count-min's, for the default two generations
 	// (WithCapacity recomputes it for WithGenerations): about 1.44 x
