@@ -31,8 +31,9 @@ all: test
 ## test: the whole suite, after installing what it needs (deps): format,
 ## vet (amd64 + arm64 + purego), staticcheck, go mod tidy, race tests of
 ## the library and of tests/ (the consumer check included), purego tests,
-## the no-backoff build, the arm64 suite under qemu, the GOAMD64=v3 suite
-## (fused multiply-adds), the bench module's
+## the no-backoff build, the arm64 suite under qemu (ARM64_SKIP), the
+## GOAMD64=v3 build of the rounding arguments' packages (V3_EMULATED:
+## fused multiply-adds), the bench module's
 ## tests, the examples module's, and the redis/ module (vet, staticcheck, its tidy check, race
 ## tests against real redis-servers and a Redis Cluster), the last
 ## beside the arm64 and v3 steps (test-emulated-with-redis).
@@ -114,7 +115,8 @@ test-nobackoff:
 ## linearizability suites of limit, meter, rotator and the façade, whose
 ## code has no fused site (.ci/fma-sites.txt) and whose concurrency
 ## qemu runs with the host's memory order anyway; they run natively
-## under -race and purego). ARM64_ALL=1 runs every package.
+## under -race and purego). ARM64_ALL=1 (any non-empty value) runs
+## every package.
 ARM64_SKIP := github.com/lfgrudge/grudge/tests .*/tests/limit .*/tests/limit/httplimit .*/tests/meter .*/tests/rotator .*/tests/grudge .*/tests/grudgetest .*/tests/internal/ref
 test-arm64:
 	SKIP="$(if $(ARM64_ALL),,$(ARM64_SKIP))" GOARCH=arm64 GO=$(GO) bash .ci/cross-tests "arm64 (qemu)" $(ARM64_BIN) $(QEMU) $(CORE_MODULES)
@@ -132,7 +134,8 @@ test-arm64:
 ## the compiler fuses (.ci/fma-sites.txt, checked by `make vet`): under
 ## qemu a few minutes on 2 vCPUs where the whole suite takes about 8,
 ## natively about 1 where it takes about 4; arm64, which fuses every
-## site v3 fuses and more, runs it all. V3_ALL=1 runs every package.
+## site v3 fuses and more, runs it all. V3_ALL=1 (any non-empty value)
+## runs every package.
 ## Built with -d=checkptr, as test-purego is.
 V3_FLAGS := avx avx2 bmi1 bmi2 f16c fma abm movbe xsave
 V3_EMULATED := .*/internal/atom .*/internal/law .*/internal/core .*/internal/bucket .*/decay .*/sketch/sketchtest github.com/lfgrudge/grudge/sketch

@@ -74,7 +74,7 @@
 // RejectCost that is not a whole number of ticks); WithSize,
 // WithGenerations, WithPeriod and WithConservativeUpdate(true) select
 // CountMin, and so does a WithCapacity that only the count-min holds
-// (below about 7e-6, for 1,000 keys or more, the count-min is also the
+// within MaxBytes (below about 7e-6, for 1,000 keys or more, the count-min is also the
 // smaller: Sizing). Both engines give the
 // same decisions for a key alone in its cells and every guarantee below,
 // with one difference in what a Cancel gives back (see

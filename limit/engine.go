@@ -60,8 +60,9 @@ func WithEngine(e Engine) Option { return func(o *options) { o.engine = e } }
 // with at most a share deny of fresh keys (keys never seen) denied
 // because of them (the count-min's, an expected share: see Suggest): Suggest's Lines for Buckets, its Levels x Cells for
 // CountMin (for the limiter's Generations). Under Auto it selects
-// CountMin where only the count-min holds them (Suggest's Buckets is
-// zero); where both do, the engine is Auto's usual choice, though below
+// CountMin where only the count-min holds them within MaxBytes
+// (Suggest's Buckets is zero, or above MaxBytes where the count-min's
+// cells are not); where both do, the engine is Auto's usual choice, though below
 // a denial rate of about 7e-6 (for 1,000 keys or more; lower for fewer)
 // the count-min is the smaller (Suggest says both sizes;
 // WithEngine(CountMin) takes it). It replaces the default
@@ -194,16 +195,21 @@ func (o *options) countMinOnly() bool {
 }
 
 // capacityOnlyCountMin reports whether, for WithCapacity under Auto,
-// only the count-min of o's generations holds the keys: the Buckets
-// engine would need more than 2^32 lines (a denial rate far below 7e-4,
-// where its 16-bit fingerprints set its size: docs/capacity.md,
-// "Sizing").
+// only the count-min of o's generations holds the keys within MaxBytes:
+// the Buckets engine would need more than 2^32 lines, or more than
+// MaxBytes where the count-min's cells fit (a denial rate far below
+// 7e-4, where its 16-bit fingerprints set its size: docs/capacity.md,
+// "Sizing"; audit 121).
 func (o *options) capacityOnlyCountMin() bool {
-	if _, err := o.capBuckets(); err == nil {
+	maxBytes := o.MaxBytes
+	if maxBytes <= 0 {
+		maxBytes = core.DefaultMaxBytes
+	}
+	if g, err := o.capBuckets(); err == nil && int64(g.Lines+1)*bucket.LineBytes <= maxBytes {
 		return false
 	}
-	_, err := bucket.SuggestCountMin(o.capKeys, o.capDeny, int(o.generations))
-	return err == nil
+	c, err := bucket.SuggestCountMin(o.capKeys, o.capDeny, int(o.generations))
+	return err == nil && int64(c.Generations)*core.CellBytes(c.Levels, c.Cells) <= maxBytes
 }
 
 // capBuckets is bucket.Suggest for WithCapacity's keys and deny,
