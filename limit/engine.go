@@ -201,15 +201,29 @@ func (o *options) countMinOnly() bool {
 // 7e-4, where its 16-bit fingerprints set its size: docs/capacity.md,
 // "Sizing"; audit 121).
 func (o *options) capacityOnlyCountMin() bool {
-	maxBytes := o.MaxBytes
-	if maxBytes <= 0 {
-		maxBytes = core.DefaultMaxBytes
-	}
-	if g, err := o.capBuckets(); err == nil && int64(g.Lines+1)*bucket.LineBytes <= maxBytes {
-		return false
+	if g, err := o.capBuckets(); err == nil {
+		if _, _, ok := o.bucketsFit(g.Lines); ok {
+			return false
+		}
 	}
 	c, err := bucket.SuggestCountMin(o.capKeys, o.capDeny, int(o.generations))
-	return err == nil && int64(c.Generations)*core.CellBytes(c.Levels, c.Cells) <= maxBytes
+	return err == nil && int64(c.Generations)*core.CellBytes(c.Levels, c.Cells) <= o.maxBytes()
+}
+
+// maxBytes is the memory bound of o: MaxBytes, or its default when 0.
+func (o *options) maxBytes() int64 {
+	if o.MaxBytes == 0 {
+		return core.DefaultMaxBytes
+	}
+	return o.MaxBytes
+}
+
+// bucketsFit reports whether a Buckets engine of lines lines fits
+// within o's memory bound: the bytes it needs (its lines and one for the
+// header) and the bound.
+func (o *options) bucketsFit(lines int) (n, maxBytes int64, ok bool) {
+	n, maxBytes = int64(lines+1)*bucket.LineBytes, o.maxBytes()
+	return n, maxBytes, n <= maxBytes
 }
 
 // capBuckets is bucket.Suggest for WithCapacity's keys and deny,
@@ -241,11 +255,7 @@ func (l *Limiter) newBuckets(o *options) error {
 		}
 		lines = g.Lines
 	}
-	maxBytes := o.MaxBytes
-	if maxBytes == 0 {
-		maxBytes = core.DefaultMaxBytes
-	}
-	if n := int64(lines+1) * bucket.LineBytes; n > maxBytes {
+	if n, maxBytes, ok := o.bucketsFit(lines); !ok {
 		return bad("Size", n, "%d lines need %d bytes, above MaxBytes %d; raise WithMaxBytes or lower WithCapacity", lines, n, maxBytes)
 	}
 	// The engine counts in the limiter's units: a load of one unit is a
