@@ -198,14 +198,17 @@ tidy-redis:
 	(cd redis && GOWORK=off $(GO) mod tidy -modfile="$$t/go.mod"); \
 	grep -v '^replace github.com/lfgrudge/grudge ' "$$t/go.mod" > redis/go.mod; cp "$$t/go.sum" redis/go.sum
 
-## vet: go vet (amd64, arm64, purego) in every module, and the fused
+## vet: go vet (amd64, arm64, purego) in every module, the fused
 ## multiply-adds of the non-test code against their reviewed list
-## (.ci/fma-sites; docs/design.md, "Fused multiply-add").
+## (.ci/fma-sites; docs/design.md, "Fused multiply-add"), and the
+## platform promise (.ci/platforms: the other 64-bit ports build; the
+## 32-bit ports and wasm stop with the error README.md names).
 vet:
 	@for m in $(MODULES); do \
 		(cd $$m && $(GO) vet ./... && GOARCH=arm64 $(GO) vet ./... && $(GO) vet -tags purego ./...) || exit 1; \
 	done
 	@GO=$(GO) bash .ci/fma-sites
+	@GO=$(GO) bash .ci/platforms
 
 fmt:
 	gofmt -w .

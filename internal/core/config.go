@@ -85,7 +85,7 @@ func (cfg Config) Normalize() (Config, error) {
 		return bad("CellsPerLevel", cfg.CellsPerLevel, "CellsPerLevel must be <= %d; got %d", MaxCellsPerLevel, cfg.CellsPerLevel)
 	}
 	if cfg.MaxBytes < 0 {
-		return bad("MaxBytes", cfg.MaxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", DefaultMaxBytes, cfg.MaxBytes)
+		return bad("MaxBytes", cfg.MaxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(DefaultMaxBytes), cfg.MaxBytes)
 	}
 	if cfg.MaxBytes == 0 {
 		cfg.MaxBytes = DefaultMaxBytes
