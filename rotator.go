@@ -46,7 +46,8 @@ const periodWithTicker = time.Hour
 // oldest (the primary, warmed by a full period of writes), and the
 // primary retires every period, so a score lives at most N x Period after
 // its last write. It is a thin face over *rotator.Rotator. Build one with
-// NewRotator; call Close when done if it has a Ticker. Safe for
+// NewRotator (the zero Rotator's methods but Close panic with "grudge:
+// zero Rotator; use NewRotator"); call Close when done if it has a Ticker. Safe for
 // concurrent use; the hot-path methods do not allocate, except a lazy
 // rotator's one operation per Period that builds the next generation.
 type Rotator struct {
@@ -67,7 +68,11 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 		Generations: cfg.Generations,
 		Period:      cfg.Period,
 	}
-	if cfg.Ticker != nil && rc.Period >= 0 && rc.Period < time.Millisecond {
+	if cfg.Ticker != nil && rc.Period < 0 {
+		// The lazy rotator's rule ("> 0") is not this one's (audit 125).
+		return nil, core.ConfigErr("rotator", "Period", cfg.Period, "Period must be >= 0 with a Ticker (it is unused); got %v", cfg.Period)
+	}
+	if cfg.Ticker != nil && rc.Period < time.Millisecond {
 		rc.Period = periodWithTicker // unused: see periodWithTicker
 	}
 	r, err := rotator.New(rc)
@@ -126,33 +131,44 @@ func (rot *Rotator) Close() {
 // periods that elapsed (a clock jump over k periods counts k, as k ticks
 // would have).
 func (rot *Rotator) Rotations() int64 {
+	n := rot.native()
 	if rot.ticker == nil {
 		rot.e.Settle() // promotes if a period is over; calls no Hasher or Aggregator (audit 111)
 	}
-	return int64(rot.r.Stats().Periods)
+	return int64(n.Stats().Periods)
 }
 
 // Native returns the lock-free rotator underneath, for its native API.
 func (rot *Rotator) Native() *rotator.Rotator { return rot.r }
 
 // Update applies Update to every generation.
-func (rot *Rotator) Update(key []byte, delta float64) { rot.r.Update(key, delta) }
+func (rot *Rotator) Update(key []byte, delta float64) { rot.native().Update(key, delta) }
 
 // Query returns the primary generation's score for key.
-func (rot *Rotator) Query(key []byte) float64 { return rot.r.Query(key) }
+func (rot *Rotator) Query(key []byte) float64 { return rot.native().Query(key) }
 
 // UpdateAndQuery updates every generation and returns the primary's
 // updated score.
 func (rot *Rotator) UpdateAndQuery(key []byte, delta float64) float64 {
-	return rot.r.UpdateAndQuery(key, delta)
+	return rot.native().UpdateAndQuery(key, delta)
 }
 
 // TryUpdate applies delta to every generation only if the primary's
 // aggregate + delta <= limit, exactly across concurrent callers and
 // rotations, and reports whether it did.
 func (rot *Rotator) TryUpdate(key []byte, delta, limit float64) bool {
-	return rot.r.TryUpdate(key, delta, limit)
+	return rot.native().TryUpdate(key, delta, limit)
 }
 
 // QueryDetailed returns the primary generation's per-level view of key.
-func (rot *Rotator) QueryDetailed(key []byte) Result { return resultOf(rot.r.QueryDetailed(key)) }
+func (rot *Rotator) QueryDetailed(key []byte) Result {
+	return resultOf(rot.native().QueryDetailed(key))
+}
+
+// native returns the rotator underneath, or panics on the zero Rotator.
+func (rot *Rotator) native() *rotator.Rotator {
+	if rot.r == nil {
+		panic("grudge: zero Rotator; use NewRotator")
+	}
+	return rot.r
+}

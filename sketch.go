@@ -7,7 +7,8 @@ import (
 // Sketch is a decaying-score count-min sketch: L levels of M cells, each a
 // packed float32 score and age updated lock-free. It is a thin face over
 // *sketch.Sketch with grudge's method set. The zero value is not usable:
-// build one with New. All methods are safe for concurrent use; Update,
+// build one with New (its methods panic with "grudge: zero Sketch; use
+// New"). All methods are safe for concurrent use; Update,
 // Query, UpdateAndQuery and TryUpdate do not allocate (with a built-in
 // Aggregator), QueryDetailed allocates its result.
 type Sketch struct {
@@ -31,15 +32,15 @@ func (s *Sketch) Native() *sketch.Sketch { return s.s }
 
 // Update decays the key's L cells to now and adds delta to each, clamped
 // to [Lo, Hi]. It panics if delta is NaN or ±Inf.
-func (s *Sketch) Update(key []byte, delta float64) { s.s.Update(key, delta) }
+func (s *Sketch) Update(key []byte, delta float64) { s.native().Update(key, delta) }
 
 // Query returns the key's aggregated score, decayed to now. It only reads.
-func (s *Sketch) Query(key []byte) float64 { return s.s.Query(key) }
+func (s *Sketch) Query(key []byte) float64 { return s.native().Query(key) }
 
 // UpdateAndQuery is Update followed by the aggregate of the updated cells,
 // in one pass.
 func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
-	return s.s.UpdateAndQuery(key, delta)
+	return s.native().UpdateAndQuery(key, delta)
 }
 
 // TryUpdate adds delta to the key's cells only if aggregate + delta <=
@@ -48,12 +49,12 @@ func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
 // Hi too (scores stay clamped at Hi). It panics if delta or limit is NaN
 // or ±Inf.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
-	return s.s.TryUpdate(key, delta, limit)
+	return s.native().TryUpdate(key, delta, limit)
 }
 
 // QueryDetailed returns the aggregate with each level's cell index and
 // decayed score. It allocates.
-func (s *Sketch) QueryDetailed(key []byte) Result { return resultOf(s.s.QueryDetailed(key)) }
+func (s *Sketch) QueryDetailed(key []byte) Result { return resultOf(s.native().QueryDetailed(key)) }
 
 // Result is the per-level view of one key, as QueryDetailed returns it.
 type Result struct {
@@ -76,4 +77,12 @@ func resultOf(d sketch.Detail) Result {
 		r.CellIndexes[i] = l.Index
 	}
 	return r
+}
+
+// native returns the sketch underneath, or panics on the zero Sketch.
+func (s *Sketch) native() *sketch.Sketch {
+	if s.s == nil {
+		panic("grudge: zero Sketch; use New")
+	}
+	return s.s
 }

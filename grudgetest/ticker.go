@@ -12,8 +12,10 @@ import (
 const handledWait = time.Second
 
 // FakeTicker is a grudge.Ticker that ticks only when Tick is called. Attach
-// it to one Rotator (RotatorConfig.Ticker). Safe for concurrent use.
+// it to one Rotator (RotatorConfig.Ticker). The zero value is ready to
+// use, as NewFakeTicker's is. Safe for concurrent use.
 type FakeTicker struct {
+	once    sync.Once // makes the channels of a zero FakeTicker
 	c       chan time.Time
 	sent    atomic.Int64 // ticks delivered to the channel
 	handled atomic.Int64 // rotations reported through TickHandled
@@ -26,16 +28,32 @@ type FakeTicker struct {
 
 // NewFakeTicker returns a FakeTicker that has not ticked.
 func NewFakeTicker() *FakeTicker {
-	return &FakeTicker{c: make(chan time.Time), wake: make(chan struct{}), stop: make(chan struct{})}
+	t := new(FakeTicker)
+	t.init()
+	return t
+}
+
+// init makes t's channels, once; every method calls it first, so the
+// zero FakeTicker works.
+func (t *FakeTicker) init() {
+	t.once.Do(func() {
+		t.c = make(chan time.Time)
+		t.wake = make(chan struct{})
+		t.stop = make(chan struct{})
+	})
 }
 
 // C returns the tick channel.
-func (t *FakeTicker) C() <-chan time.Time { return t.c }
+func (t *FakeTicker) C() <-chan time.Time {
+	t.init()
+	return t.c
+}
 
 // Stop records that the ticker was stopped (Rotator.Close calls it); a
 // Tick waiting then returns at once, and later Ticks do nothing. It is
 // idempotent.
 func (t *FakeTicker) Stop() {
+	t.init()
 	if t.stopped.CompareAndSwap(false, true) {
 		close(t.stop)
 	}
@@ -53,6 +71,7 @@ func (t *FakeTicker) Stopped() bool { return t.stopped.Load() }
 // does not report its rotations, keeps Tick waiting until Stop. After
 // Stop it does nothing.
 func (t *FakeTicker) Tick() {
+	t.init()
 	if t.stopped.Load() {
 		return
 	}
@@ -92,6 +111,7 @@ func (t *FakeTicker) Tick() {
 // TickHandled is called by the Rotator after each rotation it made for a
 // tick of t; tests need not call it.
 func (t *FakeTicker) TickHandled() {
+	t.init()
 	t.handled.Add(1)
 	t.mu.Lock()
 	close(t.wake)

@@ -16,17 +16,17 @@ import (
 // methods (no Merge or Reset), plus Close and Stats, so it replaces
 // grudge's rotator without other changes.
 //
-// Create one with New; the zero Rotator is not usable. A Rotator is safe
-// for concurrent use by any number of goroutines. It starts no goroutine
-// and takes no lock (but where N x Period >= 2^31 ms, package sketch's
-// re-base after that long without a sweep, the package doc says): rotation
-// happens on access, performed by the one operation that wins the
+// Create one with New; the zero Rotator is not usable (its methods but
+// Close, Config and Stats panic with "rotator: zero Rotator; use New"). A
+// Rotator is safe for concurrent use by any number of goroutines. It starts
+// no goroutine and takes no lock (but where N x Period >= 2^31 ms, package
+// sketch's re-base after that long without a sweep, the package doc says):
+// rotation happens on access, performed by the one operation that wins the
 // promotion. Every operation reads the clock once, for decay and the
-// rotation deadline alike (a TryUpdate that finds its stripe of the
-// primary closed by a promotion reads it again, to decide on the new
-// set). Update, Query, UpdateAndQuery, TryUpdate and
-// their string twins do not allocate, except the one operation per Period
-// that builds the new generation.
+// rotation deadline alike (a TryUpdate that finds its stripe of the primary
+// closed by a promotion reads it again, to decide on the new set). Update,
+// Query, UpdateAndQuery, TryUpdate and their string twins do not allocate,
+// except the one operation per Period that builds the new generation.
 type Rotator struct {
 	e   core.Rotator
 	cfg Config // normalized, as given to New

@@ -300,11 +300,12 @@ func TestAudit92SnapMergeSkewedRestoreNeverBelow(t *testing.T) {
 
 // TestAudit92SnapMergeOverlapEdges: Sketch.Merge's overlap under Linear
 // ("raises every cell by rate x overlap (overlap rounded up to whole
-// ms ...)"; the engine's MergeWithin: "overlap < 0 is treated as 0"): a
-// negative overlap merges as none, a zero one as Merge(other), and an
-// overlap of years saturates every cell at Hi, cold keys included
-// (clamped, never Inf or NaN); two overlaps panic with a "sketch:"
-// message. Under None and Exponential any overlap is ignored.
+// ms ...)"): a zero overlap merges as Merge(other), and an overlap of
+// years saturates every cell at Hi, cold keys included (clamped, never
+// Inf or NaN); a negative overlap and two overlaps panic with a "sketch:"
+// message (a negative one merged as none until stop 63: audit 125, a
+// sign slip under Linear is the under-reading the overlap prevents).
+// Under None and Exponential any non-negative overlap is ignored.
 func TestAudit92SnapMergeOverlapEdges(t *testing.T) {
 	sa, sb, _ := a92Streams()
 	for _, lw := range []struct {
@@ -321,7 +322,18 @@ func TestAudit92SnapMergeOverlapEdges(t *testing.T) {
 			return a
 		}
 		plain := merged()
-		for _, ov := range []time.Duration{0, -time.Nanosecond, -time.Hour, math.MinInt64} {
+		for _, ov := range []time.Duration{-time.Nanosecond, -time.Hour, math.MinInt64} {
+			func() {
+				defer func() {
+					msg, _ := recover().(string)
+					if len(msg) < 7 || msg[:7] != "sketch:" {
+						t.Errorf("%s: Merge(other, %v): panic %q, want one starting \"sketch:\"", lw.name, ov, msg)
+					}
+				}()
+				merged(ov)
+			}()
+		}
+		for _, ov := range []time.Duration{0} {
 			m := merged(ov)
 			for i := range 8 {
 				k := fmt.Sprint("key", i)

@@ -12,18 +12,19 @@ import (
 // cells (float32 score + 32-bit age in one atomic word), each row aligned
 // to and padded to whole cache lines.
 //
-// Create one with New; the zero Sketch is not usable. A Sketch is safe
-// for concurrent use by any number of goroutines; no method starts a
-// goroutine or allocates, except QueryDetailed, which allocates its
-// result, and none takes a lock but in one case: the first operations
-// after 2^31 ms (24.8 days) of sketch time without a sweep (an idle
-// sketch, a jumped clock) wait while one of them re-bases every cell
-// (the package documentation, "No locks"). A write that would leave a
-// cell as it is (a score pinned at Hi or Lo, or a zero delta, at a stamp
-// no older than the call's millisecond) does not write it, and an admitted
-// TryUpdate that changes no cell writes nothing at all, so many cores on
-// a saturated key only read its cache lines (docs/design.md, "No write
-// when nothing changes").
+// Create one with New; the zero Sketch is not usable (its methods but
+// Config and Sizes panic with "sketch: zero Sketch; use New"). A Sketch is
+// safe for concurrent use by any number of goroutines; no method starts a
+// goroutine or allocates, except QueryDetailed, which allocates its result,
+// and none takes a lock but in one case: the first operations after 2^31 ms
+// (24.8 days) of sketch time without a sweep (an idle sketch, a jumped
+// clock) wait while one of them re-bases every cell (the package
+// documentation, "No locks"). A write that would leave a cell as it is (a
+// score pinned at Hi or Lo, or a zero delta, at a stamp no older than the
+// call's millisecond) does not write it, and an admitted TryUpdate that
+// changes no cell writes nothing at all, so many cores on a saturated key
+// only read its cache lines (docs/design.md, "No write when nothing
+// changes").
 type Sketch struct {
 	e   core.Sketch
 	cfg Config // normalized, as given to New
@@ -128,8 +129,8 @@ func (s *Sketch) Reset() { s.e.Reset() }
 // drains as Linear does (a fixed amount a millisecond) a merged key can
 // read below the union, by up to that drain over the time both held it:
 // Merge promises the union for None, Exponential and Linear only. overlap
-// is optional: Merge(other) is Merge(other, 0), and more than one
-// panics, as does a nil other. It refuses (ErrSnapshotMismatch) a sketch
+// is optional: Merge(other) is Merge(other, 0); a negative overlap or
+// more than one panics, as does a nil other. It refuses (ErrSnapshotMismatch) a sketch
 // of another configuration, or s itself. Writes that land on either
 // sketch during the merge are on the safe side for positive scores; a
 // credit (a negative score) written then can read below the union, by
@@ -144,6 +145,9 @@ func (s *Sketch) Merge(other *Sketch, overlap ...time.Duration) error {
 	case 0:
 	case 1:
 		d = overlap[0]
+		if d < 0 {
+			panic("sketch: Merge overlap must be >= 0; got " + d.String())
+		}
 	default:
 		panic("sketch: Merge takes at most one overlap; got " + strconv.Itoa(len(overlap)))
 	}

@@ -3,6 +3,7 @@ package atom
 import (
 	"math"
 	"math/bits"
+	"unsafe"
 
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/law"
@@ -27,6 +28,10 @@ type Rules struct {
 func NewRules(d decay.Decay, lo, hi float64) *Rules {
 	return &Rules{lo: float64(RoundUp(lo)), hi: float64(RoundUp(hi)), law: law.Compile(d)}
 }
+
+// Bytes returns the memory r holds: the struct and the compiled law it
+// points to (the exponential tables included, whatever the law).
+func (r *Rules) Bytes() int { return int(unsafe.Sizeof(*r)) + int(unsafe.Sizeof(law.Compiled{})) }
 
 // Lo returns the effective lower bound (Lo rounded up to float32).
 func (r *Rules) Lo() float64 { return r.lo }

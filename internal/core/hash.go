@@ -44,7 +44,12 @@ func (s *Sketch) sum64(key []byte) uint64 {
 }
 
 //go:noinline
-func (s *Sketch) otherSum64(key []byte) uint64 { return s.hasher.Sum64(key) }
+func (s *Sketch) otherSum64(key []byte) uint64 {
+	if s.hasher == nil {
+		ZeroSketch() // every keyed operation hashes first: a zero Sketch (xx false) lands here
+	}
+	return s.hasher.Sum64(key)
+}
 
 // sum64String is sum64 for a string key.
 func (s *Sketch) sum64String(key string) uint64 {
@@ -55,7 +60,12 @@ func (s *Sketch) sum64String(key string) uint64 {
 }
 
 //go:noinline
-func (s *Sketch) otherSum64String(key string) uint64 { return s.hasher.Sum64String(key) }
+func (s *Sketch) otherSum64String(key string) uint64 {
+	if s.hasher == nil {
+		ZeroSketch()
+	}
+	return s.hasher.Sum64String(key)
+}
 
 // RandomSeed returns 8 bytes from crypto/rand as a Config.Seed: the
 // secret seed SipHash needs when keys come from untrusted clients (the

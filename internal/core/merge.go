@@ -123,6 +123,8 @@ func mulDivUp(a, b, c float64) float64 {
 }
 
 func (s *Sketch) merge(other *Sketch, slack float64) error {
+	s.built()
+	other.built()
 	if other == s {
 		return NewSnapshotError(ErrSnapshotMismatch, "sketch", "Sketch", nil, nil, nil, "Merge of a sketch into itself")
 	}

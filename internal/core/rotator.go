@@ -128,6 +128,7 @@ type GenSet struct {
 // Current returns the current generation set. Its Gens must not be
 // modified.
 func (r *Rotator) Current() GenSet {
+	r.built()
 	gs := r.cur.Load()
 	return GenSet{Gens: gs.gens, Deadline: gs.deadline, Next: gs.next}
 }
@@ -168,7 +169,24 @@ func (r *Rotator) buildErr(base, gen uint64, epoch *int64) (*Sketch, error) {
 
 // acquire returns the generation set to operate on and the time of the
 // operation: one clock read, and a promotion when the deadline has passed.
-func (r *Rotator) acquire() (*genSet, time.Time) { return r.settle(r.cur.Load(), r.tb.NowMillis()) }
+func (r *Rotator) acquire() (*genSet, time.Time) {
+	r.built()
+	return r.settle(r.cur.Load(), r.tb.NowMillis())
+}
+
+// ZeroRotator panics for an operation on a Rotator that Init never built
+// (the zero rotator.Rotator).
+//
+//go:noinline
+func ZeroRotator() { panic("rotator: zero Rotator; use New") }
+
+// built panics unless Init built r. Every operation but Close, Config
+// and Stats (which read only counters and a copy) calls it first.
+func (r *Rotator) built() {
+	if r.tb == nil {
+		ZeroRotator()
+	}
+}
 
 // Settle brings rotation up to date at the clock's reading, as the start
 // of every operation does, without a key: no hash, no aggregate, no cell
@@ -198,6 +216,7 @@ func (r *Rotator) Config() RotatorConfig { return r.cfg }
 // operation in flight is not counted; it is garbage once that operation
 // returns.
 func (r *Rotator) Sizes() Sizes {
+	r.built()
 	gs := r.cur.Load()
 	var sz Sizes
 	for _, s := range gs.gens {

@@ -15,6 +15,7 @@ func (r *Rotator) Timebase() *Timebase { return r.tb }
 
 // acquireAt is acquire at time t.
 func (r *Rotator) acquireAt(t time.Time) (*genSet, time.Time) {
+	r.built()
 	return r.settle(r.cur.Load(), r.tb.Millis(t))
 }
 
@@ -23,6 +24,7 @@ func (r *Rotator) acquireAt(t time.Time) (*genSet, time.Time) {
 // how a Manual rotator rotates (grudge's Ticker), and may be called on
 // any rotator. Safe for concurrent use: concurrent calls each rotate once.
 func (r *Rotator) Rotate() {
+	r.built()
 	for {
 		gs := r.cur.Load()
 		if !gs.claimed.CompareAndSwap(false, true) {

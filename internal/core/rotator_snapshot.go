@@ -44,6 +44,7 @@ func rotMismatch(field string, got, want any) error {
 // SnapshotSize returns the exact length in bytes of the rotator's
 // snapshot.
 func (r *Rotator) SnapshotSize() int64 {
+	r.built()
 	gs := r.cur.Load()
 	return rotHeaderSize + int64(len(gs.gens))*gs.gens[0].SnapshotSize() + 4
 }
@@ -86,6 +87,7 @@ func (c *countWriter) Write(p []byte) (int, error) {
 // Period early (audit 53). Take the snapshot again; an encode shorter
 // than the Period rarely meets a deadline.
 func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
+	r.built()
 	var bo asm.Backoff
 	gs := r.cur.Load()
 	for gs.claimed.Load() { // a promotion is being built: wait for its publish
@@ -127,6 +129,7 @@ func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
 // (encoding.BinaryUnmarshaler); see ReadFrom. The whole checksum and the
 // length are verified first.
 func (r *Rotator) UnmarshalBinary(data []byte) error {
+	r.built()
 	if len(data) < rotHeaderSize+4 {
 		return rotCorrupt("Length", len(data), r.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes, shorter than a header", len(data))
 	}
@@ -162,6 +165,7 @@ func (r *Rotator) UnmarshalBinary(data []byte) error {
 // on a rotator nobody else is using. It builds N new generations before
 // it drops the old ones, so it needs the memory of 2N for a moment.
 func (r *Rotator) ReadFrom(rd io.Reader) (int64, error) {
+	r.built()
 	gs, n, err := r.decode(rd, false)
 	if err == nil {
 		r.cur.Store(gs)
@@ -177,6 +181,7 @@ func (r *Rotator) ReadFrom(rd io.Reader) (int64, error) {
 // whose seed the user never sees (a limit.Limiter, a meter): the
 // restoring process builds them with any seed.
 func (r *Rotator) ReadFromAdopt(rd io.Reader) (int64, error) {
+	r.built()
 	gs, n, err := r.decode(rd, true)
 	if err == nil {
 		r.cfg.Sketch.Seed = gs.seed

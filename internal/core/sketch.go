@@ -185,12 +185,28 @@ func (s *Sketch) Sizes() Sizes {
 	cells := (len(s.cells) + 3*cellsPerLine) * int(unsafe.Sizeof(atom.Cell{}))
 	return Sizes{
 		Cells: cells,
-		Total: s.bytes + int(unsafe.Sizeof(*s)) + int(unsafe.Sizeof(atom.Rules{})) + int(unsafe.Sizeof(Timebase{})),
+		Total: s.bytes + int(unsafe.Sizeof(*s)) + s.rules.Bytes() + int(unsafe.Sizeof(Timebase{})),
 	}
 }
 
 // nowMillis reads the clock through the Timebase's high-water mark.
 func (s *Sketch) nowMillis() int64 { return s.tb.NowMillis() }
+
+// ZeroSketch panics for an operation on a Sketch that Init never built
+// (the zero sketch.Sketch). The keyed operations reach it from the hash
+// (a zero Sketch has no hasher), off the default hasher's path; the
+// others call built.
+//
+//go:noinline
+func ZeroSketch() { panic("sketch: zero Sketch; use New") }
+
+// built panics unless Init built s: the check of the operations that do
+// not hash a key (Reset, Merge, the snapshots).
+func (s *Sketch) built() {
+	if s.tb == nil {
+		ZeroSketch()
+	}
+}
 
 // stamp converts a clock reading to a cell stamp: ms since epoch mod 2^32.
 func (s *Sketch) stamp(ms int64) uint32 { return uint32(ms - s.epoch) }
@@ -623,6 +639,7 @@ func detailed[L any](s *Sketch, h uint64, ms int64, mk func(level, index uint32,
 // It does not allocate, but costs an atomic store per cell (milliseconds
 // at the default size). The epoch and seed stay as they were.
 func (s *Sketch) Reset() {
+	s.built()
 	ms := s.nowMillis()
 	s.sweep.mu.Lock()
 	defer s.sweep.mu.Unlock()

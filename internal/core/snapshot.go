@@ -247,6 +247,7 @@ func hashKindName(k uint8) string {
 
 // SnapshotSize returns the exact length in bytes of s's snapshot.
 func (s *Sketch) SnapshotSize() int64 {
+	s.built()
 	return snapHeaderSize + int64(s.levels)*int64(s.m)*snapCellSize + snapCRCSize
 }
 
@@ -293,6 +294,7 @@ func msDuration(ms int64) time.Duration {
 // WriteTo into one buffer of SnapshotSize bytes; see WriteTo for what a
 // snapshot taken under concurrent updates holds.
 func (s *Sketch) MarshalBinary() ([]byte, error) {
+	s.built()
 	var b bytes.Buffer
 	b.Grow(int(s.SnapshotSize()))
 	if _, err := s.WriteTo(&b); err != nil {
@@ -335,7 +337,10 @@ func (s *Sketch) MarshalBinary() ([]byte, error) {
 // so (it matches ErrTakeAgain): such a cell cannot be restored at its
 // stamp, and a snapshot restored below the truth is worse than none.
 // Take it again.
-func (s *Sketch) WriteTo(w io.Writer) (int64, error) { return s.writeAt(w, s.nowMillis()) }
+func (s *Sketch) WriteTo(w io.Writer) (int64, error) {
+	s.built()
+	return s.writeAt(w, s.nowMillis())
+}
 
 // writeAt is WriteTo with the snapshot instant T = ms, a reading of s's
 // Timebase already taken: a rotator states every generation at its own
@@ -506,6 +511,7 @@ func (s *Sketch) hiLead(rest float64, hold int64, b float64, lead int64) int64 {
 // It allocates nothing in proportion to the header: lengths come from s's
 // configuration.
 func (s *Sketch) UnmarshalBinary(data []byte) error {
+	s.built()
 	if len(data) < snapHeaderSize+snapCRCSize {
 		return corrupt("Length", len(data), s.SnapshotSize(), io.ErrUnexpectedEOF, "is truncated: %d bytes, shorter than a header", len(data))
 	}
@@ -545,7 +551,10 @@ func (s *Sketch) readHeader(b []byte) (snapHeader, error) {
 // mismatch) leaves s reset (empty), never half restored, as does a
 // custom decay law that panics while a cell is restored (the panic goes
 // on to the caller). Not concurrent with other use of s.
-func (s *Sketch) ReadFrom(r io.Reader) (int64, error) { return s.readFrom(r, 0, false) }
+func (s *Sketch) ReadFrom(r io.Reader) (int64, error) {
+	s.built()
+	return s.readFrom(r, 0, false)
+}
 
 // readFrom is ReadFrom; in a rotator snapshot (rot), inst is the
 // rotator's snapshot instant (wall ms, bounded to +-2^61), the one its

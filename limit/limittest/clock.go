@@ -4,20 +4,21 @@ package limittest
 
 import (
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lfgrudge/grudge/limit"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// FakeClock is a manually driven limit.Clock: sketchtest.FakeClock's
-// scale (Unix milliseconds: NowMillis() == Now().UnixMilli(); the zero
-// value and NewFakeClock read 0 ms) plus timers that fire when Advance,
-// Set or SetTime moves the clock to or past their time. Nothing sleeps:
-// a WaitN on a limiter built WithClock(c) returns once the test has moved
-// c past the wait. Safe for concurrent use.
+// FakeClock is a manually driven limit.Clock: a sketchtest.FakeClock
+// (Unix milliseconds: NowMillis() == Now().UnixMilli(); the zero value
+// and NewFakeClock read 0 ms; Advance keeps sub-millisecond parts, which
+// accumulate) plus timers that fire when Advance, Set or SetTime moves
+// the clock to or past their time. Nothing sleeps: a WaitN on a limiter
+// built WithClock(c) returns once the test has moved c past the wait.
+// Safe for concurrent use.
 type FakeClock struct {
-	ms      atomic.Int64 // current time in Unix milliseconds
+	c       sketchtest.FakeClock // the reading; moved only with mu held
 	mu      sync.Mutex
 	timers  map[*timer]struct{} // pending timers; guarded by mu
 	changed *sync.Cond          // broadcast when a timer is added; uses mu
@@ -27,38 +28,50 @@ type FakeClock struct {
 func NewFakeClock() *FakeClock { return &FakeClock{} }
 
 // NowMillis implements sketch.Clock.
-func (c *FakeClock) NowMillis() int64 { return c.ms.Load() }
+func (c *FakeClock) NowMillis() int64 { return c.c.NowMillis() }
 
-// Now returns the current reading as a time.Time (no monotonic reading).
-func (c *FakeClock) Now() time.Time { return time.UnixMilli(c.ms.Load()) }
+// Now returns the current reading as a time.Time (no monotonic reading),
+// with the sub-millisecond fraction the Advances left.
+func (c *FakeClock) Now() time.Time { return c.c.Now() }
 
-// Advance moves the clock by d (truncated to whole milliseconds) and
-// fires the timers due; a negative d moves it backwards. Concurrent
-// Advances add up (each reads and moves the time under the lock; audit
-// 55: reading it outside lost moves).
+// Advance moves the clock by d and fires the timers due; a negative d
+// moves it backwards. As sketchtest.FakeClock's, the sub-millisecond
+// parts accumulate: ten Advance(100 * time.Microsecond) move NowMillis by
+// one. Concurrent Advances add up (audit 55: a move read outside the
+// lock was lost).
 func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.setLocked(c.ms.Load() + d.Milliseconds())
+	c.c.Advance(d)
+	c.fireLocked()
 }
 
-// SetTime puts the clock at t and fires the timers due.
-func (c *FakeClock) SetTime(t time.Time) { c.Set(t.UnixMilli()) }
+// SetTime puts the clock at t, its sub-millisecond fraction included, and
+// fires the timers due.
+func (c *FakeClock) SetTime(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.c.SetTime(t)
+	c.fireLocked()
+}
 
-// Set puts the clock at ms and fires the timers due.
+// Set puts the clock at ms, with no sub-millisecond fraction, and fires
+// the timers due.
 func (c *FakeClock) Set(ms int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.setLocked(ms)
+	c.c.Set(ms)
+	c.fireLocked()
 }
 
-// setLocked is Set with c.mu held.
-func (c *FakeClock) setLocked(ms int64) {
-	c.ms.Store(ms)
+// fireLocked fires the timers due at the current reading. Caller holds
+// c.mu.
+func (c *FakeClock) fireLocked() {
+	ms := c.c.NowMillis()
 	for t := range c.timers {
 		if t.at <= ms {
 			delete(c.timers, t)
-			t.c <- time.UnixMilli(ms)
+			t.c <- c.c.Now()
 		}
 	}
 }
@@ -69,10 +82,10 @@ func (c *FakeClock) setLocked(ms int64) {
 func (c *FakeClock) NewTimer(d time.Duration) limit.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.ms.Load()
+	now := c.c.NowMillis()
 	t := &timer{clock: c, at: now + (d + time.Millisecond - 1).Milliseconds(), c: make(chan time.Time, 1)}
 	if d <= 0 {
-		t.c <- time.UnixMilli(now)
+		t.c <- c.c.Now()
 		return t
 	}
 	if c.timers == nil {

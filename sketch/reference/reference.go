@@ -11,7 +11,8 @@ import (
 // an int64 timestamp and a sync.Mutex each) behind sketch.Sketch's
 // Scorer methods and their At forms (no Config, Sizes, Merge, Reset or
 // snapshots), with the same semantics. It is a sketch.Scorer and an
-// sketchtest.AtScorer. Its zero value is not usable; New builds one.
+// sketchtest.AtScorer. Its zero value is not usable (its methods panic
+// with "sketch: zero Sketch; use reference.New"); New builds one.
 type Sketch struct{ e *ref.Sketch }
 
 var _ sketch.Scorer = (*Sketch)(nil)
@@ -28,57 +29,57 @@ func New(cfg sketch.Config) (*Sketch, error) {
 }
 
 // Update adds delta to the key's L cells (clamped to [Lo, Hi]).
-func (s *Sketch) Update(key []byte, delta float64) { s.e.Update(key, delta) }
+func (s *Sketch) Update(key []byte, delta float64) { s.ref().Update(key, delta) }
 
 // UpdateString is Update for a string key.
-func (s *Sketch) UpdateString(key string, delta float64) { s.e.UpdateString(key, delta) }
+func (s *Sketch) UpdateString(key string, delta float64) { s.ref().UpdateString(key, delta) }
 
 // UpdateAt is Update at time t.
-func (s *Sketch) UpdateAt(t time.Time, key string, delta float64) { s.e.UpdateAt(t, key, delta) }
+func (s *Sketch) UpdateAt(t time.Time, key string, delta float64) { s.ref().UpdateAt(t, key, delta) }
 
 // Query returns the key's aggregate score.
-func (s *Sketch) Query(key []byte) float64 { return s.e.Query(key) }
+func (s *Sketch) Query(key []byte) float64 { return s.ref().Query(key) }
 
 // QueryString is Query for a string key.
-func (s *Sketch) QueryString(key string) float64 { return s.e.QueryString(key) }
+func (s *Sketch) QueryString(key string) float64 { return s.ref().QueryString(key) }
 
 // QueryAt is Query at time t.
-func (s *Sketch) QueryAt(t time.Time, key string) float64 { return s.e.QueryAt(t, key) }
+func (s *Sketch) QueryAt(t time.Time, key string) float64 { return s.ref().QueryAt(t, key) }
 
 // UpdateAndQuery is Update then Query, cell by cell.
 func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
-	return s.e.UpdateAndQuery(key, delta)
+	return s.ref().UpdateAndQuery(key, delta)
 }
 
 // UpdateAndQueryString is UpdateAndQuery for a string key.
 func (s *Sketch) UpdateAndQueryString(key string, delta float64) float64 {
-	return s.e.UpdateAndQueryString(key, delta)
+	return s.ref().UpdateAndQueryString(key, delta)
 }
 
 // UpdateAndQueryAt is UpdateAndQuery at time t.
 func (s *Sketch) UpdateAndQueryAt(t time.Time, key string, delta float64) float64 {
-	return s.e.UpdateAndQueryAt(t, key, delta)
+	return s.ref().UpdateAndQueryAt(t, key, delta)
 }
 
 // TryUpdate adds delta to the key's cells only if aggregate + delta <=
 // limit, holding all L cell locks, as grudge does.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
-	return s.e.TryUpdate(key, delta, limit)
+	return s.ref().TryUpdate(key, delta, limit)
 }
 
 // TryUpdateString is TryUpdate for a string key.
 func (s *Sketch) TryUpdateString(key string, delta, limit float64) bool {
-	return s.e.TryUpdateString(key, delta, limit)
+	return s.ref().TryUpdateString(key, delta, limit)
 }
 
 // TryUpdateAt is TryUpdate at time t.
 func (s *Sketch) TryUpdateAt(t time.Time, key string, delta, limit float64) bool {
-	return s.e.TryUpdateAt(t, key, delta, limit)
+	return s.ref().TryUpdateAt(t, key, delta, limit)
 }
 
 // QueryDetailed returns the aggregate and each level's cell index and
 // decayed score.
-func (s *Sketch) QueryDetailed(key []byte) sketch.Detail { return s.e.QueryDetailed(key) }
+func (s *Sketch) QueryDetailed(key []byte) sketch.Detail { return s.ref().QueryDetailed(key) }
 
 // RotatorConfig describes a reference rotator, as rotator.Config does:
 // every generation is configured by Sketch (its Seed the base seed, each
@@ -110,4 +111,13 @@ func NewRotator(cfg RotatorConfig) (Rotator, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// ref returns the engine, or panics on the zero Sketch (one New never
+// built), as sketch.Sketch does.
+func (s *Sketch) ref() *ref.Sketch {
+	if s.e == nil {
+		panic("sketch: zero Sketch; use reference.New")
+	}
+	return s.e
 }

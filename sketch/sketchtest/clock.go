@@ -1,6 +1,7 @@
 package sketchtest
 
 import (
+	"math"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -54,7 +55,8 @@ func (c *FakeClock) move(f func()) {
 }
 
 // Advance moves the clock by d; a negative d moves it backwards, which
-// sketches treat as no time passing. The whole milliseconds of d move
+// sketches treat as no time passing. It saturates at the ends of int64
+// milliseconds. The whole milliseconds of d move
 // NowMillis at once; its sub-millisecond part accumulates, and each
 // millisecond the parts add up to moves NowMillis by one.
 func (c *FakeClock) Advance(d time.Duration) {
@@ -65,8 +67,21 @@ func (c *FakeClock) Advance(d time.Duration) {
 			n := c.sub.Add(rem)
 			carry = floorDiv(n, 1e6) - floorDiv(n-rem, 1e6)
 		}
-		c.ms.Add(whole + carry)
+		c.ms.Store(addSat(c.ms.Load(), whole+carry))
 	})
+}
+
+// addSat returns a + b, saturated at the ends of int64: a clock set near
+// the end of time and advanced stays there, never wraps to the other end
+// (audit 125).
+func addSat(a, b int64) int64 {
+	switch {
+	case b > 0 && a > math.MaxInt64-b:
+		return math.MaxInt64
+	case b < 0 && a < math.MinInt64-b:
+		return math.MinInt64
+	}
+	return a + b
 }
 
 // Set puts the clock at ms, with no sub-millisecond fraction.

@@ -86,18 +86,27 @@ type Saver struct {
 }
 
 // NewSaver starts saving src to path every interval (> 0; src not nil,
-// nor a typed nil). The first save happens one interval from now; call
-// Save for one at once. Stray temporary files of an earlier crash are
-// removed. Close stops it.
+// nor a typed nil, nor the zero value of a provided source, such as a
+// zero limit.Limiter, whose first save would panic in the Saver's
+// goroutine). The first save happens one interval from now; call Save
+// for one at once. Stray temporary files of an earlier crash are
+// removed. Close stops it. Misuse (those, a nil Option) is a
+// *sketch.ConfigError matching sketch.ErrInvalidConfig.
 func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (*Saver, error) {
 	if interval <= 0 {
-		return nil, fmt.Errorf("snapshot: interval must be > 0; got %v", interval)
+		return nil, core.ConfigErr("snapshot", "interval", interval, "interval must be > 0; got %v", interval)
 	}
-	if src == nil || isNil(src) {
-		return nil, errors.New("snapshot: source must not be nil")
+	if err := checkSource(src, "source"); err != nil {
+		return nil, err
+	}
+	if msg := unusable(src); msg != "" {
+		return nil, core.ConfigErr("snapshot", "source", src, "the source is not usable: %s", msg)
 	}
 	s := &Saver{path: path, interval: interval, src: src, stop: make(chan struct{}), done: make(chan struct{})}
-	for _, o := range opts {
+	for i, o := range opts {
+		if o == nil {
+			return nil, core.ConfigErr("snapshot", "Option", i, "option %d is nil", i)
+		}
 		o(s)
 	}
 	removeStrays(path)
@@ -105,9 +114,32 @@ func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (
 	return s, nil
 }
 
+// checkSource refuses a nil or typed-nil source or destination (what
+// names it in the message).
+func checkSource(src any, what string) error {
+	if src == nil || isNil(src) {
+		return core.ConfigErr("snapshot", what, nil, "%s must not be nil", what)
+	}
+	return nil
+}
+
+// unusable returns the panic message of src's snapshot size (a provided
+// source's zero value panics there: "limit: zero Limiter; use New"), or
+// "" when src answers it or has none. The size is computed, nothing
+// encoded.
+func unusable(src any) (msg string) {
+	defer func() {
+		if p := recover(); p != nil {
+			msg = fmt.Sprint(p)
+		}
+	}()
+	snapshotSize(src)
+	return ""
+}
+
 // isNil reports whether src holds a nil pointer (or map, slice, func,
 // channel): a typed nil that would panic in the Saver's goroutine.
-func isNil(src Source) bool {
+func isNil(src any) bool {
 	switch v := reflect.ValueOf(src); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
 		return v.IsNil()
@@ -165,6 +197,7 @@ func (s *Saver) loop() {
 // rotator promoted during it, a clock that jumped hours: the error says
 // "take the snapshot again") is asked up to three more times at once.
 func (s *Saver) Save() error {
+	s.built()
 	err := s.save()
 	if err != nil && s.onError != nil {
 		s.onError(err)
@@ -173,6 +206,13 @@ func (s *Saver) Save() error {
 		s.onSave(err)
 	}
 	return err
+}
+
+// built panics on the zero Saver, which NewSaver never started.
+func (s *Saver) built() {
+	if s.stop == nil {
+		panic("snapshot: zero Saver; use NewSaver")
+	}
 }
 
 // save writes the snapshot holding s.mu, released on a panic in the
@@ -211,6 +251,7 @@ func (s *Saver) Saves() uint64 {
 // Close stops the goroutine, writes a final snapshot and returns its
 // error. Further calls return the same error and do nothing else.
 func (s *Saver) Close() error {
+	s.built()
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
@@ -224,8 +265,12 @@ func (s *Saver) Close() error {
 // an error, or a panic in src (which goes on up), it closes and removes
 // the temporary file, and path keeps what it held. The file is created
 // with mode 0600 (a snapshot holds the hash seed), whatever path's mode
-// was; a symbolic link at path is replaced by the file, not followed.
+// was; a symbolic link at path is replaced by the file, not followed. A
+// nil or typed-nil src is a *sketch.ConfigError, and path is untouched.
 func WriteFile(path string, src Source) (err error) {
+	if err := checkSource(src, "source"); err != nil {
+		return err
+	}
 	dir, base := splitPath(path)
 	f, err := os.CreateTemp(dir, base+tmpInfix+"*")
 	if err != nil {
@@ -307,7 +352,11 @@ func (e *LoadError) Is(target error) bool {
 // your own without SnapshotSize is the exception: its length is known
 // only after its ReadFrom, so trailing bytes are found after the restore,
 // and without Reset it stays restored (the error says so all the same).
+// A nil or typed-nil dst is a *LoadError wrapping a *sketch.ConfigError.
 func Load(path string, dst Destination) error {
+	if err := checkSource(dst, "destination"); err != nil {
+		return &LoadError{Path: path, Err: err}
+	}
 	f, err := os.Open(path)
 	if err != nil {
 		return &LoadError{Path: path, Err: err}
@@ -365,7 +414,7 @@ func lengthError(path string, got, want int64, what string) error {
 // a *sketch.Sketch or *rotator.Rotator (through the engine underneath),
 // or any Destination with a SnapshotSize method (*limit.Limiter,
 // *meter.Rate, *meter.Novelty).
-func snapshotSize(dst Destination) (int64, bool) {
+func snapshotSize(dst any) (int64, bool) {
 	if s := core.SketchOf(dst); s != nil {
 		return s.SnapshotSize(), true
 	}
