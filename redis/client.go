@@ -175,8 +175,25 @@ type shardIterator interface {
 	ForEachShard(ctx context.Context, fn func(ctx context.Context, client *goredis.Client) error) error
 }
 
+// errAutoPipelinerCluster refuses go-redis's AutoPipeliner over a Redis
+// Cluster (audit 123): it hides the ClusterClient's nodes and sends the
+// keyless FUNCTION LOAD and the start-up check's commands to one node.
+var errAutoPipelinerCluster = fmt.Errorf("%w: go-redis's AutoPipeliner over a Redis Cluster hides the nodes that FUNCTION LOAD and Check must reach "+
+	"(it sends those commands to one node, so the others never get the library): pass the ClusterClient itself to NewGoRedis, or use rueidis; "+
+	"build an AutoPipeliner only from a *redis.Client", ErrInvalidConfig)
+
 func (g goredisConn) nodes(ctx context.Context) ([]node, error) {
 	it, ok := g.c.(shardIterator)
+	if ap, isAP := g.c.(*goredis.AutoPipeliner); isAP {
+		// The base client is out of reach; a cluster says so itself.
+		info, err := ap.Info(ctx, "cluster").Result()
+		if err != nil {
+			return nil, err
+		}
+		if v, _ := infoField(info, "cluster_enabled"); v == "1" {
+			return nil, errAutoPipelinerCluster
+		}
+	}
 	if !ok {
 		name := "server"
 		if c, ok := g.c.(*goredis.Client); ok {

@@ -39,7 +39,8 @@ func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.D
 	if n <= 0 {
 		panic("redis: DecideContext: n must be > 0; got " + strconv.Itoa(n))
 	}
-	d, err := l.AllowN(ctx, key, float64(n))
+	nf := tokensUp(n)
+	d, err := l.AllowN(ctx, key, nf)
 	// A key read at its cap drains from Burst rounded up to float32: its
 	// next token is that much later (audit 61).
 	excess := l.excess
@@ -54,8 +55,19 @@ func (l *Limiter) DecideContext(ctx context.Context, key string, n int) (limit.D
 	// the key (FailClosed's; LocalFallback's for n above its Burst/N
 	// within Burst) knows nothing of the key: no NextAfter.
 	blind := err != nil && (l.policy == FailClosed ||
-		l.policy == LocalFallback && float64(n) > l.fbLimit.Burst && float64(n) <= l.limit.Burst)
-	return toDecision(d, float64(n), l.sk.cfg.Name, excess, eu, blind), err
+		l.policy == LocalFallback && nf > l.fbLimit.Burst && nf <= l.limit.Burst)
+	return toDecision(d, nf, l.sk.cfg.Name, excess, eu, blind), err
+}
+
+// tokensUp returns n as a float64 rounded up: above 2^53 float64(n)
+// rounds to nearest, which can make a request of Burst + 1 tokens one of
+// Burst, admitted (audit 123).
+func tokensUp(n int) float64 {
+	nf := float64(n)
+	if nf < 1<<63 && int64(nf) < int64(n) {
+		nf = math.Nextafter(nf, math.Inf(1))
+	}
+	return nf
 }
 
 // exactUnits are a limiter's exact units (Limiter's doc: a whole number

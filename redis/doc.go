@@ -88,7 +88,8 @@
 //
 // Clients: New and NewLimiter take a rueidis.Client, NewGoRedis and
 // NewLimiterGoRedis a go-redis v9 redis.UniversalClient (Client,
-// ClusterClient, Ring, or an AutoPipeliner), standalone or Redis Cluster.
+// ClusterClient, Ring, or an AutoPipeliner built from a Client: see
+// NewGoRedis), standalone or Redis Cluster.
 //
 // Limiter adds the local deny cache (a key the server denied is denied
 // locally, with no round trip, while its reported debt has not drained),

@@ -19,8 +19,10 @@ import (
 )
 
 // Limit is a token bucket: Rate tokens per second refill a bucket of
-// Burst tokens. Both must be finite and > 0, and Burst/Rate (the time a
-// full bucket takes to drain) at most 9e9 s (285 years).
+// Burst tokens. Both must be finite and > 0, Burst at least 2^-126
+// (float32's least normal number, about 1.2e-38: below it a cell's
+// rounding step is no longer about Burst x 2^-23), and Burst/Rate (the
+// time a full bucket takes to drain) at most 9e9 s (285 years).
 type Limit struct {
 	Rate  float64 // tokens per second
 	Burst float64 // bucket size: the most debt a key may carry
@@ -112,7 +114,7 @@ type LimiterConfig struct {
 	// Policy decides when the server cannot (FailClosed by default).
 	Policy Policy
 	// Instances is N for LocalFallback (the local limiter runs at
-	// Rate/N, Burst/N); 0 means 1.
+	// Rate/N, Burst/N, and Burst/N must be at least 2^-126); 0 means 1.
 	Instances uint32
 	// FallbackCells is M of the local fallback limiter; 0 means 65536.
 	FallbackCells uint32
@@ -248,6 +250,11 @@ func NewLimiterGoRedis(client goredis.UniversalClient, cfg LimiterConfig) (*Limi
 // 2^53).
 const maxDrainSeconds = 9e9
 
+// minBurst is the least Burst (and LocalFallback's Burst/N): float32's
+// least normal number, 2^-126. Below it the cells are subnormal and
+// their rounding step is 2^-149, not Burst x 2^-23 (audit 123).
+const minBurst = 0x1p-126
+
 func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	bad := func(format string, args ...any) (*Limiter, error) {
 		return nil, fmt.Errorf("%w: "+format, append([]any{ErrInvalidConfig}, args...)...)
@@ -258,6 +265,9 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 	}
 	if !(lim.Burst > 0) || math.IsInf(lim.Burst, 0) {
 		return bad("Limit.Burst must be finite and > 0; got %v", lim.Burst)
+	}
+	if lim.Burst < minBurst {
+		return bad("Limit.Burst must be at least 2^-126 (%v: float32's least normal number; a cell rounds a debt below it by more than Burst x 2^-23); got %v", minBurst, lim.Burst)
 	}
 	if d := lim.Burst / lim.Rate; !(d <= maxDrainSeconds) {
 		return bad("Limit.Burst/Limit.Rate (the time a full bucket takes to drain) must be at most %v s (285 years: a time.Duration, and a whole number of ms the server replies exactly); got %v s", float64(maxDrainSeconds), d)
@@ -309,6 +319,9 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 			cells = 1 << 16
 		}
 		l.fbLimit = Limit{Rate: lim.Rate / float64(n), Burst: lim.Burst / float64(n)}
+		if l.fbLimit.Burst < minBurst {
+			return bad("Limit.Burst/Instances (LocalFallback's Burst) must be at least 2^-126 (%v); got %v", minBurst, l.fbLimit.Burst)
+		}
 		l.fbSlack = sweepSlack(l.fbLimit.Rate, l.fbLimit.Burst, false) // the fallback counts in tokens
 		l.fbExcess = capExcess(l.fbLimit.Burst, l.fbLimit.Rate)
 		l.fallback, err = sketch.New(sketch.Config{

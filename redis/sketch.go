@@ -73,7 +73,13 @@ func New(client rueidis.Client, cfg Config) (*Sketch, error) {
 // read; build an AutoPipeliner from such a client too): without it
 // go-redis ignores context deadlines, and Config.Timeout would bound
 // nothing. Passing client.AutoPipeline() batches concurrent calls (go-redis
-// marks it experimental; docs/distributed.md measures it).
+// marks it experimental; docs/distributed.md measures it) where client is
+// a *redis.Client: over a ClusterClient or a Ring an AutoPipeliner hides
+// the nodes and sends FUNCTION LOAD and Check's commands to one of them,
+// so the others never get the library. Over a Redis Cluster that is
+// refused (Check, and loading the library, fail with an error matching
+// ErrInvalidConfig); a Ring's shards cannot tell, so do not build one
+// over a Ring.
 // go-redis retries a command after a network error unless its options
 // say MaxRetries: -1 (ClusterOptions: MaxRedirects): such a retry may
 // apply one update twice, which over-counts (docs/distributed.md, "Timed
