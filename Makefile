@@ -250,7 +250,7 @@ bench-arm64:
 	mkdir -p $(ARM64_BIN)
 	cd bench && GOARCH=arm64 CGO_ENABLED=0 $(GO) build -o $(CURDIR)/$(ARM64_BIN)/matrix ./cmd/matrix
 	cd bench && GOARCH=arm64 CGO_ENABLED=0 $(GO) test -c -o $(CURDIR)/$(ARM64_BIN)/bench_matrix.test ./matrix
-	cd bench/matrix && $(QEMU) $(CURDIR)/$(ARM64_BIN)/bench_matrix.test -test.short -test.timeout 5m
+	cd bench/matrix && GRUDGE_TEST_EMULATOR=$(QEMU) $(QEMU) $(CURDIR)/$(ARM64_BIN)/bench_matrix.test -test.short -test.timeout 5m
 	$(QEMU) $(ARM64_BIN)/matrix -impls lockfree,reference -workloads update,tryupdate-denied \
 		-dists uniform,hot8 -procs 1,2 -duration 20ms -count 2 -keys 4096 -stream 4096 -out $(ARM64_BIN)/bench-results
 

@@ -3,10 +3,11 @@ package matrix
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testchild"
 )
 
 // a92Procs is DefaultProcs on a machine of n CPUs.
@@ -202,7 +203,9 @@ func TestAudit92BenchFixedGOMAXPROCSEnvShrinksCores(t *testing.T) {
 	}
 	cores := func(env ...string) int {
 		t.Helper()
-		cmd := exec.Command(os.Args[0], "-test.run", "^TestAudit92BenchFixedGOMAXPROCSEnvShrinksCores$", "-test.count", "1")
+		// testchild: under qemu (make bench-arm64) the emulator runs the child
+		// (audit 124: exec of the foreign binary failed).
+		cmd := testchild.Command("-test.run", "^TestAudit92BenchFixedGOMAXPROCSEnvShrinksCores$", "-test.count", "1")
 		for _, kv := range os.Environ() {
 			if !strings.HasPrefix(kv, "GOMAXPROCS=") {
 				cmd.Env = append(cmd.Env, kv)
