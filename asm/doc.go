@@ -6,7 +6,7 @@
 // runtime.procyield and Rust's core::hint::spin_loop made the same choice).
 // It has a pure-Go twin, always compiled, which does nothing, so tests
 // compare the two in one binary; builds without the assembly (other
-// GOARCHes, gccgo, -tags purego) use the twin.
+// 64-bit GOARCHes, gccgo, -tags purego) use the twin.
 //
 // [Backoff] is a value type for CAS retry loops: round k spins
 // min(first<<k, limit) Pause calls, and from round 10 on each round

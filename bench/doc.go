@@ -7,7 +7,9 @@
 // threads over the same keys), its command (bench/cmd/matrix, behind
 // `make bench`), the go test benchmarks that compare against those peers
 // (bench/sketch, bench/rotator, bench/limit), the A/B benchmarks of the
-// public faces (bench/ab), allowratio, heapplot, redismem and ratebench (bench/cmd), and
-// run16.sh, the one-shot script for a 16-core machine. docs/benchmarks.md
-// has the numbers, the commands and the hardware they were measured on.
+// public faces (bench/ab), the limiter's capacity runs (bench/capacity),
+// the tools in bench/cmd (allowratio, backoffsum, capacity, heapplot,
+// redismem, ratebench), and run16.sh, backoff16.sh and race16.sh, the
+// one-shot scripts for a 16-core machine. docs/benchmarks.md has the
+// numbers, the commands and the hardware they were measured on.
 package bench

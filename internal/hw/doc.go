@@ -22,8 +22,8 @@
 // Every primitive has a pure-Go twin that is always compiled
 // ([ticksGeneric], [prefetchGeneric], which does nothing)
 // so tests compare the two in one binary.
-// Builds without the assembly (other GOARCHes, gccgo, -tags purego) use the
-// twins directly, and [FastTicks] reports false there.
+// Builds without the assembly (other 64-bit GOARCHes, gccgo, -tags purego)
+// use the twins directly, and [FastTicks] reports false there.
 //
 // # Clock
 //
