@@ -28,7 +28,8 @@ func ParseFlags() Flags {
 	return f
 }
 
-// Defaults are the flags' defaults, for tests.
+// Defaults are the flags' defaults, for tests, but Addr: 127.0.0.1:0
+// (any free port) where the flag says 127.0.0.1:8080.
 func Defaults() Flags {
 	return Flags{Addr: "127.0.0.1:0", PerSecond: 10, PerHour: limit.Limit(1000.0 / 3600), Login: limit.Every(12 * time.Second)}
 }
