@@ -46,8 +46,9 @@ const periodWithTicker = time.Hour
 // oldest (the primary, warmed by a full period of writes), and the
 // primary retires every period, so a score lives at most N x Period after
 // its last write. It is a thin face over *rotator.Rotator. Build one with
-// NewRotator (the zero Rotator's methods but Close panic with "grudge:
-// zero Rotator; use NewRotator"); call Close when done if it has a Ticker. Safe for
+// NewRotator (the zero Rotator's methods but Close and Native, which
+// returns nil, panic with "grudge: zero Rotator; use NewRotator"); call
+// Close when done if it has a Ticker. Safe for
 // concurrent use; the hot-path methods do not allocate, except a lazy
 // rotator's one operation per Period that builds the next generation.
 type Rotator struct {

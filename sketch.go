@@ -7,8 +7,8 @@ import (
 // Sketch is a decaying-score count-min sketch: L levels of M cells, each a
 // packed float32 score and age updated lock-free. It is a thin face over
 // *sketch.Sketch with grudge's method set. The zero value is not usable:
-// build one with New (its methods panic with "grudge: zero Sketch; use
-// New"). All methods are safe for concurrent use; Update,
+// build one with New (its methods but Native, which returns nil, panic
+// with "grudge: zero Sketch; use New"). All methods are safe for concurrent use; Update,
 // Query, UpdateAndQuery and TryUpdate do not allocate (with a built-in
 // Aggregator), QueryDetailed allocates its result.
 type Sketch struct {
@@ -32,15 +32,28 @@ func (s *Sketch) Native() *sketch.Sketch { return s.s }
 
 // Update decays the key's L cells to now and adds delta to each, clamped
 // to [Lo, Hi]. It panics if delta is NaN or ±Inf.
-func (s *Sketch) Update(key []byte, delta float64) { s.native().Update(key, delta) }
+func (s *Sketch) Update(key []byte, delta float64) {
+	if s.s == nil {
+		panic(errZeroSketch)
+	}
+	s.s.Update(key, delta)
+}
 
 // Query returns the key's aggregated score, decayed to now. It only reads.
-func (s *Sketch) Query(key []byte) float64 { return s.native().Query(key) }
+func (s *Sketch) Query(key []byte) float64 {
+	if s.s == nil {
+		panic(errZeroSketch)
+	}
+	return s.s.Query(key)
+}
 
 // UpdateAndQuery is Update followed by the aggregate of the updated cells,
 // in one pass.
 func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
-	return s.native().UpdateAndQuery(key, delta)
+	if s.s == nil {
+		panic(errZeroSketch)
+	}
+	return s.s.UpdateAndQuery(key, delta)
 }
 
 // TryUpdate adds delta to the key's cells only if aggregate + delta <=
@@ -49,7 +62,10 @@ func (s *Sketch) UpdateAndQuery(key []byte, delta float64) float64 {
 // Hi too (scores stay clamped at Hi). It panics if delta or limit is NaN
 // or ±Inf.
 func (s *Sketch) TryUpdate(key []byte, delta, limit float64) bool {
-	return s.native().TryUpdate(key, delta, limit)
+	if s.s == nil {
+		panic(errZeroSketch)
+	}
+	return s.s.TryUpdate(key, delta, limit)
 }
 
 // QueryDetailed returns the aggregate with each level's cell index and
@@ -79,10 +95,15 @@ func resultOf(d sketch.Detail) Result {
 	return r
 }
 
+// errZeroSketch is the panic of the zero Sketch's methods. The hot ones
+// check s.s themselves (through a helper, TryUpdate no longer inlined:
+// audit 126).
+const errZeroSketch = "grudge: zero Sketch; use New"
+
 // native returns the sketch underneath, or panics on the zero Sketch.
 func (s *Sketch) native() *sketch.Sketch {
 	if s.s == nil {
-		panic("grudge: zero Sketch; use New")
+		panic(errZeroSketch)
 	}
 	return s.s
 }

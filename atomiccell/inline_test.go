@@ -40,6 +40,13 @@ func TestInlining(t *testing.T) {
 		},
 		"github.com/lfgrudge/grudge/sketch":  faceMethods("Sketch"),
 		"github.com/lfgrudge/grudge/rotator": faceMethods("Rotator"),
+		// The grudge-compatible root: its zero-value checks must keep
+		// the hot methods inlinable (audit 126: TryUpdate through a
+		// helper was not). Rotator.TryUpdate never was (cost 98).
+		"github.com/lfgrudge/grudge": {
+			"(*Sketch).Update", "(*Sketch).Query", "(*Sketch).UpdateAndQuery", "(*Sketch).TryUpdate",
+			"(*Rotator).Update", "(*Rotator).Query", "(*Rotator).UpdateAndQuery",
+		},
 	}
 	for pkg, fns := range want {
 		out, err := exec.Command(gobin, "build", "-gcflags=-m", pkg).CombinedOutput()

@@ -179,19 +179,19 @@ type shardIterator interface {
 // Cluster (audit 123): it hides the ClusterClient's nodes and sends the
 // keyless FUNCTION LOAD and the start-up check's commands to one node.
 var errAutoPipelinerCluster = fmt.Errorf("%w: go-redis's AutoPipeliner over a Redis Cluster hides the nodes that FUNCTION LOAD and Check must reach "+
-	"(it sends those commands to one node, so the others never get the library): pass the ClusterClient itself to NewGoRedis, or use rueidis; "+
-	"build an AutoPipeliner only from a *redis.Client", ErrInvalidConfig)
+	"(it sends those commands to one node, so the others never get the library): pass the ClusterClient itself to NewGoRedis, or use rueidis "+
+	"(an AutoPipeliner is for a standalone server's *redis.Client)", ErrInvalidConfig)
 
 func (g goredisConn) nodes(ctx context.Context) ([]node, error) {
 	it, ok := g.c.(shardIterator)
 	if ap, isAP := g.c.(*goredis.AutoPipeliner); isAP {
-		// The base client is out of reach; a cluster says so itself.
-		info, err := ap.Info(ctx, "cluster").Result()
-		if err != nil {
-			return nil, err
-		}
-		if v, _ := infoField(info, "cluster_enabled"); v == "1" {
-			return nil, errAutoPipelinerCluster
+		// The base client is out of reach; a cluster says so itself. An
+		// INFO that fails (RequiredACL has no +info: audit 126) tells
+		// nothing, and the call goes on as before.
+		if info, err := ap.Info(ctx, "cluster").Result(); err == nil {
+			if v, _ := infoField(info, "cluster_enabled"); v == "1" {
+				return nil, errAutoPipelinerCluster
+			}
 		}
 	}
 	if !ok {

@@ -78,8 +78,8 @@ func New(client rueidis.Client, cfg Config) (*Sketch, error) {
 // the nodes and sends FUNCTION LOAD and Check's commands to one of them,
 // so the others never get the library. Over a Redis Cluster that is
 // refused (Check, and loading the library, fail with an error matching
-// ErrInvalidConfig); a Ring's shards cannot tell, so do not build one
-// over a Ring.
+// ErrInvalidConfig; told by INFO cluster, so where the ACL allows INFO);
+// a Ring's shards cannot tell, so do not build one over a Ring.
 // go-redis retries a command after a network error unless its options
 // say MaxRetries: -1 (ClusterOptions: MaxRedirects): such a retry may
 // apply one update twice, which over-counts (docs/distributed.md, "Timed

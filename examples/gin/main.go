@@ -30,6 +30,11 @@ func handler(f check.Flags) http.Handler {
 	gin.SetMode(gin.ReleaseMode)
 	api, login := check.Middlewares(f)
 	r := gin.New()
+	// gin answers a path with or without a trailing slash by a redirect
+	// before any middleware runs: uncharged, so a client could send as
+	// many as it liked (audit 128). Without the redirect it is a 404,
+	// which the middleware charges.
+	r.RedirectTrailingSlash = false
 	r.Use(limited(api)) // every route (api skips /healthz)
 	r.GET("/healthz", func(c *gin.Context) { c.String(http.StatusOK, "ok\n") })
 	r.GET("/", func(c *gin.Context) { c.String(http.StatusOK, "hello\n") })

@@ -3,6 +3,7 @@
 package limittest
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -77,13 +78,13 @@ func (c *FakeClock) fireLocked() {
 }
 
 // NewTimer implements limit.Clock: the timer fires once the clock reads
-// at least d (rounded up to the millisecond) after now; d <= 0 fires at
-// once.
+// at least d after now, sub-millisecond fraction included (Now() + d,
+// rounded up to the millisecond, saturated at the end of int64 ms), so
+// never before d has passed on the clock; d <= 0 fires at once.
 func (c *FakeClock) NewTimer(d time.Duration) limit.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	now := c.c.NowMillis()
-	t := &timer{clock: c, at: now + (d + time.Millisecond - 1).Milliseconds(), c: make(chan time.Time, 1)}
+	t := &timer{clock: c, at: c.deadline(d), c: make(chan time.Time, 1)}
 	if d <= 0 {
 		t.c <- c.c.Now()
 		return t
@@ -94,6 +95,26 @@ func (c *FakeClock) NewTimer(d time.Duration) limit.Timer {
 	c.timers[t] = struct{}{}
 	c.cond().Broadcast()
 	return t
+}
+
+// deadline is the first NowMillis at which Now() is at least d after
+// the current reading: from NowMillis, the ms that d and the current
+// sub-millisecond fraction span, rounded up (a deadline from NowMillis
+// alone fired up to 1 ms early: audit 126), saturated at MaxInt64 (a
+// deadline near the end of int64 ms wrapped to the past: audit 126).
+// Caller holds c.mu.
+func (c *FakeClock) deadline(d time.Duration) int64 {
+	now := c.c.Now()
+	ms, sub := now.UnixMilli(), int64(now.Nanosecond()%1e6)
+	if d <= 0 {
+		return ms
+	}
+	whole, rem := int64(d/time.Millisecond), int64(d%time.Millisecond)
+	add := whole + (sub+rem+1e6-1)/1e6 // at most MaxInt64/1e6 + 2: no overflow
+	if ms > math.MaxInt64-add {
+		return math.MaxInt64
+	}
+	return ms + add
 }
 
 // Timers returns the number of timers waiting to fire.
