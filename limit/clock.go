@@ -12,7 +12,9 @@ import (
 // own scale, so that a fake clock (limittest.FakeClock) makes waiting
 // deterministic: WaitN returns when the fake clock is advanced past the
 // wait, without sleeping. Now must be the time.Time of NowMillis's
-// reading (as sketchtest.FakeClock's is).
+// reading, whole milliseconds (as limittest.FakeClock's is): a limiter
+// decides at whole milliseconds and counts its waits, and Delay, from
+// that reading, and NewTimer's d counts from Now.
 type Clock interface {
 	sketch.Clock
 	Now() time.Time

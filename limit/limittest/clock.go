@@ -12,10 +12,14 @@ import (
 )
 
 // FakeClock is a manually driven limit.Clock: a sketchtest.FakeClock
-// (Unix milliseconds: NowMillis() == Now().UnixMilli(); the zero value
-// and NewFakeClock read 0 ms; Advance keeps sub-millisecond parts, which
-// accumulate) plus timers that fire when Advance, Set or SetTime moves
-// the clock to or past their time. Nothing sleeps: a WaitN on a limiter
+// (Unix milliseconds; the zero value and NewFakeClock read 0 ms; Advance
+// keeps sub-millisecond parts, which accumulate, and saturates at the
+// ends of int64 ms) plus timers that fire when Advance, Set or SetTime
+// moves the clock to or past their time. Now is the whole millisecond
+// NowMillis reads (time.UnixMilli(NowMillis())), as limit.Clock asks: a
+// limiter decides at whole milliseconds and counts its waits from that
+// reading, so the fraction the Advances left only carries into
+// NowMillis. Nothing sleeps: a WaitN on a limiter
 // built WithClock(c) returns once the test has moved c past the wait.
 // Safe for concurrent use.
 type FakeClock struct {
@@ -31,9 +35,11 @@ func NewFakeClock() *FakeClock { return &FakeClock{} }
 // NowMillis implements sketch.Clock.
 func (c *FakeClock) NowMillis() int64 { return c.c.NowMillis() }
 
-// Now returns the current reading as a time.Time (no monotonic reading),
-// with the sub-millisecond fraction the Advances left.
-func (c *FakeClock) Now() time.Time { return c.c.Now() }
+// Now returns the current reading as a time.Time of whole milliseconds
+// (no monotonic reading): time.UnixMilli(NowMillis()). A limiter's
+// Delay and WaitN count from it (audit 127: with the fraction, WaitN
+// came 1 ms late and Delay was long by it).
+func (c *FakeClock) Now() time.Time { return time.UnixMilli(c.c.NowMillis()) }
 
 // Advance moves the clock by d and fires the timers due; a negative d
 // moves it backwards. As sketchtest.FakeClock's, the sub-millisecond
@@ -47,8 +53,8 @@ func (c *FakeClock) Advance(d time.Duration) {
 	c.fireLocked()
 }
 
-// SetTime puts the clock at t, its sub-millisecond fraction included, and
-// fires the timers due.
+// SetTime puts the clock at t (its sub-millisecond fraction carries into
+// later Advances) and fires the timers due.
 func (c *FakeClock) SetTime(t time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -72,21 +78,21 @@ func (c *FakeClock) fireLocked() {
 	for t := range c.timers {
 		if t.at <= ms {
 			delete(c.timers, t)
-			t.c <- c.c.Now()
+			t.c <- time.UnixMilli(ms)
 		}
 	}
 }
 
-// NewTimer implements limit.Clock: the timer fires once the clock reads
-// at least d after now, sub-millisecond fraction included (Now() + d,
-// rounded up to the millisecond, saturated at the end of int64 ms), so
-// never before d has passed on the clock; d <= 0 fires at once.
+// NewTimer implements limit.Clock: the timer fires once Now reads at
+// least d after its reading now (NowMillis + d rounded up to the
+// millisecond, saturated at the end of int64 ms: audit 126 found it
+// wrapped); d <= 0 fires at once.
 func (c *FakeClock) NewTimer(d time.Duration) limit.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	t := &timer{clock: c, at: c.deadline(d), c: make(chan time.Time, 1)}
 	if d <= 0 {
-		t.c <- c.c.Now()
+		t.c <- c.Now()
 		return t
 	}
 	if c.timers == nil {
@@ -97,20 +103,18 @@ func (c *FakeClock) NewTimer(d time.Duration) limit.Timer {
 	return t
 }
 
-// deadline is the first NowMillis at which Now() is at least d after
-// the current reading: from NowMillis, the ms that d and the current
-// sub-millisecond fraction span, rounded up (a deadline from NowMillis
-// alone fired up to 1 ms early: audit 126), saturated at MaxInt64 (a
-// deadline near the end of int64 ms wrapped to the past: audit 126).
-// Caller holds c.mu.
+// deadline is the first NowMillis at which Now is at least d after the
+// current reading: NowMillis + d rounded up to the millisecond,
+// saturated at MaxInt64. Caller holds c.mu.
 func (c *FakeClock) deadline(d time.Duration) int64 {
-	now := c.c.Now()
-	ms, sub := now.UnixMilli(), int64(now.Nanosecond()%1e6)
+	ms := c.c.NowMillis()
 	if d <= 0 {
 		return ms
 	}
-	whole, rem := int64(d/time.Millisecond), int64(d%time.Millisecond)
-	add := whole + (sub+rem+1e6-1)/1e6 // at most MaxInt64/1e6 + 2: no overflow
+	add := int64(d / time.Millisecond)
+	if d%time.Millisecond != 0 {
+		add++
+	}
 	if ms > math.MaxInt64-add {
 		return math.MaxInt64
 	}

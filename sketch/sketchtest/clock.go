@@ -55,10 +55,12 @@ func (c *FakeClock) move(f func()) {
 }
 
 // Advance moves the clock by d; a negative d moves it backwards, which
-// sketches treat as no time passing. It saturates at the ends of int64
-// milliseconds. The whole milliseconds of d move
+// sketches treat as no time passing. The whole milliseconds of d move
 // NowMillis at once; its sub-millisecond part accumulates, and each
-// millisecond the parts add up to moves NowMillis by one.
+// millisecond the parts add up to moves NowMillis by one. It saturates
+// at the ends of int64 milliseconds: a move past the end leaves the
+// clock at its last nanosecond (MaxInt64 ms and 999,999 ns) or its
+// first (MinInt64 ms), never wrapped, and Now never moves against d.
 func (c *FakeClock) Advance(d time.Duration) {
 	whole, rem := int64(d/time.Millisecond), int64(d%time.Millisecond)
 	c.move(func() {
@@ -67,33 +69,55 @@ func (c *FakeClock) Advance(d time.Duration) {
 			n := c.sub.Add(rem)
 			carry = floorDiv(n, 1e6) - floorDiv(n-rem, 1e6)
 		}
-		c.ms.Store(addSat(c.ms.Load(), whole+carry))
+		ms, step := c.ms.Load(), whole+carry
+		switch {
+		case step > 0 && ms > math.MaxInt64-step:
+			c.pin(math.MaxInt64, 1e6-1)
+		case step < 0 && ms < math.MinInt64-step:
+			c.pin(math.MinInt64, 0)
+		default:
+			c.ms.Store(ms + step)
+		}
 	})
 }
 
-// addSat returns a + b, saturated at the ends of int64: a clock set near
-// the end of time and advanced stays there, never wraps to the other end
-// (audit 125).
-func addSat(a, b int64) int64 {
-	switch {
-	case b > 0 && a > math.MaxInt64-b:
-		return math.MaxInt64
-	case b < 0 && a < math.MinInt64-b:
-		return math.MinInt64
-	}
-	return a + b
+// pin puts the clock at ms and the fraction frac (ns), keeping the
+// whole milliseconds sub had counted, so later carries stay right: the
+// saturation of Advance and SetTime (audits 125, 127: the fraction kept
+// adding up at the end and wrapped, moving Now back).
+func (c *FakeClock) pin(ms, frac int64) {
+	c.sub.Store(floorDiv(c.sub.Load(), 1e6)*1e6 + frac)
+	c.ms.Store(ms)
 }
 
 // Set puts the clock at ms, with no sub-millisecond fraction.
 func (c *FakeClock) Set(ms int64) { c.move(func() { c.sub.Store(0); c.ms.Store(ms) }) }
 
-// SetTime puts the clock at t, its sub-millisecond fraction included.
+// SetTime puts the clock at t, its sub-millisecond fraction included; a
+// t beyond the int64 milliseconds saturates as Advance does (audit 127:
+// it wrapped).
 func (c *FakeClock) SetTime(t time.Time) {
 	c.move(func() {
-		c.sub.Store(int64(t.Nanosecond() % 1e6))
-		c.ms.Store(t.UnixMilli())
+		switch {
+		case t.After(maxTime):
+			c.sub.Store(0)
+			c.pin(math.MaxInt64, 1e6-1)
+		case t.Before(minTime):
+			c.sub.Store(0)
+			c.pin(math.MinInt64, 0)
+		default:
+			c.sub.Store(int64(t.Nanosecond() % 1e6))
+			c.ms.Store(t.UnixMilli())
+		}
 	})
 }
+
+// maxTime and minTime are the last and first instants of the int64
+// milliseconds.
+var (
+	maxTime = time.UnixMilli(math.MaxInt64).Add(time.Millisecond - 1)
+	minTime = time.UnixMilli(math.MinInt64)
+)
 
 func floorDiv(a, b int64) int64 {
 	q := a / b
