@@ -73,7 +73,9 @@ func TestAudit69BadInputs(t *testing.T) {
 		{Name: "x", Limit: PerSecond(math.NaN(), 1)}, {Name: "x", Limit: PerSecond(1, math.NaN())},
 		{Name: "x", Limit: PerSecond(math.Inf(1), 1)}, {Name: "x", Limit: PerSecond(1, math.Inf(1))},
 		{Name: "x", Limit: PerSecond(0, 1)}, {Name: "x", Limit: PerSecond(-1, 1)}, {Name: "x", Limit: PerSecond(1, -1)},
-		{Name: "x", Limit: PerSecond(1e-10, 10)}, // Burst/Rate 1e11 s
+		{Name: "x", Limit: PerSecond(1e-10, 10)},                                            // Burst/Rate 1e11 s
+		{Name: "x", Limit: PerSecond(1e-300, 1e-297)},                                       // Burst below 2^-126 (stop 63, audit 123)
+		{Name: "x", Limit: PerSecond(1e-47, 0x1p-126), Policy: LocalFallback, Instances: 2}, // Burst/N below 2^-126
 		{Name: "", Limit: PerSecond(1, 1)}, {Name: "a{b", Limit: PerSecond(1, 1)},
 		{Name: "x", Limit: PerSecond(1, 1), Policy: LocalFallback, FallbackCells: 1<<30 + 1},
 		{Name: "x", Limit: PerSecond(1, 1), DenyCacheCells: 1<<30 + 1},
@@ -90,7 +92,7 @@ func TestAudit69BadInputs(t *testing.T) {
 	for _, c := range []struct {
 		lim  Limit
 		inst uint32
-	}{{PerSecond(1, 1), math.MaxUint32}, {PerSecond(1e-300, 1e-297), 3}, {PerSecond(3, 10), 3}} {
+	}{{PerSecond(1, 1), math.MaxUint32}, {PerSecond(1e-47, 3*0x1p-126), 3}, {PerSecond(3, 10), 3}} {
 		clk := sketchtest.NewFakeClock()
 		clk.Set(1_000_000)
 		l := a69DownLimiter(t, "a69x", c.lim, LocalFallback, c.inst, clk)

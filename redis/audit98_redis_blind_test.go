@@ -211,7 +211,9 @@ func TestAudit98RedisConfigErrorsWrapCore(t *testing.T) {
 		{"Hasher nil for the fallback", "Hasher", LimiterConfig{Policy: LocalFallback,
 			Hasher: nilFor(func(s uint64) bool { return s == seed^0xFA11BAC })}},
 		{"Burst above float32", "Hi", LimiterConfig{Limit: PerSecond(1e38, 1e39)}},
-		{"Burst/N rounds to 0", "Decay", LimiterConfig{Limit: PerSecond(5e-324, 5e-324), Policy: LocalFallback, Instances: 2}},
+		// "Burst/N rounds to 0" (5e-324 / 2) left this table at stop 63: a
+		// Burst or Burst/N below 2^-126 is refused by NewLimiter itself
+		// (TestAudit123FixedSubnormalBurst), before any core sketch sees it.
 	} {
 		cfg := c.cfg
 		cfg.Name, cfg.Seed, cfg.ServerCheck = "a98cfg", seed, CheckSkip
