@@ -86,7 +86,8 @@ func (c *FakeClock) fireLocked() {
 // NewTimer implements limit.Clock: the timer fires once Now reads at
 // least d after its reading now (NowMillis + d rounded up to the
 // millisecond, saturated at the end of int64 ms: audit 126 found it
-// wrapped); d <= 0 fires at once.
+// wrapped, so a timer made there fires on the next move that leaves the
+// clock there); d <= 0 fires at once.
 func (c *FakeClock) NewTimer(d time.Duration) limit.Timer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
