@@ -294,7 +294,6 @@ func msDuration(ms int64) time.Duration {
 // WriteTo into one buffer of SnapshotSize bytes; see WriteTo for what a
 // snapshot taken under concurrent updates holds.
 func (s *Sketch) MarshalBinary() ([]byte, error) {
-	s.built()
 	var b bytes.Buffer
 	b.Grow(int(s.SnapshotSize()))
 	if _, err := s.WriteTo(&b); err != nil {
