@@ -37,7 +37,7 @@ func TestAudit70SuggestDocLines(t *testing.T) {
 // exceeds the target by 3 binomial standard deviations.
 func TestAudit70SmallEnginesOverSeeds(t *testing.T) {
 	testsize.Serial(t)
-	seeds := uint64(testsize.Sample(40, 10, 3))
+	seeds := uint64(testsize.Sample(40, 10, 1))
 	for _, c := range []struct {
 		keys   int
 		deny   float64

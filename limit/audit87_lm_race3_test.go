@@ -191,7 +191,7 @@ func TestAudit87LmRaceThreeWindowsTakeOrder(t *testing.T) {
 				kinds := []audit87LmKind{a, b, c}
 				for victim := range 3 {
 					for _, inf := range []int{-1, 0, 2} {
-						if point++; !testsize.Keep(point, testsize.Sample(1, 1, 4)) {
+						if point++; !testsize.Keep(point, testsize.Sample(1, 1, 8)) {
 							continue
 						}
 						name := fmt.Sprintf("%s+%s+%s/victim=%d/inf=%d", a.name, b.name, c.name, victim, inf)
@@ -354,7 +354,7 @@ func TestAudit87LmRaceRejectCostByVictim(t *testing.T) {
 			for _, c := range audit87LmKinds {
 				kinds := []audit87LmKind{a, b, c}
 				for victim := range 3 {
-					if point++; !testsize.Keep(point, testsize.Sample(1, 1, 3)) {
+					if point++; !testsize.Keep(point, testsize.Sample(1, 1, 6)) {
 						continue
 					}
 					t.Run(fmt.Sprintf("%s+%s+%s/victim=%d", a.name, b.name, c.name, victim), func(t *testing.T) {
