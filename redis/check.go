@@ -90,7 +90,8 @@ func (s *Sketch) fcall(ctx context.Context, keys, args []string) (string, error)
 // retrying runs call, and again after the replies fcall describes.
 func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error) error {
 	loaded := false
-	var loadErr error // the nodes that did not take the library
+	var loadErr error     // the nodes that did not take the library
+	var readOnly []string // the nodes that refused it as read-only replicas
 	// after names, with a failure after the reload, the nodes the library
 	// could not reach.
 	after := func(err error) error {
@@ -109,14 +110,14 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 		case !isServer:
 			return after(err)
 		case !loaded && strings.HasSuffix(msg, "Function not found"):
-			took, lerr := s.loadLibrary(ctx)
+			took, ro, lerr := s.loadLibrary(ctx)
 			if !took {
 				if lerr == nil {
 					return err // no node to load it on
 				}
 				return lerr
 			}
-			loaded, loadErr = true, lerr
+			loaded, loadErr, readOnly = true, lerr, ro
 		case strings.HasPrefix(msg, "TRYAGAIN"):
 			_, deadline := ctx.Deadline()
 			if !deadline && attempt >= maxTryAgain {
@@ -129,6 +130,12 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 				return fmt.Errorf("%w (the slot was still migrating: %w)", ctx.Err(), err)
 			case <-t.C:
 			}
+		case len(readOnly) > 0 && strings.HasSuffix(msg, "Function not found"):
+			// The library could not be loaded where the call runs: a
+			// read-only replica takes it only from its primary, which
+			// has not loaded it (audit 131).
+			return after(fmt.Errorf("%w: the library is missing and FUNCTION LOAD was refused with READONLY by %s, a read-only replica, which gets functions only from its primary: point the client at the primary (or load the library there); got %w",
+				ErrNoFunctions, strings.Join(readOnly, ", "), err))
 		default:
 			return after(s.classify(ctx, msg, err, keys))
 		}
@@ -138,11 +145,13 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 // loadLibrary sends FUNCTION LOAD to every node; a library that is
 // already there (another instance loaded it first) counts as taken, as
 // does a replica's READONLY (replicas get the library from their
-// primary).
-func (s *Sketch) loadLibrary(ctx context.Context) (took bool, err error) {
+// primary), whose nodes it returns in readOnly: the retried call tells
+// a replica that still lacks the library apart from a server without
+// Functions.
+func (s *Sketch) loadLibrary(ctx context.Context) (took bool, readOnly []string, err error) {
 	nodes, err := s.conn.nodes(ctx)
 	if err != nil {
-		return false, fmt.Errorf("FUNCTION LOAD: listing the nodes: %w", err)
+		return false, nil, fmt.Errorf("FUNCTION LOAD: listing the nodes: %w", err)
 	}
 	// Every node, whatever fails: a node that is down (a Cluster with
 	// cluster-require-full-coverage off keeps serving the other slots)
@@ -157,8 +166,13 @@ func (s *Sketch) loadLibrary(ctx context.Context) (took bool, err error) {
 			continue
 		}
 		msg, isServer := s.conn.serverError(err)
-		if isServer && (strings.Contains(msg, "already exists") || strings.HasPrefix(msg, "READONLY")) {
+		if isServer && strings.Contains(msg, "already exists") {
 			took = true
+			continue
+		}
+		if isServer && strings.HasPrefix(msg, "READONLY") {
+			took = true
+			readOnly = append(readOnly, n.addr())
 			continue
 		}
 		if isServer {
@@ -166,7 +180,7 @@ func (s *Sketch) loadLibrary(ctx context.Context) (took bool, err error) {
 		}
 		errs = append(errs, fmt.Errorf("FUNCTION LOAD on %s: %w", n.addr(), err))
 	}
-	return took, errors.Join(errs...)
+	return took, readOnly, errors.Join(errs...)
 }
 
 // classify wraps a server's error reply in the sentinel that names its
