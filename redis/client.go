@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"reflect"
 	"sort"
 	"strings"
 	"sync"
@@ -108,6 +109,24 @@ func (n rueidisNode) info(ctx context.Context, section string) (string, error) {
 	return n.c.Do(ctx, n.c.B().Info().Section(section).Build()).ToString()
 }
 
+// errNilClient is the constructors' error for a nil client.
+var errNilClient = fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
+
+// nilClient reports whether c, a client interface, is nil or holds a nil
+// pointer (a typed nil such as a nil *redis.Client, whose methods would
+// crash on the first use: audit 130).
+func nilClient(c any) bool {
+	if c == nil {
+		return true
+	}
+	v := reflect.ValueOf(c)
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
+}
+
 // --- go-redis ---
 
 type goredisConn struct{ c goredis.UniversalClient }
@@ -117,8 +136,8 @@ type goredisConn struct{ c goredis.UniversalClient }
 // ReadTimeout whatever the context says, so Config.Timeout and the
 // failure policies' deadlines would be silently ignored).
 func newGoredisConn(c goredis.UniversalClient) (goredisConn, error) {
-	if c == nil {
-		return goredisConn{}, fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
+	if nilClient(c) {
+		return goredisConn{}, errNilClient
 	}
 	enabled, known := true, true
 	switch c := c.(type) {

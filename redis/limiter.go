@@ -226,8 +226,8 @@ type Limiter struct {
 // or cluster), or an error matching ErrInvalidConfig, or the start-up
 // check's error (see LimiterConfig.ServerCheck).
 func NewLimiter(client rueidis.Client, cfg LimiterConfig) (*Limiter, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
+	if nilClient(client) {
+		return nil, errNilClient
 	}
 	return newLimiter(rueidisConn{client}, cfg)
 }

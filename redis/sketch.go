@@ -60,8 +60,8 @@ type Sketch struct {
 // the server: the generation strings are created by the first write, and
 // Check verifies the server.
 func New(client rueidis.Client, cfg Config) (*Sketch, error) {
-	if client == nil {
-		return nil, fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
+	if nilClient(client) {
+		return nil, errNilClient
 	}
 	return newSketch(rueidisConn{client}, cfg)
 }
