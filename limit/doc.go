@@ -360,7 +360,8 @@
 // ParseLimit reads a rate from a flag, an environment variable or a
 // configuration file ("100/s", "1000/h", "5/m", "10/250ms", ulule's
 // "1000-H", "inf"); Limit is an encoding.TextMarshaler and
-// TextUnmarshaler whose text reads back to the same Limit, bit for bit.
+// TextUnmarshaler whose text reads back to the same Limit, bit for bit
+// (but for +Inf, which New takes as Inf: its "inf" reads back as Inf).
 //
 // New returns a *sketch.ConfigError (errors.Is(err,
 // sketch.ErrInvalidConfig)) for a NaN, zero, negative or too large limit,

@@ -191,7 +191,7 @@ func chooseEngine(o *options, rate, maxDebt float64, p bucketPlan) (Engine, erro
 // takes, or a capacity only the count-min holds (capCountMin): Auto then
 // picks it whatever MaxDebt.
 func (o *options) countMinOnly() bool {
-	return o.sizeSet || o.genSet || o.period != 0 || o.cu || o.capCountMin
+	return o.sizeSet || o.genSet || o.periodSet || o.cu || o.capCountMin
 }
 
 // capacityOnlyCountMin reports whether, for WithCapacity under Auto,

@@ -21,7 +21,7 @@ import (
 type Limit float64
 
 // Inf is the infinite rate: a Limiter with it admits every request and
-// keeps no state.
+// keeps no state. New takes Limit(math.Inf(1)) as Inf too.
 const Inf = Limit(math.MaxFloat64)
 
 // InfDuration is the RetryAfter (and Reservation Delay) of a request that
@@ -105,9 +105,11 @@ type options struct {
 	strict      bool
 	rejectCost  float64
 	maxDebt     float64
+	maxDebtSet  bool // WithMaxDebt was given
 	generations uint32
 	genSet      bool // WithGenerations was given
 	period      time.Duration
+	periodSet   bool // WithPeriod was given
 	name        string
 	engine      Engine
 	capKeys     int
@@ -174,7 +176,7 @@ func WithRejectCost(c float64) Option { return func(o *options) { o.rejectCost =
 // where there is one, so a decimal d means what it says:
 // WithMaxDebt(20.03) at 10/s holds 2003 units of 10 ms's drain, 20.03
 // tokens, where the float64 20.03 is 1.1e-15 above that.
-func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt = d } }
+func WithMaxDebt(d float64) Option { return func(o *options) { o.maxDebt, o.maxDebtSet = d, true } }
 
 // WithGenerations sets the count-min rotator's number of generations
 // (default 2, at most [MaxGenerations]), and selects the CountMin engine
@@ -213,7 +215,7 @@ const MaxGenerations = 16
 // CountMin engine (see WithEngine). New refuses a Period shorter than
 // MaxDebt / (rate x (Generations-1)), which could amnesty a key that went
 // silent at MaxDebt (see [PeriodFactor]).
-func WithPeriod(p time.Duration) Option { return func(o *options) { o.period = p } }
+func WithPeriod(p time.Duration) Option { return func(o *options) { o.period, o.periodSet = p, true } }
 
 // WithPrefetch sets the count-min rotator's Prefetch (default true; the
 // Buckets engine always prefetches its key's two lines): every Allow
@@ -284,7 +286,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	}
 	l.rate = float64(limit)
 	maxDebt := o.maxDebt
-	if maxDebt == 0 {
+	if !o.maxDebtSet {
 		// Twice the burst, at most 2^24 (a burst above 2^23 then gets
 		// less room for RejectCost's debt), and room for one RejectCost.
 		maxDebt = max(min(2*burstF, 1<<24), burstF+o.rejectCost)
@@ -347,7 +349,7 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	}
 	minPeriod := periodFor(l.maxDebtU, l.drain, o.generations, 1)
 	period := o.period
-	if period == 0 {
+	if !o.periodSet {
 		period = periodFor(l.maxDebtU, l.drain, o.generations, PeriodFactor)
 	} else if period < minPeriod {
 		return nil, bad("Period", period, "Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
@@ -397,13 +399,13 @@ func (o *options) checkRateless(burst float64) error {
 	if o.MaxBytes < 0 {
 		return bad("MaxBytes", o.MaxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(core.DefaultMaxBytes), o.MaxBytes)
 	}
-	if o.engine == Buckets && (o.sizeSet || o.genSet || o.period != 0 || o.cu) {
+	if o.engine == Buckets && (o.sizeSet || o.genSet || o.periodSet || o.cu) {
 		return bad("Engine", o.engine, "WithSize, WithGenerations, WithPeriod and WithConservativeUpdate configure the count-min; they cannot be used with WithEngine(Buckets)")
 	}
 	if o.generations < 2 || o.generations > MaxGenerations {
 		return bad("Generations", o.generations, "Generations must be in 2..%d; got %d", MaxGenerations, o.generations)
 	}
-	if m := o.maxDebt; m != 0 && (math.IsNaN(m) || math.IsInf(m, 0) || m < burst || m > 1<<24) {
+	if m := o.maxDebt; o.maxDebtSet && (math.IsNaN(m) || math.IsInf(m, 0) || m < burst || m > 1<<24) {
 		return bad("MaxDebt", m, "MaxDebt must be in [burst (%v), 2^24]; got %v", burst, m)
 	}
 	return nil

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 	"unicode"
+
+	"github.com/lfgrudge/grudge/internal/units"
 )
 
 // ParseLimit parses a rate written as events per period, for flags,
@@ -22,7 +24,9 @@ import (
 // time.ParseDuration duration, optionally followed by the unit d (24 h)
 // alone ("2d"). Space around the string and around "/" is ignored. The
 // result is count / period: "1/250ms" is exactly Every(250*time.Millisecond).
-// A string it cannot parse, or a rate New refuses (zero, above 1e22), is
+// A string it cannot parse, or a rate New refuses whatever the burst
+// (zero, above 1e22, or below about 2.9e-36 per second, where one token's
+// drain overflows a float32 cell), is
 // a *sketch.ConfigError (errors.Is(err, sketch.ErrInvalidConfig)) naming
 // the field "Limit", prefixed "limit: ". [Limit.MarshalText] writes a form
 // ParseLimit reads back to the same Limit.
@@ -60,8 +64,19 @@ func ParseLimit(s string) (Limit, error) {
 		return 0, badLimit(s, "the rate must be > 0 and finite")
 	case r > maxRate:
 		return 0, badLimit(s, "the rate must be <= %g per second (or inf)", maxRate)
+	case tooSlow(r):
+		return 0, badLimit(s, "the rate must be >= %.3g per second (one token's drain in a float32 cell)", 1000/math.MaxFloat32)
 	}
 	return Limit(r), nil
+}
+
+// tooSlow reports whether New refuses rate r whatever the burst: at
+// burst and MaxDebt 1, the least debt New holds, in the finest units it
+// picks (Units at MaxDebt 1), one token's drain is above a float32 cell
+// (New's "MaxDebt / limit" bound; audit 130).
+func tooSlow(r float64) bool {
+	unit, _, _, _ := units.Units(r, 1)
+	return heldUnits(1, unit) > math.MaxFloat32
 }
 
 // badLimit returns ParseLimit's *sketch.ConfigError for s.
@@ -148,7 +163,7 @@ var periods = [...]struct {
 }{{"s", time.Second}, {"m", time.Minute}, {"h", time.Hour}, {"d", 24 * time.Hour}, {"ms", time.Millisecond}}
 
 // MarshalText writes l as ParseLimit reads it back, exactly: "inf" for
-// Inf; per second when l is a whole number or a decimal of at most 6
+// Inf (and for +Inf, which reads back as Inf: New takes both as Inf); per second when l is a whole number or a decimal of at most 6
 // significant digits ("100/s", "2.5/s", "1e-06/s"); otherwise "N/m",
 // "N/h", "N/d" or "N/ms" with N a whole number, the first of those that
 // reads back to l (Every(3*time.Second) is "20/m", 1000/h "1000/h");

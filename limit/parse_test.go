@@ -146,8 +146,13 @@ func TestLimitRoundTrip(t *testing.T) {
 	}
 	for range n {
 		l := limit.Limit(math.Float64frombits(r.Uint64() >> 1)) // >= 0, NaN and Inf included
-		if l > 0 && l <= 1e22 {
+		switch {
+		case l > 0 && l <= 1e22 && newTakes(l):
 			check(l)
+		case l > 0 && l <= 1e22: // below the slowest rate New takes (audit 130)
+			if b, _ := l.MarshalText(); !errorsIsConfig(limit.ParseLimit(string(b))) {
+				t.Fatalf("ParseLimit(%q) accepted a rate New refuses at every burst", b)
+			}
 		}
 		check(limit.Every(time.Duration(r.Int64N(int64(time.Hour))) + 1))
 		check(limit.Limit(r.IntN(1_000_000)+1) / limit.Limit([]float64{1, 60, 3600, 86400}[r.IntN(4)]))
@@ -222,3 +227,6 @@ func FuzzParseLimit(f *testing.F) {
 		}
 	})
 }
+
+// errorsIsConfig reports whether ParseLimit's error is a *sketch.ConfigError.
+func errorsIsConfig(_ limit.Limit, err error) bool { return errors.Is(err, sketch.ErrInvalidConfig) }

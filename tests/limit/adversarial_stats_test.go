@@ -235,7 +235,7 @@ func TestAdvMultiStats(t *testing.T) {
 }
 
 // TestAdvParseLimitRoundTrip: every finite positive Limit up to 1e22 (any
-// bit pattern) marshals to text that ParseLimit reads back bit for bit,
+// bit pattern) that New takes marshals to text that ParseLimit reads back bit for bit,
 // and through UnmarshalText and UnmarshalJSON (as a JSON string) too.
 func TestAdvParseLimitRoundTrip(t *testing.T) {
 	rapid.Check(t, func(rt *rapid.T) {
@@ -257,6 +257,14 @@ func TestAdvParseLimitRoundTrip(t *testing.T) {
 		b, err := l.MarshalText()
 		if err != nil {
 			rt.Fatal(err)
+		}
+		if _, err := limit.New(l, 1, limit.WithMaxDebt(1), limit.WithSize(1, 1)); err != nil {
+			// Slower than any burst New takes (below about 2.9e-36 per
+			// second): ParseLimit refuses it too since stop 64 (audit 130).
+			if _, perr := limit.ParseLimit(string(b)); perr == nil {
+				rt.Fatalf("%v: New refuses it at burst 1 (%v), ParseLimit(%q) accepts it", r, err, b)
+			}
+			return
 		}
 		got, err := limit.ParseLimit(string(b))
 		if err != nil || math.Float64bits(float64(got)) != math.Float64bits(r) {
