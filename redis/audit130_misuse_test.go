@@ -208,20 +208,35 @@ func TestAudit130SketchBadDeltasPanicBeforeTheServer(t *testing.T) {
 	}); msg != "" {
 		t.Errorf("nil Limiter Policies panicked: %s", msg)
 	}
-	// The zero Limiter and zero Sketch are not documented; record what
-	// they do (a clear panic or an error, not an admission).
+	// The zero Limiter and zero Sketch panic clearly, as their docs say
+	// since stop 64 (they crashed with a nil dereference before), as
+	// package limit's and sketch's zero values do.
 	var zl Limiter
 	var zs Sketch
 	var admitted bool
-	msgL := audit130Panic(func() {
-		d, err := zl.AllowN(ctx, "k", 1)
-		admitted = err == nil && d.Allowed
-	})
-	msgS := audit130Panic(func() { _ = zs.Update(ctx, "k", 1) })
+	for name, c := range map[string]struct {
+		f    func()
+		want string
+	}{
+		"Limiter.AllowN": {func() {
+			d, err := zl.AllowN(ctx, "k", 1)
+			admitted = err == nil && d.Allowed
+		}, "redis: zero Limiter; use NewLimiter"},
+		"Limiter.Allow":         {func() { _, _ = zl.Allow(ctx, "k") }, "redis: zero Limiter; use NewLimiter"},
+		"Limiter.DecideContext": {func() { _, _ = zl.DecideContext(ctx, "k", 1) }, "redis: zero Limiter; use NewLimiter"},
+		"Sketch.Update":         {func() { _ = zs.Update(ctx, "k", 1) }, "redis: zero Sketch; use New"},
+		"Sketch.UpdateAndQuery": {func() { _, _ = zs.UpdateAndQuery(ctx, "k", 1) }, "redis: zero Sketch; use New"},
+		"Sketch.Query":          {func() { _, _ = zs.Query(ctx, "k") }, "redis: zero Sketch; use New"},
+		"Sketch.TryUpdate":      {func() { _, _ = zs.TryUpdate(ctx, "k", 1, 2) }, "redis: zero Sketch; use New"},
+		"Sketch.Check":          {func() { _ = zs.Check(ctx) }, "redis: zero Sketch; use New"},
+	} {
+		if msg := audit130Panic(c.f); msg != c.want {
+			t.Errorf("zero %s: panic %q; want %q", name, msg, c.want)
+		}
+	}
 	if admitted {
 		t.Errorf("the zero Limiter admitted a request")
 	}
-	t.Logf("zero redis.Limiter AllowN: panic %q; zero redis.Sketch Update: panic %q", msgL, msgS)
 }
 
 // TestAudit130SuggestBadInputs: Suggest's keys < 1, deny outside (0, 1)

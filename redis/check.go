@@ -260,6 +260,9 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // every call is (audit 69: a paused server held it 5 s past a 200 ms
 // Timeout).
 func (s *Sketch) Check(ctx context.Context) error {
+	if s.conn == nil {
+		panic("redis: zero Sketch; use New")
+	}
 	var errs []error
 	if denied, err := s.checkShards(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("redis: Check: %w", err))

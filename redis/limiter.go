@@ -200,7 +200,8 @@ func (c ServerCheck) String() string {
 // dt/1000, to nearest: at most about 2^-52 of the debt, 1.5e-11 token
 // at 342,392 tokens, audit 86; a wait is then 1 ms short only where the
 // exact one lies that close above a whole ms). Safe for concurrent use; no lock, no goroutine. The caller
-// owns (and closes) the client.
+// owns (and closes) the client. The zero Limiter is not usable: its
+// decisions panic ("redis: zero Limiter; use NewLimiter").
 type Limiter struct {
 	sk       *Sketch
 	limit    Limit
@@ -392,6 +393,9 @@ func (l *Limiter) Allow(ctx context.Context, key string) (Decision, error) {
 // returns that decision with an error matching ErrDegraded that also
 // wraps the cause; otherwise the error is nil.
 func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, error) {
+	if l.sk == nil {
+		panic("redis: zero Limiter; use NewLimiter")
+	}
 	if math.IsNaN(n) || math.IsInf(n, 0) || n < 0 {
 		panic("redis: AllowN n must be finite and >= 0; got " + fmtFloat(n))
 	}

@@ -46,7 +46,8 @@ const defaultRebaseAt = 1 << 31
 // that uses the same Config. Each operation is one function call (FCALL),
 // one round trip, atomic on the server. Safe for concurrent use; it holds
 // no lock and starts no goroutine (the client it is given has its own,
-// and the caller closes it).
+// and the caller closes it). The zero Sketch is not usable: its
+// operations and Check panic ("redis: zero Sketch; use New").
 type Sketch struct {
 	conn     conn
 	cfg      normalized
@@ -285,20 +286,29 @@ func checkFinite(op, name string, v float64) {
 	}
 }
 
+// hash is the key's hash under the sketch's hasher; it panics on the zero
+// Sketch, which has none.
+func (s *Sketch) hash(key string) uint64 {
+	if s.hasher == nil {
+		panic("redis: zero Sketch; use New")
+	}
+	return s.hasher.Sum64String(key)
+}
+
 // Update adds delta to the key's score at every level of every live
 // generation, on the server: per cell, decay for its age on the server's
 // clock, add, clamp to [Lo, Hi], round up to float32. It panics if delta
 // is NaN or ±Inf (before any round trip), as sketch.Update does.
 func (s *Sketch) Update(ctx context.Context, key string, delta float64) error {
 	checkFinite("Update", "delta", delta)
-	_, err := s.call(ctx, "U", s.hasher.Sum64String(key), delta, 0)
+	_, err := s.call(ctx, "U", s.hash(key), delta, 0)
 	return err
 }
 
 // UpdateAndQuery is Update followed by Query in the same atomic call.
 func (s *Sketch) UpdateAndQuery(ctx context.Context, key string, delta float64) (float64, error) {
 	checkFinite("UpdateAndQuery", "delta", delta)
-	r, err := s.call(ctx, "A", s.hasher.Sum64String(key), delta, 0)
+	r, err := s.call(ctx, "A", s.hash(key), delta, 0)
 	return r.estimate, err
 }
 
@@ -306,7 +316,7 @@ func (s *Sketch) UpdateAndQuery(ctx context.Context, key string, delta float64) 
 // the oldest live generation (0 for a sketch nobody has written). It only
 // reads.
 func (s *Sketch) Query(ctx context.Context, key string) (float64, error) {
-	r, err := s.call(ctx, "Q", s.hasher.Sum64String(key), 0, 0)
+	r, err := s.call(ctx, "Q", s.hash(key), 0, 0)
 	return r.estimate, err
 }
 
@@ -318,7 +328,7 @@ func (s *Sketch) Query(ctx context.Context, key string) (float64, error) {
 // Hi, the cells stay clamped). It panics if delta or limit is NaN or
 // ±Inf, as sketch.TryUpdate does.
 func (s *Sketch) TryUpdate(ctx context.Context, key string, delta, limit float64) (bool, error) {
-	r, err := s.tryUpdate(ctx, s.hasher.Sum64String(key), delta, limit)
+	r, err := s.tryUpdate(ctx, s.hash(key), delta, limit)
 	return r.ok, err
 }
 
