@@ -424,8 +424,10 @@ func (m *Middleware) find(d limit.Decision) policy {
 // policy with no quota left denies a retry before its t; t is its next
 // whole token, so a retry that costs it more may be denied later too).
 // On a denial that can never be admitted (d.Never) it removes any
-// Retry-After already set.
+// Retry-After already set. A negative d.Remaining (a Limiter breaking
+// Decision's contract) is written as 0: the fields hold no sign.
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
+	d.Remaining = max(d.Remaining, 0)
 	v := m.policyValue()
 	if v == "" {
 		return
