@@ -61,6 +61,10 @@
 //   - Without a Ticker a Rotator rotates lazily, on the first operation
 //     after a Period ends, and starts no goroutine; with a Ticker it
 //     rotates once per tick, from one goroutine that Close stops.
+//     Periods are counted on Config.Clock (grudge's ticker counts real
+//     time: a FakeClock's Advance rotates a lazy Rotator), a lazy
+//     Rotator keeps rotating after Close, and its Period is at least 1 ms,
+//     rounded up to whole ms.
 //   - Each Sketch (each generation) draws a random hash seed; Config has no
 //     Seed, as in grudge. Use package sketch for a fixed Seed.
 //   - Levels is at most 8; SuggestLevels answers at most 8 and refuses
