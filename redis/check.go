@@ -130,11 +130,12 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 				return fmt.Errorf("%w (the slot was still migrating: %w)", ctx.Err(), err)
 			case <-t.C:
 			}
-		case len(readOnly) > 0 && strings.HasSuffix(msg, "Function not found"):
-			// The library could not be loaded where the call runs: a
-			// read-only replica takes it only from its primary, which
-			// has not loaded it (audit 131).
-			return after(fmt.Errorf("%w: the library is missing and FUNCTION LOAD was refused with READONLY by %s, a read-only replica, which gets functions only from its primary: point the client at the primary (or load the library there); got %w",
+		case len(readOnly) > 0 && loadErr == nil && strings.HasSuffix(msg, "Function not found"):
+			// Every node the client knows refused the library as a
+			// read-only replica, which takes it only from its primary,
+			// and that has not loaded it (audit 131; a node that failed
+			// otherwise is the cause to report: audit 133).
+			return after(fmt.Errorf("%w: the library is missing and FUNCTION LOAD was refused with READONLY by %s (a read-only replica gets functions only from its primary): point the client at the primary (or load the library there); got %w",
 				ErrNoFunctions, strings.Join(readOnly, ", "), err))
 		default:
 			return after(s.classify(ctx, msg, err, keys))
@@ -145,9 +146,10 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 // loadLibrary sends FUNCTION LOAD to every node; a library that is
 // already there (another instance loaded it first) counts as taken, as
 // does a replica's READONLY (replicas get the library from their
-// primary), whose nodes it returns in readOnly: the retried call tells
-// a replica that still lacks the library apart from a server without
-// Functions.
+// primary). Where no node loaded it and every refusal was a READONLY,
+// it returns those nodes in readOnly: a retried call that still finds
+// no library then runs on a replica whose primary lacks it, not on a
+// server without Functions.
 func (s *Sketch) loadLibrary(ctx context.Context) (took bool, readOnly []string, err error) {
 	nodes, err := s.conn.nodes(ctx)
 	if err != nil {
@@ -159,15 +161,16 @@ func (s *Sketch) loadLibrary(ctx context.Context) (took bool, readOnly []string,
 	// sketch's slot. It reports whether any node took it (the call is
 	// then made once more) and the failures, joined.
 	var errs []error
+	loadedHere := false // a node took the library itself (or had it)
 	for _, n := range nodes {
 		err := n.functionLoad(ctx, libCode)
 		if err == nil {
-			took = true
+			took, loadedHere = true, true
 			continue
 		}
 		msg, isServer := s.conn.serverError(err)
 		if isServer && strings.Contains(msg, "already exists") {
-			took = true
+			took, loadedHere = true, true
 			continue
 		}
 		if isServer && strings.HasPrefix(msg, "READONLY") {
@@ -179,6 +182,9 @@ func (s *Sketch) loadLibrary(ctx context.Context) (took bool, readOnly []string,
 			err = s.classify(ctx, msg, err, nil)
 		}
 		errs = append(errs, fmt.Errorf("FUNCTION LOAD on %s: %w", n.addr(), err))
+	}
+	if loadedHere {
+		readOnly = nil
 	}
 	return took, readOnly, errors.Join(errs...)
 }
