@@ -387,8 +387,8 @@ func MustNew(limit Limit, burst int, opts ...Option) *Limiter {
 
 // checkRateless refuses the options New refuses whatever the limit: both
 // WithCapacity and WithSize, a negative MaxBytes, count-min options with
-// WithEngine(Buckets), Generations outside 2..MaxGenerations, and an
-// explicit MaxDebt outside [burst, 2^24]. New checks these for every
+// WithEngine(Buckets), Generations outside 2..MaxGenerations, a
+// Period under 1 ms, and an explicit MaxDebt outside [burst, 2^24]. New checks these for every
 // limit; New(Inf, ...) checks nothing else (the rest depends on the
 // rate), and a finite limit checks its effective MaxDebt again once the
 // default is filled in.
@@ -404,6 +404,12 @@ func (o *options) checkRateless(burst float64) error {
 	}
 	if o.generations < 2 || o.generations > MaxGenerations {
 		return bad("Generations", o.generations, "Generations must be in 2..%d; got %d", MaxGenerations, o.generations)
+	}
+	if o.periodSet && o.period < time.Millisecond {
+		// Every finite rate's least Period is at least 1 ms: refused for
+		// Inf too, so a configuration does not fail only once its rate is
+		// made finite (audit 133).
+		return bad("Period", o.period, "Period must be >= 1ms (and >= MaxDebt/(rate x (Generations-1)) for a finite rate); got %v", o.period)
 	}
 	if m := o.maxDebt; o.maxDebtSet && (math.IsNaN(m) || math.IsInf(m, 0) || m < burst || m > 1<<24) {
 		return bad("MaxDebt", m, "MaxDebt must be in [burst (%v), 2^24]; got %v", burst, m)

@@ -26,7 +26,11 @@ func TestCostOfNewRate(t *testing.T) {
 					if debt != 0 && debt < float64(burst) {
 						continue
 					}
-					l, err := New(r, burst, WithMaxDebt(debt), WithEngine(e))
+					opts := []Option{WithEngine(e)}
+					if debt != 0 { // 0: the default (WithMaxDebt(0) is refused since stop 64)
+						opts = append(opts, WithMaxDebt(debt))
+					}
+					l, err := New(r, burst, opts...)
 					if err != nil {
 						continue
 					}
