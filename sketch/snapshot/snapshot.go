@@ -266,7 +266,9 @@ func (s *Saver) Close() error {
 // the temporary file, and path keeps what it held. The file is created
 // with mode 0600 (a snapshot holds the hash seed), whatever path's mode
 // was; a symbolic link at path is replaced by the file, not followed. A
-// nil or typed-nil src is a *sketch.ConfigError, and path is untouched.
+// nil or typed-nil src is a *sketch.ConfigError, and path is untouched;
+// a zero value (one not made by its constructor) panics, as its own
+// methods do, and leaves no temporary file.
 func WriteFile(path string, src Source) (err error) {
 	if err := checkSource(src, "source"); err != nil {
 		return err
@@ -352,7 +354,9 @@ func (e *LoadError) Is(target error) bool {
 // your own without SnapshotSize is the exception: its length is known
 // only after its ReadFrom, so trailing bytes are found after the restore,
 // and without Reset it stays restored (the error says so all the same).
-// A nil or typed-nil dst is a *LoadError wrapping a *sketch.ConfigError.
+// A nil or typed-nil dst is a *LoadError wrapping a *sketch.ConfigError;
+// a zero value (one not made by its constructor) panics, as its own
+// methods do.
 func Load(path string, dst Destination) error {
 	if err := checkSource(dst, "destination"); err != nil {
 		return &LoadError{Path: path, Err: err}
