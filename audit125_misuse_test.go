@@ -7,21 +7,8 @@ import (
 
 	"github.com/lfgrudge/grudge"
 	"github.com/lfgrudge/grudge/grudgetest"
+	"github.com/lfgrudge/grudge/internal/testpanic"
 )
-
-// audit125Panic runs f and returns its panic value as a string ("" if none).
-func audit125Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 // TestAudit125FixedZeroGrudgeValuesRawNilPanic (audit 125; fixed at stop 63, the text below says what was wrong): the zero grudge.Sketch
 // and grudge.Rotator ("The zero value is not usable: build one with New",
@@ -50,7 +37,7 @@ func TestAudit125FixedZeroGrudgeValuesRawNilPanic(t *testing.T) {
 		{"Rotator.Query", "grudge: zero Rotator", func() { r.Query(key) }},
 		{"Rotator.Rotations", "grudge: zero Rotator", func() { r.Rotations() }},
 	} {
-		if got := audit125Panic(c.f); !strings.HasPrefix(got, c.want) {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, c.want) {
 			t.Errorf("zero %s: panic %q, want one starting %q", c.name, got, c.want)
 		}
 	}

@@ -9,23 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-func audit125Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 // TestAudit125ZeroValuesClearPanic: the zero Limiter, Multi and Tier panic
 // with "limit: zero X" on their decision methods (never admit silently).
@@ -49,7 +37,7 @@ func TestAudit125ZeroValuesClearPanic(t *testing.T) {
 		{"Multi.DecideKeys", "limit: zero Multi", func() { m.DecideKeys(now, 1, "k") }},
 		{"Tier.Allow", "limit: zero Tier", func() { tr.Allow("k") }},
 	} {
-		if got := audit125Panic(c.f); !strings.HasPrefix(got, c.want) {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: panic %q, want one starting %q", c.name, got, c.want)
 		}
 	}
@@ -124,7 +112,7 @@ func TestAudit125BadArgumentsTypedAndNoStateChange(t *testing.T) {
 			{"Tier.ReserveN", func() { tier.ReserveN(now, "k", n) }},
 			{"Tier.WaitN", func() { _ = tier.WaitN(context.Background(), "k", n) }},
 		} {
-			if got := audit125Panic(c.f); !strings.HasPrefix(got, "limit:") {
+			if got := testpanic.Message(c.f); !strings.HasPrefix(got, "limit:") {
 				t.Errorf("%s(n=%d): panic %q, want one starting \"limit:\"", c.name, n, got)
 			}
 		}
@@ -152,7 +140,7 @@ func TestAudit125BadArgumentsTypedAndNoStateChange(t *testing.T) {
 	if got := l.Tokens("k"); got != tokens {
 		t.Errorf("after DecideN(MaxInt64): Tokens %v, want %v", got, tokens)
 	}
-	if got := audit125Panic(func() { l.Capacity(math.NaN()) }); !strings.HasPrefix(got, "limit:") {
+	if got := testpanic.Message(func() { l.Capacity(math.NaN()) }); !strings.HasPrefix(got, "limit:") {
 		t.Errorf("Capacity(NaN): panic %q, want one starting \"limit:\"", got)
 	}
 	if _, err := limit.NewMulti(nil); !errors.Is(err, sketch.ErrInvalidConfig) {

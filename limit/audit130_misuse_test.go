@@ -10,24 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-func audit130Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 func audit130IsConfigError(err error, prefix string) bool {
 	var ce *sketch.ConfigError
@@ -85,7 +73,7 @@ func TestAudit130OptionValuesTypedErrors(t *testing.T) {
 	} {
 		var l *limit.Limiter
 		var err error
-		if msg := audit130Panic(func() { l, err = limit.New(10, c.burst, c.opts...) }); msg != "" {
+		if msg := testpanic.Message(func() { l, err = limit.New(10, c.burst, c.opts...) }); msg != "" {
 			t.Errorf("%s: New panicked: %s", c.name, msg)
 			continue
 		}
@@ -94,7 +82,7 @@ func TestAudit130OptionValuesTypedErrors(t *testing.T) {
 		}
 	}
 	// MustNew panics on the same errors, with the error's text.
-	msg := audit130Panic(func() { limit.MustNew(10, 1, nil) })
+	msg := testpanic.Message(func() { limit.MustNew(10, 1, nil) })
 	if !strings.Contains(msg, "limit: ") {
 		t.Errorf("MustNew(nil Option): panic %q, want the ConfigError's text", msg)
 	}
@@ -121,7 +109,7 @@ func TestAudit130NilClockAndHasher(t *testing.T) {
 			}
 			var l *limit.Limiter
 			var err error
-			if msg := audit130Panic(func() { l, err = limit.New(10, 2, opts...) }); msg != "" {
+			if msg := testpanic.Message(func() { l, err = limit.New(10, 2, opts...) }); msg != "" {
 				t.Errorf("%s %v: New panicked: %s", c.name, eng, msg)
 				continue
 			}
@@ -131,7 +119,7 @@ func TestAudit130NilClockAndHasher(t *testing.T) {
 				}
 				continue
 			}
-			msg := audit130Panic(func() {
+			msg := testpanic.Message(func() {
 				first, second, third := l.Allow("k"), l.Allow("k"), l.Allow("k")
 				if !first || !second || third {
 					t.Errorf("%s %v: burst 2 not 2 admissions then a denial", c.name, eng)
@@ -175,11 +163,11 @@ func TestAudit130ZeroLimiterEveryMethod(t *testing.T) {
 		{"WriteTo", func() { _, _ = l.WriteTo(&bytes.Buffer{}) }},
 		{"ReadFrom", func() { _, _ = l.ReadFrom(&bytes.Buffer{}) }},
 	} {
-		if got := audit130Panic(c.f); !strings.HasPrefix(got, "limit: zero Limiter") {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, "limit: zero Limiter") {
 			t.Errorf("zero Limiter %s: panic %q, want one starting \"limit: zero Limiter\"", c.name, got)
 		}
 	}
-	if got := audit130Panic(func() {
+	if got := testpanic.Message(func() {
 		if l.Limit() != 0 || l.Burst() != 0 || l.Exact() || l.Engine() != limit.Auto || l.Policies() != nil {
 			t.Errorf("zero Limiter accessors: Limit %v Burst %d Exact %v Engine %v Policies %v", l.Limit(), l.Burst(), l.Exact(), l.Engine(), l.Policies())
 		}
@@ -198,12 +186,12 @@ func TestAudit130ZeroLimiterEveryMethod(t *testing.T) {
 		{"Sizes", func() { _ = l.Sizes() }},
 		{"SnapshotSize", func() { _ = l.SnapshotSize() }},
 	} {
-		if got := audit130Panic(c.f); got != "" && !strings.HasPrefix(got, "limit:") {
+		if got := testpanic.Message(c.f); got != "" && !strings.HasPrefix(got, "limit:") {
 			t.Errorf("zero Limiter %s: panic %q, want none or one starting \"limit:\"", c.name, got)
 		}
 	}
 	var nl *limit.Limiter
-	if got := audit130Panic(func() {
+	if got := testpanic.Message(func() {
 		if p := nl.Policies(); p != nil {
 			t.Errorf("nil Limiter Policies = %v, want nil", p)
 		}
@@ -242,11 +230,11 @@ func TestAudit130ZeroTierAndMultiEveryMethod(t *testing.T) {
 		{"Multi.DecideContext", "limit: zero Multi", func() { _, _ = m.DecideContext(ctx, "k", 1) }},
 		{"Multi.Stats", "limit: zero Multi", func() { m.Stats() }},
 	} {
-		if got := audit130Panic(c.f); !strings.HasPrefix(got, c.want) {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: panic %q, want one starting %q", c.name, got, c.want)
 		}
 	}
-	if got := audit130Panic(func() {
+	if got := testpanic.Message(func() {
 		if tr.Limit() != 0 || tr.Burst() != 0 || tr.Name() != "" || tr.Exact() || tr.Policies() != nil || tr.Limiter() != nil {
 			t.Errorf("zero Tier accessors: %v %d %q %v %v %v", tr.Limit(), tr.Burst(), tr.Name(), tr.Exact(), tr.Policies(), tr.Limiter())
 		}
@@ -261,7 +249,7 @@ func TestAudit130ZeroTierAndMultiEveryMethod(t *testing.T) {
 	}); got != "" {
 		t.Errorf("zero Tier/Multi accessors panicked: %s", got)
 	}
-	if got := audit130Panic(func() { _ = m.Windows() }); got != "" && !strings.HasPrefix(got, "limit: zero Multi") {
+	if got := testpanic.Message(func() { _ = m.Windows() }); got != "" && !strings.HasPrefix(got, "limit: zero Multi") {
 		t.Errorf("zero Multi Windows: panic %q, want none or \"limit: zero Multi\"", got)
 	}
 }
@@ -297,7 +285,7 @@ func TestAudit130MultiMisuse(t *testing.T) {
 	m.DecideKeys(now, 1, "x", "y")
 	ta, tb := a.Tokens("x"), b.Tokens("y")
 	for _, keys := range [][]string{nil, {"x", "y", "z"}} {
-		if got := audit130Panic(func() { m.DecideKeys(now, 1, keys...) }); !strings.HasPrefix(got, "limit:") {
+		if got := testpanic.Message(func() { m.DecideKeys(now, 1, keys...) }); !strings.HasPrefix(got, "limit:") {
 			t.Errorf("DecideKeys with %d keys over 2 windows: panic %q, want one starting \"limit:\"", len(keys), got)
 		}
 	}
@@ -373,7 +361,7 @@ func TestAudit130ContextArguments(t *testing.T) {
 		t.Fatal(err)
 	}
 	var nilCtx context.Context
-	if got := audit130Panic(func() {
+	if got := testpanic.Message(func() {
 		if d, err := l.DecideContext(nilCtx, "a", 1); err != nil || !d.Allowed {
 			t.Errorf("Limiter.DecideContext(nil ctx) = %+v, %v", d, err)
 		}
@@ -395,7 +383,7 @@ func TestAudit130ContextArguments(t *testing.T) {
 	if got := l.Tokens("w"); got != before {
 		t.Errorf("WaitN(cancelled ctx) debited: tokens %v -> %v", before, got)
 	}
-	msg := audit130Panic(func() { _ = l.WaitN(nilCtx, "w", 1) })
+	msg := testpanic.Message(func() { _ = l.WaitN(nilCtx, "w", 1) })
 	t.Logf("WaitN(nil ctx): panic %q (x/time/rate dereferences it too; not documented)", msg)
 }
 
@@ -413,7 +401,7 @@ func TestAudit130SuggestCapacityEvery(t *testing.T) {
 		{math.MaxInt, 0.01},
 	} {
 		var err error
-		if msg := audit130Panic(func() { _, err = limit.Suggest(c.keys, c.deny) }); msg != "" {
+		if msg := testpanic.Message(func() { _, err = limit.Suggest(c.keys, c.deny) }); msg != "" {
 			t.Errorf("Suggest(%d, %v) panicked: %s", c.keys, c.deny, msg)
 			continue
 		}
@@ -424,12 +412,12 @@ func TestAudit130SuggestCapacityEvery(t *testing.T) {
 	}
 	l := limit.MustNew(10, 2, limit.WithSize(2, 16))
 	for _, d := range []float64{0, 1, -1, math.Inf(1), math.Inf(-1), 2, math.Copysign(0, -1)} {
-		if got := audit130Panic(func() { l.Capacity(d) }); !strings.HasPrefix(got, "limit:") {
+		if got := testpanic.Message(func() { l.Capacity(d) }); !strings.HasPrefix(got, "limit:") {
 			t.Errorf("Capacity(%v): panic %q, want one starting \"limit:\"", d, got)
 		}
 	}
 	for _, d := range []float64{5e-324, math.Nextafter(1, 0)} {
-		if got := audit130Panic(func() {
+		if got := testpanic.Message(func() {
 			if c := l.Capacity(d); c < 0 {
 				t.Errorf("Capacity(%v) = %d, negative", d, c)
 			}
@@ -464,7 +452,7 @@ func TestAudit130ParseLimitJunk(t *testing.T) {
 	} {
 		var err error
 		var got limit.Limit
-		if msg := audit130Panic(func() { got, err = limit.ParseLimit(s) }); msg != "" {
+		if msg := testpanic.Message(func() { got, err = limit.ParseLimit(s) }); msg != "" {
 			t.Errorf("ParseLimit(%.40q) panicked: %s", s, msg)
 			continue
 		}
@@ -525,10 +513,10 @@ func TestAudit130InfLimiterMisuse(t *testing.T) {
 		t.Errorf("Inf.Tier = %v, want a *sketch.ConfigError", err)
 	}
 	for _, n := range []int{0, -1, math.MinInt} {
-		if got := audit130Panic(func() { l.AllowN(l.Now(), "k", n) }); !strings.HasPrefix(got, "limit:") {
+		if got := testpanic.Message(func() { l.AllowN(l.Now(), "k", n) }); !strings.HasPrefix(got, "limit:") {
 			t.Errorf("Inf.AllowN(n=%d): panic %q, want one starting \"limit:\"", n, got)
 		}
-		if got := audit130Panic(func() { l.ReserveN(l.Now(), "k", n) }); !strings.HasPrefix(got, "limit:") {
+		if got := testpanic.Message(func() { l.ReserveN(l.Now(), "k", n) }); !strings.HasPrefix(got, "limit:") {
 			t.Errorf("Inf.ReserveN(n=%d): panic %q, want one starting \"limit:\"", n, got)
 		}
 	}

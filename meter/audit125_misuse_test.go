@@ -8,23 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-func audit125Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 // TestAudit125ZeroValuesClearPanic: every method of the zero Rate, Inflight
 // and Novelty panics "meter: zero X; use NewX" (meter/doc.go); the zero and
@@ -46,13 +34,13 @@ func TestAudit125ZeroValuesClearPanic(t *testing.T) {
 		{"Novelty.Seen", "meter: zero Novelty", func() { n.Seen("k") }},
 		{"Novelty.Within", "meter: zero Novelty", func() { n.Within() }},
 	} {
-		if got := audit125Panic(c.f); !strings.HasPrefix(got, c.want) {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: panic %q, want one starting %q", c.name, got, c.want)
 		}
 	}
 	var g meter.Guard
 	var gp *meter.Guard
-	if got := audit125Panic(func() { g.Release(); gp.Release() }); got != "" {
+	if got := testpanic.Message(func() { g.Release(); gp.Release() }); got != "" {
 		t.Errorf("zero/nil Guard.Release panicked: %q", got)
 	}
 }
@@ -103,7 +91,7 @@ func TestAudit125BadArgumentsTypedAndNoStateChange(t *testing.T) {
 	r.ObserveAt(clk.Now(), "k", 3)
 	want := r.PerSecond("k")
 	for _, n := range []float64{math.NaN(), math.Inf(1), math.Inf(-1), -1, -5e-324, 1e308, math.MaxFloat32 * 2} {
-		if got := audit125Panic(func() { r.ObserveAt(clk.Now(), "k", n) }); !strings.HasPrefix(got, "meter:") {
+		if got := testpanic.Message(func() { r.ObserveAt(clk.Now(), "k", n) }); !strings.HasPrefix(got, "meter:") {
 			t.Errorf("ObserveAt(n=%v): panic %q, want one starting \"meter:\"", n, got)
 		}
 		if got := r.PerSecond("k"); got != want {
@@ -123,7 +111,7 @@ func TestAudit125BadArgumentsTypedAndNoStateChange(t *testing.T) {
 	}
 	g := in.Acquire("i")
 	for _, m := range []int{0, -1, 11, math.MaxInt64, math.MinInt64} {
-		if got := audit125Panic(func() { in.TryAcquire("i", m) }); !strings.HasPrefix(got, "meter:") {
+		if got := testpanic.Message(func() { in.TryAcquire("i", m) }); !strings.HasPrefix(got, "meter:") {
 			t.Errorf("TryAcquire(max=%d): panic %q, want one starting \"meter:\"", m, got)
 		}
 	}

@@ -9,23 +9,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/meter"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-func audit130Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 func audit130IsConfigError(err error) bool {
 	var ce *sketch.ConfigError
@@ -59,7 +47,7 @@ func TestAudit130ZeroValuesRemainingMethods(t *testing.T) {
 		{"Novelty.ReadFrom", "meter: zero Novelty", func() { _, _ = n.ReadFrom(&bytes.Buffer{}) }},
 		{"Inflight.TryAcquire", "meter: zero Inflight", func() { in.TryAcquire("k", 1) }},
 	} {
-		if got := audit130Panic(c.f); !strings.HasPrefix(got, c.want) {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, c.want) {
 			t.Errorf("%s: panic %q, want one starting %q", c.name, got, c.want)
 		}
 	}
@@ -80,7 +68,7 @@ func TestAudit130NilClockAndHasher(t *testing.T) {
 		for _, kind := range []string{"Rate", "Novelty", "Inflight"} {
 			var err error
 			var use func()
-			msg := audit130Panic(func() {
+			msg := testpanic.Message(func() {
 				switch kind {
 				case "Rate":
 					var r *meter.Rate
@@ -116,7 +104,7 @@ func TestAudit130NilClockAndHasher(t *testing.T) {
 				}
 				continue
 			}
-			if msg := audit130Panic(use); msg != "" {
+			if msg := testpanic.Message(use); msg != "" {
 				t.Errorf("%s %s: accepted, then a call panicked: %s", c.name, kind, msg)
 			}
 		}
@@ -177,7 +165,7 @@ func TestAudit130InflightIgnoresRotationOptions(t *testing.T) {
 	} else {
 		g.Release()
 	}
-	if got := audit130Panic(func() { in.TryAcquire("k", 1<<24+1) }); !strings.HasPrefix(got, "meter:") {
+	if got := testpanic.Message(func() { in.TryAcquire("k", 1<<24+1) }); !strings.HasPrefix(got, "meter:") {
 		t.Errorf("TryAcquire(2^24+1): panic %q, want one starting \"meter:\"", got)
 	}
 	if in.Count("k") != 0 {
@@ -217,7 +205,7 @@ func TestAudit130SizesAndMaxBytes(t *testing.T) {
 		{"Inflight nil option", func() error { _, err := meter.NewInflight(1, nil); return err }},
 	} {
 		var err error
-		if msg := audit130Panic(func() { err = c.f() }); msg != "" {
+		if msg := testpanic.Message(func() { err = c.f() }); msg != "" {
 			t.Errorf("%s: panicked: %s", c.name, msg)
 			continue
 		}
@@ -266,7 +254,7 @@ func TestAudit130KeysAndTimes(t *testing.T) {
 		t.Errorf("a fresh key reads as seen after \"\" and a 1 MiB key: rate %v contains %v", r.PerSecond("fresh"), n.Contains("fresh"))
 	}
 	for _, tm := range []time.Time{{}, time.Unix(0, math.MaxInt64), time.Unix(math.MaxInt64, 0), time.Unix(math.MinInt64, 0)} {
-		msg := audit130Panic(func() {
+		msg := testpanic.Message(func() {
 			r.ObserveAt(tm, "t", 1)
 			if got := r.PerSecondAt(tm, "t"); math.IsNaN(got) || got < 0 {
 				t.Errorf("PerSecondAt(%v) = %v", tm, got)

@@ -3,29 +3,16 @@ package redis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/sketch"
 	goredis "github.com/redis/go-redis/v9"
 )
-
-func audit130Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 // audit130DownClient is a go-redis client to a port nothing listens on
 // (nothing is sent by the constructors; calls fail fast).
@@ -62,11 +49,11 @@ func TestAudit130FixedTypedNilGoRedisClientPanics(t *testing.T) {
 		{"(*Ring)(nil)", (*goredis.Ring)(nil)},
 	} {
 		var err error
-		msg := audit130Panic(func() { _, err = NewGoRedis(c.cl, cfg) })
+		msg := testpanic.Message(func() { _, err = NewGoRedis(c.cl, cfg) })
 		if msg != "" || !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewGoRedis(%s): panic %q, err %v; want an error matching ErrInvalidConfig", c.name, msg, err)
 		}
-		msg = audit130Panic(func() { _, err = NewLimiterGoRedis(c.cl, lcfg) })
+		msg = testpanic.Message(func() { _, err = NewLimiterGoRedis(c.cl, lcfg) })
 		if msg != "" || !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("NewLimiterGoRedis(%s): panic %q, err %v; want an error matching ErrInvalidConfig", c.name, msg, err)
 		}
@@ -93,7 +80,7 @@ func TestAudit130NilClientsAndBadSketchConfigs(t *testing.T) {
 		{"NewLimiterGoRedis(nil)", func() error { _, err := NewLimiterGoRedis(nil, lcfg); return err }},
 	} {
 		var err error
-		if msg := audit130Panic(func() { err = c.f() }); msg != "" || !errors.Is(err, ErrInvalidConfig) {
+		if msg := testpanic.Message(func() { err = c.f() }); msg != "" || !errors.Is(err, ErrInvalidConfig) {
 			t.Errorf("%s: panic %q, err %v; want ErrInvalidConfig", c.name, msg, err)
 		}
 	}
@@ -133,7 +120,7 @@ func TestAudit130NilClientsAndBadSketchConfigs(t *testing.T) {
 		{"Timeout -1", Config{Name: "a", Hi: 1, Timeout: -1}},
 	} {
 		var err error
-		if msg := audit130Panic(func() { _, err = NewGoRedis(gc, c.cfg) }); msg != "" {
+		if msg := testpanic.Message(func() { _, err = NewGoRedis(gc, c.cfg) }); msg != "" {
 			t.Errorf("%s: NewGoRedis panicked: %s", c.name, msg)
 			continue
 		}
@@ -181,7 +168,7 @@ func TestAudit130SketchBadDeltasPanicBeforeTheServer(t *testing.T) {
 			{"TryUpdate limit", func() { _, _ = s.TryUpdate(ctx, "k", 1, v) }},
 		} {
 			start := time.Now()
-			if got := audit130Panic(c.f); got == "" {
+			if got := testpanic.Message(c.f); got == "" {
 				t.Errorf("%s(%v): no panic (documented: it panics)", c.name, v)
 			} else if !strings.HasPrefix(got, "redis") && !strings.HasPrefix(got, "sketch") {
 				t.Errorf("%s(%v): panic %q does not name the package", c.name, v, got)
@@ -192,7 +179,7 @@ func TestAudit130SketchBadDeltasPanicBeforeTheServer(t *testing.T) {
 		}
 	}
 	for _, k := range []string{"", strings.Repeat("k", 1<<20)} {
-		if msg := audit130Panic(func() {
+		if msg := testpanic.Message(func() {
 			if _, err := s.Query(ctx, k); err == nil {
 				t.Errorf("Query(key len %d) on a down server: nil error", len(k))
 			}
@@ -201,7 +188,7 @@ func TestAudit130SketchBadDeltasPanicBeforeTheServer(t *testing.T) {
 		}
 	}
 	var nl *Limiter
-	if msg := audit130Panic(func() {
+	if msg := testpanic.Message(func() {
 		if p := nl.Policies(); p != nil {
 			t.Errorf("nil Limiter Policies = %v, want nil", p)
 		}
@@ -230,7 +217,7 @@ func TestAudit130SketchBadDeltasPanicBeforeTheServer(t *testing.T) {
 		"Sketch.TryUpdate":      {func() { _, _ = zs.TryUpdate(ctx, "k", 1, 2) }, "redis: zero Sketch; use New"},
 		"Sketch.Check":          {func() { _ = zs.Check(ctx) }, "redis: zero Sketch; use New"},
 	} {
-		if msg := audit130Panic(c.f); msg != c.want {
+		if msg := testpanic.Message(c.f); msg != c.want {
 			t.Errorf("zero %s: panic %q; want %q", name, msg, c.want)
 		}
 	}
@@ -253,7 +240,7 @@ func TestAudit130SuggestBadInputs(t *testing.T) {
 		{10, 0.01, 16385}, {10, 0.01, math.MaxUint32}, {math.MaxInt, 0.01, 1}, {math.MaxInt, 1e-300, 16384},
 	} {
 		var err error
-		if msg := audit130Panic(func() { _, err = Suggest(c.keys, c.deny, c.shards) }); msg != "" {
+		if msg := testpanic.Message(func() { _, err = Suggest(c.keys, c.deny, c.shards) }); msg != "" {
 			t.Errorf("Suggest(%d, %v, %d) panicked: %s", c.keys, c.deny, c.shards, msg)
 			continue
 		}

@@ -2,28 +2,15 @@ package rotator_test
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/rotator"
 	"github.com/lfgrudge/grudge/sketch"
 )
-
-func audit125Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 // TestAudit125FixedZeroRotatorRawNilPanic (audit 125; fixed at stop 63, the text below says what was wrong): "Create one with New; the zero
 // Rotator is not usable" (rotator/rotator.go:19). Its Close and Stats work
@@ -43,7 +30,7 @@ func TestAudit125FixedZeroRotatorRawNilPanic(t *testing.T) {
 		{"QueryString", func() { r.QueryString("k") }},
 		{"TryUpdateString", func() { r.TryUpdateString("k", 1, 2) }},
 	} {
-		if got := audit125Panic(c.f); !strings.HasPrefix(got, "rotator: zero Rotator") {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, "rotator: zero Rotator") {
 			t.Errorf("zero Rotator.%s: panic %q, want one starting %q", c.name, got, "rotator: zero Rotator")
 		}
 	}
@@ -82,7 +69,7 @@ func TestAudit125ConfigErrors(t *testing.T) {
 	if got := r.QueryString("k"); got < 1 {
 		t.Errorf("after Close: Query = %v, want >= 1", got)
 	}
-	if got := audit125Panic(func() { r.UpdateString("k", math.NaN()) }); !strings.HasPrefix(got, "sketch:") {
+	if got := testpanic.Message(func() { r.UpdateString("k", math.NaN()) }); !strings.HasPrefix(got, "sketch:") {
 		t.Errorf("Update(NaN): panic %q, want one starting \"sketch:\"", got)
 	}
 }

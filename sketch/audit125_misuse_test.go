@@ -9,22 +9,10 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/decay"
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
-
-func audit125Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 // TestAudit125FixedZeroSketchRawNilPanic (audit 125; fixed at stop 63, the text below says what was wrong): "Create one with New; the zero
 // Sketch is not usable" (sketch/sketch.go:15). Every method of the zero
@@ -55,7 +43,7 @@ func TestAudit125FixedZeroSketchRawNilPanic(t *testing.T) {
 			_ = b.Merge(&s)
 		}},
 	} {
-		if got := audit125Panic(c.f); !strings.HasPrefix(got, "sketch: zero Sketch") {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, "sketch: zero Sketch") {
 			t.Errorf("zero Sketch.%s: panic %q, want one starting %q", c.name, got, "sketch: zero Sketch")
 		}
 	}
@@ -92,7 +80,7 @@ func TestAudit125BadDeltaLimitPanicsNoCellTouched(t *testing.T) {
 			{"TryUpdateString limit", func() { s.TryUpdateString("k", 1, v) }},
 			{"TryUpdateAt limit", func() { s.TryUpdateAt(now, "k", 1, v) }},
 		} {
-			if got := audit125Panic(c.f); !strings.HasPrefix(got, "sketch:") {
+			if got := testpanic.Message(c.f); !strings.HasPrefix(got, "sketch:") {
 				t.Errorf("%s(%v): panic %q, want one starting \"sketch:\"", c.name, v, got)
 			}
 			if got := s.QueryString("other"); got != want {
@@ -168,7 +156,7 @@ func TestAudit125FixedMergeNegativeOverlapSilent(t *testing.T) {
 	a.UpdateString("k", 5)
 	b.UpdateString("k", 3)
 	var merr error
-	msg := audit125Panic(func() { merr = a.Merge(b, -time.Second) })
+	msg := testpanic.Message(func() { merr = a.Merge(b, -time.Second) })
 	if !strings.HasPrefix(msg, "sketch:") {
 		t.Errorf("Merge(other, -1s): err %v, panic %q, Query %v; want a panic starting \"sketch:\" (a negative overlap is misuse)", merr, msg, a.QueryString("k"))
 	}

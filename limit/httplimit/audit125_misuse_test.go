@@ -9,23 +9,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/httplimit"
 	"github.com/lfgrudge/grudge/sketch"
 )
-
-func audit125Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 // TestAudit125MisuseTypedOrClearPanic: New's misuse is a *sketch.ConfigError
 // prefixed "httplimit: " (nil, typed-nil and zero limiters included); the
@@ -78,7 +66,7 @@ func TestAudit125MisuseTypedOrClearPanic(t *testing.T) {
 			m.Allow(httptest.NewRecorder(), httptest.NewRequest("GET", "/", nil))
 		}},
 	} {
-		if got := audit125Panic(c.f); !strings.HasPrefix(got, "httplimit:") {
+		if got := testpanic.Message(c.f); !strings.HasPrefix(got, "httplimit:") {
 			t.Errorf("%s: panic %q, want one starting \"httplimit:\"", c.name, got)
 		}
 	}

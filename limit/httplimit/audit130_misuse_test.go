@@ -12,23 +12,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testpanic"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/limit/httplimit"
 	"github.com/lfgrudge/grudge/sketch"
 )
-
-func audit130Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
-}
 
 func audit130IsConfigError(err error) bool {
 	var ce *sketch.ConfigError
@@ -87,7 +75,7 @@ func TestAudit130NilFunctionsRemoveTheirHook(t *testing.T) {
 		}
 		remote := "192.0.2." + strconv.Itoa(i) + ":1"
 		var w1, w2 *httptest.ResponseRecorder
-		if msg := audit130Panic(func() {
+		if msg := testpanic.Message(func() {
 			h := m.Handler(audit130OK)
 			w1, w2 = audit130Do(h, remote), audit130Do(h, remote)
 		}); msg != "" {
@@ -110,11 +98,11 @@ func TestAudit130HandlerNilAndZeroMiddleware(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := audit130Panic(func() { m.Handler(nil) }); !strings.HasPrefix(got, "httplimit:") {
+	if got := testpanic.Message(func() { m.Handler(nil) }); !strings.HasPrefix(got, "httplimit:") {
 		t.Errorf("Handler(nil): panic %q, want one starting \"httplimit:\"", got)
 	}
 	var z httplimit.Middleware
-	if got := audit130Panic(func() { z.Handler(audit130OK) }); !strings.HasPrefix(got, "httplimit: zero Middleware") {
+	if got := testpanic.Message(func() { z.Handler(audit130OK) }); !strings.HasPrefix(got, "httplimit: zero Middleware") {
 		t.Errorf("zero Middleware Handler: panic %q", got)
 	}
 	if mm, err := z.With(l); mm != nil || !audit130IsConfigError(err) {
@@ -140,7 +128,7 @@ func TestAudit130HandlerNilAndZeroMiddleware(t *testing.T) {
 	if w := audit130Do(m.Handler(audit130OK), "192.0.2.1:1"); w.Code != 204 {
 		t.Errorf("m after refused Withs: %d, want 204", w.Code)
 	}
-	if got := audit130Panic(func() {
+	if got := testpanic.Message(func() {
 		var zz httplimit.Middleware
 		zz.SetHeaders(http.Header{}, limit.Decision{})
 	}); got != "" && !strings.HasPrefix(got, "httplimit:") {
@@ -170,7 +158,7 @@ func TestAudit130BadPolicies(t *testing.T) {
 	} {
 		var m *httplimit.Middleware
 		var err error
-		if msg := audit130Panic(func() { m, err = httplimit.New(&audit130Lim{pols: c.pols}) }); msg != "" {
+		if msg := testpanic.Message(func() { m, err = httplimit.New(&audit130Lim{pols: c.pols}) }); msg != "" {
 			t.Errorf("%s: New panicked: %s", c.name, msg)
 			continue
 		}
@@ -212,7 +200,7 @@ func TestAudit130ExtremeDecisionsHeaders(t *testing.T) {
 				continue
 			}
 			var w *httptest.ResponseRecorder
-			if msg := audit130Panic(func() { w = audit130Do(m.Handler(audit130OK), "192.0.2.7:1") }); msg != "" {
+			if msg := testpanic.Message(func() { w = audit130Do(m.Handler(audit130OK), "192.0.2.7:1") }); msg != "" {
 				t.Errorf("%s decision %d: panicked: %s", p[0].Name, i, msg)
 				continue
 			}
@@ -288,7 +276,7 @@ func TestAudit130KeyFuncsOnJunk(t *testing.T) {
 		r.RemoteAddr = ra
 		var k string
 		var err error
-		if msg := audit130Panic(func() { k, err = rip(r) }); msg != "" {
+		if msg := testpanic.Message(func() { k, err = rip(r) }); msg != "" {
 			t.Errorf("RemoteIP on %.30q: panicked: %s", ra, msg)
 			continue
 		}
@@ -317,10 +305,10 @@ func TestAudit130KeyFuncsOnJunk(t *testing.T) {
 	}
 	r5 := httptest.NewRequest("GET", "/", nil)
 	r5.Header["X-Api-Key"] = []string{""}
-	if msg := audit130Panic(func() { _, _ = httplimit.Header("X-Api-Key")(r5) }); msg != "" {
+	if msg := testpanic.Message(func() { _, _ = httplimit.Header("X-Api-Key")(r5) }); msg != "" {
 		t.Errorf("Header on an empty value panicked: %s", msg)
 	}
-	if msg := audit130Panic(func() { _, _ = httplimit.Header("not a header name\x00")(r5) }); msg != "" {
+	if msg := testpanic.Message(func() { _, _ = httplimit.Header("not a header name\x00")(r5) }); msg != "" {
 		t.Errorf("Header with an invalid name panicked at request time: %s", msg)
 	}
 	if _, err := httplimit.Header("X-Api-Key")(nil); !errors.Is(err, httplimit.ErrNilRequest) {

@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"fmt"
-	"github.com/lfgrudge/grudge/limit"
-	"github.com/lfgrudge/grudge/sketch"
 	"strings"
 	"testing"
+
+	"github.com/lfgrudge/grudge/internal/testpanic"
+	"github.com/lfgrudge/grudge/limit"
+	"github.com/lfgrudge/grudge/sketch"
 
 	"github.com/lfgrudge/grudge/sketch/snapshot"
 )
@@ -37,19 +39,6 @@ func TestAudit125FixedZeroSaverRawPanic(t *testing.T) {
 			t.Errorf("zero Saver.%s: panic %q, want one starting \"snapshot: zero Saver\"", name, msg)
 		}
 	}
-}
-
-func audit125Panic(f func()) (msg string) {
-	defer func() {
-		if r := recover(); r != nil {
-			msg = fmt.Sprint(r)
-			if msg == "" {
-				msg = "<empty panic>"
-			}
-		}
-	}()
-	f()
-	return ""
 }
 
 func audit125Sketch(t *testing.T) *sketch.Sketch {
@@ -98,9 +87,9 @@ func TestAudit125FixedNewSaverMisuseNotTyped(t *testing.T) {
 	} {
 		var sv *snapshot.Saver
 		var err error
-		msg := audit125Panic(func() { sv, err = snapshot.NewSaver(p, c.interval, c.src, c.opts...) })
+		msg := testpanic.Message(func() { sv, err = snapshot.NewSaver(p, c.interval, c.src, c.opts...) })
 		if sv != nil {
-			audit125Panic(func() { _ = sv.Close() })
+			testpanic.Message(func() { _ = sv.Close() })
 		}
 		var ce *sketch.ConfigError
 		if msg != "" || sv != nil || !errors.As(err, &ce) || !errors.Is(err, sketch.ErrInvalidConfig) {
@@ -135,7 +124,7 @@ func TestAudit125FixedWriteFileLoadNilRawPanic(t *testing.T) {
 		{"Load(typed nil)", func() error { return snapshot.Load(p, typedNil) }},
 	} {
 		var err error
-		msg := audit125Panic(func() { err = c.f() })
+		msg := testpanic.Message(func() { err = c.f() })
 		if msg != "" && !strings.HasPrefix(msg, "snapshot:") || msg == "" && err == nil {
 			t.Errorf("%s: err %v, panic %q; want an error or a panic starting \"snapshot:\"", c.name, err, msg)
 		}
