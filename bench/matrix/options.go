@@ -108,6 +108,8 @@ type Options struct {
 	// (atom.SetContentionBackoff): "" keeps the build's (32/1024, or off
 	// under -tags grudge_nobackoff), "off" retries lost CASes at once,
 	// "F/L" spins F Pause calls in the first round, doubling up to L.
+	// The schedule is process-wide while Run runs; Run restores the
+	// build's when it returns.
 	Backoff string
 
 	From   string // a results.json to report on instead of running; "" runs

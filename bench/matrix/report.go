@@ -43,14 +43,18 @@ const flagMark = "⚠"
 // fmtCell renders a cell's throughput: the median, the range of the
 // repeats when there are several, "[n=k]" when it got k repeats, fewer
 // than want (a stopped run's; want 0 marks none), and the flag when it is
-// noisy.
-func fmtCell(r *Result, want int) string {
+// noisy. The median and range are printed with as many digits as it
+// takes for the printed (max−min)/median to fall on the flag's side of
+// spread (the run's Meta.Spread), so the numbers never contradict the
+// flag (audit 137).
+func fmtCell(r *Result, want int, spread float64) string {
 	if r == nil {
 		return "–"
 	}
 	s := fmtMops(r.Mops)
 	if r.Count > 1 {
-		s += " (" + fmtMops(r.MopsMin) + "–" + fmtMops(r.MopsMax) + ")"
+		med, lo, hi := fmtRange(r, spread)
+		s = med + " (" + lo + "–" + hi + ")"
 	}
 	if n := max(r.Count, 1); n < want {
 		s += fmt.Sprintf(" [n=%d]", n)
@@ -59,6 +63,21 @@ func fmtCell(r *Result, want int) string {
 		s += " " + flagMark
 	}
 	return s
+}
+
+// fmtRange renders a cell's median, min and max with fmtMops' decimals,
+// and up to six more where the printed spread would read on the other
+// side of spread than the cell's flag.
+func fmtRange(r *Result, spread float64) (med, lo, hi string) {
+	for extra := 0; ; extra++ {
+		med, lo, hi = fmtMopsPlus(r.Mops, extra), fmtMopsPlus(r.MopsMin, extra), fmtMopsPlus(r.MopsMax, extra)
+		m, errM := strconv.ParseFloat(med, 64)
+		l, errL := strconv.ParseFloat(lo, 64)
+		h, errH := strconv.ParseFloat(hi, 64)
+		if extra == 6 || errM != nil || errL != nil || errH != nil || m <= 0 || ((h-l)/m > spread) == r.Noisy {
+			return med, lo, hi
+		}
+	}
 }
 
 // fmtMedian renders a cell's median throughput and its flag.
@@ -106,16 +125,19 @@ func present(rs []Result, order []string, f func(*Result) string) []string {
 	return out
 }
 
-func fmtMops(v float64) string {
+func fmtMops(v float64) string { return fmtMopsPlus(v, 0) }
+
+// fmtMopsPlus is fmtMops with extra more decimals.
+func fmtMopsPlus(v float64, extra int) string {
 	switch {
 	case math.IsNaN(v):
 		return "–"
 	case v >= 100:
-		return fmt.Sprintf("%.0f", v)
+		return strconv.FormatFloat(v, 'f', extra, 64)
 	case v >= 10:
-		return fmt.Sprintf("%.1f", v)
+		return strconv.FormatFloat(v, 'f', 1+extra, 64)
 	}
-	return fmt.Sprintf("%.2f", v)
+	return strconv.FormatFloat(v, 'f', 2+extra, 64)
 }
 
 // fmtRatio renders a ratio: "–" where it is missing (NaN), "∞" where its
@@ -285,7 +307,7 @@ func WriteMarkdown(out io.Writer, rep *Report) error {
 					for _, im := range ci {
 						r := ix.get(clk, im, wk, d, p)
 						found = found || r != nil
-						row = append(row, fmtCell(r, short))
+						row = append(row, fmtCell(r, short, m.Spread))
 					}
 					if !found {
 						continue

@@ -152,6 +152,7 @@ func Run(ctx context.Context, o Options, progress io.Writer) (*Report, error) {
 	if o.Backoff != "" {
 		first, limit, _ := ParseBackoff(o.Backoff) // checked by Validate
 		atom.SetContentionBackoff(first, limit)
+		defer atom.ResetContentionBackoff() // this run's only (audit 137)
 	}
 	t0 := time.Now()
 	cs, err := cells(&o)

@@ -77,6 +77,10 @@ func SetContentionBackoff(first, limit uint32) {
 	contention, spinOnLoss = asm.NewBackoff(first, limit), true
 }
 
+// ResetContentionBackoff restores the build's contention backoff, as
+// before any SetContentionBackoff; the same caveat applies.
+func ResetContentionBackoff() { contention, spinOnLoss = defaultContention(), useBackoff }
+
 // Add applies delta at time now under r with a CAS loop and returns the
 // word it stored (or found already equal). w is the caller's last view of
 // the cell (a Load); passing a stale word is allowed and costs a retry
