@@ -214,7 +214,9 @@ const MaxGenerations = 16
 // WithPeriod overrides the count-min's rotation Period, and selects the
 // CountMin engine (see WithEngine). New refuses a Period shorter than
 // MaxDebt / (rate x (Generations-1)), which could amnesty a key that went
-// silent at MaxDebt (see [PeriodFactor]).
+// silent at MaxDebt (see [PeriodFactor]), or than 1 ms; it rounds one
+// with a fraction of a ms up to whole ms (1.5ms runs, and Period
+// reports it, as 2ms), as the rotator counts time.
 func WithPeriod(p time.Duration) Option { return func(o *options) { o.period, o.periodSet = p, true } }
 
 // WithPrefetch sets the count-min rotator's Prefetch (default true; the
@@ -353,6 +355,10 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 		period = periodFor(l.maxDebtU, l.drain, o.generations, PeriodFactor)
 	} else if period < minPeriod {
 		return nil, bad("Period", period, "Period must be >= MaxDebt/(rate x (Generations-1)) = %v; got %v", minPeriod, period)
+	} else {
+		// Whole ms, rounded up, as the rotator counts it, so that
+		// Period() and a snapshot's header say what runs (audit 136).
+		period = time.Duration(min(core.PeriodMillis(period), math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	}
 	l.period = period
 	sc := o.Sketch(decay.Linear(1000*l.drain), 0, l.maxDebtU, core.Min, l.tb)
