@@ -82,7 +82,9 @@
 // their items to the fields the outer ones set, so the answer lists
 // every policy that decided it; an item naming one of a middleware's own
 // policies is replaced, not repeated (give stacked limiters distinct
-// names: an inner policy of the same name replaces the outer one's).
+// names: an inner policy of the same name replaces the outer one's); a
+// member already there that is not a Structured Field Item (RFC 9651: a
+// recipient would discard the whole field for it) is dropped.
 // The legacy fields keep the least Remaining of the middlewares that set
 // them. A denial's Retry-After is never earlier than the t of any listed
 // item with no quota left (r=0), nor than a Retry-After already set: a

@@ -121,7 +121,9 @@ func sfInt(n int) int64 { return min(int64(n), maxSFInteger) }
 // its name, are taken as one List (RFC 9110 §5.3, RFC 9651 §4.2: joined
 // by ", "); a field not set yet is just add, and so is one whose
 // strings or inner lists do not close (a recipient would discard the
-// whole field, and the added item with it: RFC 9651 §4.2).
+// whole field, and the added item with it: RFC 9651 §4.2); a member
+// that is not an Item or an Inner List (sfMember: "foo bar", "1.2.3")
+// is dropped, for the same reason (audit 138).
 func addItem(h http.Header, field string, own []policy, add string) {
 	old := fieldLines(h, field)
 	if len(old) == 0 {
@@ -135,7 +137,7 @@ func addItem(h http.Header, field string, own []policy, add string) {
 	}
 	var b strings.Builder
 	for _, member := range members {
-		if names(own, bareItem(member)) {
+		if names(own, bareItem(member)) || !sfMember(member) {
 			continue
 		}
 		b.WriteString(member)
