@@ -216,7 +216,8 @@ const MaxGenerations = 16
 // MaxDebt / (rate x (Generations-1)), which could amnesty a key that went
 // silent at MaxDebt (see [PeriodFactor]), or than 1 ms; it rounds one
 // with a fraction of a ms up to whole ms (1.5ms runs, and Period
-// reports it, as 2ms), as the rotator counts time.
+// reports it, as 2ms), as the rotator counts time (down, within a ms, to
+// the largest whole-ms Duration near math.MaxInt64).
 func WithPeriod(p time.Duration) Option { return func(o *options) { o.period, o.periodSet = p, true } }
 
 // WithPrefetch sets the count-min rotator's Prefetch (default true; the

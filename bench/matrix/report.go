@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"math/big"
 	"slices"
 	"strconv"
 	"strings"
@@ -66,18 +67,41 @@ func fmtCell(r *Result, want int, spread float64) string {
 }
 
 // fmtRange renders a cell's median, min and max with fmtMops' decimals,
-// and up to six more where the printed spread would read on the other
-// side of spread than the cell's flag.
+// and up to six more where the printed spread, read as exact decimals,
+// would fall on the other side of spread than the cell's flag; past
+// that, with as many decimals as the longest of the shortest forms that
+// read back as the measured values (audit 139).
 func fmtRange(r *Result, spread float64) (med, lo, hi string) {
-	for extra := 0; ; extra++ {
+	for extra := 0; extra <= 6; extra++ {
 		med, lo, hi = fmtMopsPlus(r.Mops, extra), fmtMopsPlus(r.MopsMin, extra), fmtMopsPlus(r.MopsMax, extra)
-		m, errM := strconv.ParseFloat(med, 64)
-		l, errL := strconv.ParseFloat(lo, 64)
-		h, errH := strconv.ParseFloat(hi, 64)
-		if extra == 6 || errM != nil || errL != nil || errH != nil || m <= 0 || ((h-l)/m > spread) == r.Noisy {
+		if agrees, ok := printedSpreadAgrees(med, lo, hi, spread, r.Noisy); agrees || !ok {
 			return med, lo, hi
 		}
 	}
+	d := 0
+	for _, v := range []float64{r.Mops, r.MopsMin, r.MopsMax} {
+		if _, frac, ok := strings.Cut(strconv.FormatFloat(v, 'f', -1, 64), "."); ok {
+			d = max(d, len(frac))
+		}
+	}
+	f := func(v float64) string { return strconv.FormatFloat(v, 'f', d, 64) }
+	return f(r.Mops), f(r.MopsMin), f(r.MopsMax)
+}
+
+// printedSpreadAgrees reports whether (hi-lo)/med, the decimals as
+// printed, exactly, is above spread just when noisy; ok is false where a
+// string is not a positive median's decimal (nothing to compare).
+func printedSpreadAgrees(med, lo, hi string, spread float64, noisy bool) (agrees, ok bool) {
+	m, okM := new(big.Rat).SetString(med)
+	l, okL := new(big.Rat).SetString(lo)
+	h, okH := new(big.Rat).SetString(hi)
+	// The threshold as the footnote prints it (%g: the shortest decimal).
+	sp, okS := new(big.Rat).SetString(strconv.FormatFloat(spread, 'g', -1, 64))
+	if !okM || !okL || !okH || !okS || m.Sign() <= 0 {
+		return false, false
+	}
+	read := new(big.Rat).Quo(new(big.Rat).Sub(h, l), m)
+	return (read.Cmp(sp) > 0) == noisy, true
 }
 
 // fmtMedian renders a cell's median throughput and its flag.

@@ -1,6 +1,9 @@
 package httplimit
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 // FuzzAudit138SfMemberMatchesStrictParser: sfMember, the check addItem
 // drops a member by since audit 138, agrees with audit 63's strict RFC
@@ -17,7 +20,9 @@ func FuzzAudit138SfMemberMatchesStrictParser(f *testing.F) {
 		}
 		items, err := a63ParseList(s)
 		want := err == nil && len(items) == 1
-		if got := sfMember(s); got != want {
+		if got := sfMember(s); got != want && !(want && strings.Contains(s, `%"`)) {
+			// (audit 63's parser does not check that a Display String's
+			// octets are UTF-8; sfMember refuses those since audit 139)
 			t.Fatalf("%q: sfMember %v, a63ParseList %v (%v)", s, got, want, err)
 		}
 	})

@@ -1,6 +1,9 @@
 package httplimit
 
-import "strings"
+import (
+	"strings"
+	"unicode/utf8"
+)
 
 // sfMember reports whether m, a List member as listMembers returns it
 // (trimmed), is an Item or an Inner List with its parameters, as RFC 9651
@@ -119,17 +122,21 @@ func sfBareItem(s string) (string, bool) {
 		if len(s) < 2 || s[1] != '"' {
 			return "", false
 		}
+		var decoded []byte // the octets, which must be UTF-8 (§4.2.10)
 		for i := 2; i < len(s); i++ {
 			switch {
 			case s[i] == '%':
 				if i+2 >= len(s) || !sfLowerHex(s[i+1]) || !sfLowerHex(s[i+2]) {
 					return "", false
 				}
+				decoded = append(decoded, sfHex(s[i+1])<<4|sfHex(s[i+2]))
 				i += 2
 			case s[i] == '"':
-				return s[i+1:], true
+				return s[i+1:], utf8.Valid(decoded)
 			case s[i] < 0x20 || s[i] > 0x7e:
 				return "", false
+			default:
+				decoded = append(decoded, s[i])
 			}
 		}
 		return "", false
@@ -174,3 +181,11 @@ func sfTchar(c byte) bool {
 }
 
 func sfLowerHex(c byte) bool { return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' }
+
+// sfHex is the value of a lower-case hex digit.
+func sfHex(c byte) byte {
+	if c <= '9' {
+		return c - '0'
+	}
+	return c - 'a' + 10
+}
