@@ -630,7 +630,14 @@ func TestAudit91ExampleParseLimitRoundTrip(t *testing.T) {
 		}
 		ls = append(ls, l)
 	}
-	ls = append(ls, limit.Inf, math.SmallestNonzeroFloat64, 1e22, limit.Limit(math.Nextafter(1e22, 0)))
+	// The slowest rates New takes: about 2.94e-36 per second (below it,
+	// SmallestNonzeroFloat64 included, ParseLimit refuses what New
+	// refuses at every burst, since stop 64: audit 130).
+	ls = append(ls, limit.Inf, 3e-36, 1e-35, 1e22, limit.Limit(math.Nextafter(1e22, 0)))
+	tiny, _ := limit.Limit(math.SmallestNonzeroFloat64).MarshalText()
+	if _, err := limit.ParseLimit(string(tiny)); err == nil {
+		t.Errorf("ParseLimit(%q) accepted a rate New refuses at every burst", tiny)
+	}
 	for _, l := range ls {
 		text, err := l.MarshalText()
 		if err != nil {
