@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 )
@@ -190,7 +191,7 @@ func TestAudit133ReadOnlyCases(t *testing.T) {
 	}
 }
 
-// TestAudit133NilClientKinds: nilClient refuses a nil interface and a nil
+// TestAudit133NilClientKinds: core.IsNil (the constructors' nil check) refuses a nil interface and a nil
 // pointer, map, slice, func or chan behind it, and nothing else: a struct
 // value, a non-nil pointer, map or func, and go-redis's real clients
 // (a *Client, a *ClusterClient, a *Ring, an AutoPipeliner) are valid; a
@@ -222,8 +223,8 @@ func TestAudit133NilClientKinds(t *testing.T) {
 		{"int", 0, false},
 		{"string", "", false},
 	} {
-		if got := nilClient(c.v); got != c.want {
-			t.Errorf("nilClient(%s) = %v, want %v", c.name, got, c.want)
+		if got := core.IsNil(c.v); got != c.want {
+			t.Errorf("core.IsNil(%s) = %v, want %v", c.name, got, c.want)
 		}
 	}
 	gc := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1,
@@ -247,8 +248,8 @@ func TestAudit133NilClientKinds(t *testing.T) {
 		{"*Client", gc}, {"*ClusterClient", cc}, {"*Ring", ring}, {"AutoPipeliner", ap},
 		{"struct value wrapping a client", a133Wrap{gc}},
 	} {
-		if nilClient(c.cl) {
-			t.Errorf("nilClient(%s) = true", c.name)
+		if core.IsNil(c.cl) {
+			t.Errorf("core.IsNil(%s) = true", c.name)
 		}
 		if _, err := NewGoRedis(c.cl, cfg); err != nil {
 			t.Errorf("NewGoRedis(%s): %v", c.name, err)
@@ -278,8 +279,8 @@ func TestAudit133RueidisClientNotNil(t *testing.T) {
 	}
 	srv := startServer(t)
 	c := srv.direct(t)
-	if nilClient(c) {
-		t.Fatal("nilClient(rueidis.NewClient) = true")
+	if core.IsNil(c) {
+		t.Fatal("core.IsNil(rueidis.NewClient) = true")
 	}
 	s, err := New(c, Config{Name: "a133r", Hi: 10})
 	if err != nil {

@@ -5,11 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 	"sort"
 	"strings"
 	"sync"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
 )
@@ -112,21 +112,6 @@ func (n rueidisNode) info(ctx context.Context, section string) (string, error) {
 // errNilClient is the constructors' error for a nil client.
 var errNilClient = fmt.Errorf("%w: client must not be nil", ErrInvalidConfig)
 
-// nilClient reports whether c, a client interface, is nil or holds a nil
-// pointer (a typed nil such as a nil *redis.Client, whose methods would
-// crash on the first use: audit 130).
-func nilClient(c any) bool {
-	if c == nil {
-		return true
-	}
-	v := reflect.ValueOf(c)
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan:
-		return v.IsNil()
-	}
-	return false
-}
-
 // --- go-redis ---
 
 type goredisConn struct{ c goredis.UniversalClient }
@@ -136,7 +121,7 @@ type goredisConn struct{ c goredis.UniversalClient }
 // ReadTimeout whatever the context says, so Config.Timeout and the
 // failure policies' deadlines would be silently ignored).
 func newGoredisConn(c goredis.UniversalClient) (goredisConn, error) {
-	if nilClient(c) {
+	if core.IsNil(c) { // a typed nil too, e.g. a nil *redis.Client (audit 130)
 		return goredisConn{}, errNilClient
 	}
 	enabled, known := true, true

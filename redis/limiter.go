@@ -227,7 +227,7 @@ type Limiter struct {
 // or cluster), or an error matching ErrInvalidConfig, or the start-up
 // check's error (see LimiterConfig.ServerCheck).
 func NewLimiter(client rueidis.Client, cfg LimiterConfig) (*Limiter, error) {
-	if nilClient(client) {
+	if core.IsNil(client) {
 		return nil, errNilClient
 	}
 	return newLimiter(rueidisConn{client}, cfg)

@@ -61,7 +61,7 @@ type Sketch struct {
 // the server: the generation strings are created by the first write, and
 // Check verifies the server.
 func New(client rueidis.Client, cfg Config) (*Sketch, error) {
-	if nilClient(client) {
+	if core.IsNil(client) {
 		return nil, errNilClient
 	}
 	return newSketch(rueidisConn{client}, cfg)

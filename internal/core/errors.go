@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 )
 
@@ -86,4 +87,19 @@ func configErr(cause error, prefix, field string, value any, format string, args
 		panic("core: no configuration error type registered (package sketch is not linked)")
 	}
 	return newConfigError(field, value, prefix+": "+fmt.Sprintf(format, args...), cause)
+}
+
+// IsNil reports whether v is nil or holds a nil pointer (or map, slice,
+// func, channel, interface): a typed nil, which a "must not be nil"
+// check on the interface alone lets through (snapshot's sources, the
+// redis module's clients).
+func IsNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	switch r := reflect.ValueOf(v); r.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return r.IsNil()
+	}
+	return false
 }

@@ -24,7 +24,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -117,7 +116,7 @@ func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (
 // checkSource refuses a nil or typed-nil source or destination (what
 // names it in the message).
 func checkSource(src any, what string) error {
-	if src == nil || isNil(src) {
+	if core.IsNil(src) {
 		return core.ConfigErr("snapshot", what, nil, "%s must not be nil", what)
 	}
 	return nil
@@ -135,16 +134,6 @@ func unusable(src any) (msg string) {
 	}()
 	snapshotSize(src)
 	return ""
-}
-
-// isNil reports whether src holds a nil pointer (or map, slice, func,
-// channel): a typed nil that would panic in the Saver's goroutine.
-func isNil(src any) bool {
-	switch v := reflect.ValueOf(src); v.Kind() {
-	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
-		return v.IsNil()
-	}
-	return false
 }
 
 // tmpInfix follows path's base name in the name of WriteFile's temporary
