@@ -130,7 +130,7 @@ func (s *Sketch) retrying(ctx context.Context, keys []string, call func() error)
 				return fmt.Errorf("%w (the slot was still migrating: %w)", ctx.Err(), err)
 			case <-t.C:
 			}
-		case len(readOnly) > 0 && loadErr == nil && strings.HasSuffix(msg, "Function not found"):
+		case len(readOnly) > 0 && strings.HasSuffix(msg, "Function not found"):
 			// Every node the client knows refused the library as a
 			// read-only replica, which takes it only from its primary,
 			// and that has not loaded it (audit 131; a node that failed
@@ -183,8 +183,8 @@ func (s *Sketch) loadLibrary(ctx context.Context) (took bool, readOnly []string,
 		}
 		errs = append(errs, fmt.Errorf("FUNCTION LOAD on %s: %w", n.addr(), err))
 	}
-	if loadedHere {
-		readOnly = nil
+	if loadedHere || len(errs) > 0 {
+		readOnly = nil // not every node is a read-only replica
 	}
 	return took, readOnly, errors.Join(errs...)
 }
@@ -266,9 +266,7 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // every call is (audit 69: a paused server held it 5 s past a 200 ms
 // Timeout).
 func (s *Sketch) Check(ctx context.Context) error {
-	if s.conn == nil {
-		panic("redis: zero Sketch; use New")
-	}
+	s.built()
 	var errs []error
 	if denied, err := s.checkShards(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("redis: Check: %w", err))

@@ -286,12 +286,17 @@ func checkFinite(op, name string, v float64) {
 	}
 }
 
-// hash is the key's hash under the sketch's hasher; it panics on the zero
-// Sketch, which has none.
-func (s *Sketch) hash(key string) uint64 {
-	if s.hasher == nil {
+// built panics on the zero Sketch, which has no connection and no hasher.
+func (s *Sketch) built() {
+	if s.conn == nil {
 		panic("redis: zero Sketch; use New")
 	}
+}
+
+// hash is the key's hash under the sketch's hasher; it panics on the zero
+// Sketch.
+func (s *Sketch) hash(key string) uint64 {
+	s.built()
 	return s.hasher.Sum64String(key)
 }
 
