@@ -21,7 +21,6 @@ package snapshot_test
 import (
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -46,17 +45,6 @@ func audit134RotCrashCfg() rotator.Config {
 	}
 }
 
-type audit134Progress struct {
-	w        io.WriterTo
-	done     *atomic.Int64
-	captured atomic.Int64
-}
-
-func (p *audit134Progress) WriteTo(w io.Writer) (int64, error) {
-	p.captured.Store(p.done.Load())
-	return p.w.WriteTo(w)
-}
-
 // TestAudit134RotatorHelperProcess is the child: it does nothing unless
 // the environment names a snapshot path; then it runs until killed.
 func TestAudit134RotatorHelperProcess(t *testing.T) {
@@ -76,7 +64,7 @@ func TestAudit134RotatorHelperProcess(t *testing.T) {
 	var done atomic.Int64
 	done.Store(int64(r.QueryString("progress")))
 	fmt.Println("start", done.Load())
-	src := &audit134Progress{w: r, done: &done}
+	src := &progressSource{w: r, done: &done}
 	_, err = snapshot.NewSaver(path, crashInterval, src, snapshot.OnSave(func(err error) {
 		if err == nil {
 			fmt.Println("saved", src.captured.Load())

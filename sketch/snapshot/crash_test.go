@@ -28,17 +28,18 @@ func crashCfg() sketch.Config {
 	return sketch.Config{Levels: 4, CellsPerLevel: 1 << 14, Hi: 1e15} // 512 KiB of cells, no decay
 }
 
-// progressSource records, before each snapshot, how many progress updates
-// had completed: the snapshot holds at least that many.
+// progressSource records, before each snapshot of w (a sketch, a
+// rotator), how many progress updates had completed: the snapshot holds
+// at least that many.
 type progressSource struct {
-	s        *sketch.Sketch
+	w        io.WriterTo
 	done     *atomic.Int64
 	captured atomic.Int64
 }
 
 func (p *progressSource) WriteTo(w io.Writer) (int64, error) {
 	p.captured.Store(p.done.Load())
-	return p.s.WriteTo(w)
+	return p.w.WriteTo(w)
 }
 
 // TestHelperProcess is the child of TestCrashDuringSnapshots (it does
@@ -64,7 +65,7 @@ func TestHelperProcess(t *testing.T) {
 	var done atomic.Int64
 	done.Store(int64(s.Query(progressKey)))
 	fmt.Println("start", done.Load())
-	src := &progressSource{s: s, done: &done}
+	src := &progressSource{w: s, done: &done}
 	_, err = snapshot.NewSaver(path, crashInterval, src, snapshot.OnSave(func(err error) {
 		if err == nil {
 			fmt.Println("saved", src.captured.Load())
