@@ -199,38 +199,7 @@ func TestAudit131DebugReloadMidTrafficExact(t *testing.T) {
 			cfg := LimiterConfig{Name: "a131r", Limit: PerSecond(1e-3, burst), Clock: clk,
 				CellsPerLevel: 1000, Timeout: 5 * time.Second}
 			ls := []*Limiter{e.limiter(t, cfg), e.limiter(t, cfg)}
-			var admitted, failed atomic.Int64
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for _, l := range ls {
-				for range 3 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							select {
-							case <-stop:
-								return
-							default:
-							}
-							d, err := l.Allow(context.Background(), "hot")
-							if err != nil {
-								if !errors.Is(err, ErrDegraded) || d.Allowed {
-									t.Errorf("failed call: %+v, %v", d, err)
-								}
-								failed.Add(1)
-								continue
-							}
-							if d.Allowed {
-								if admitted.Add(1) > burst {
-									t.Errorf("admitted past Burst")
-								}
-							}
-							time.Sleep(time.Millisecond)
-						}
-					}()
-				}
-			}
+			admitted, failed, stop := a131Traffic(t, ls, burst, 0, time.Millisecond)
 			for i := range 12 {
 				if i%3 == 2 {
 					if _, err := rawDo(e.srv.addr(), "SCRIPT", "FLUSH"); err != nil {
@@ -241,8 +210,7 @@ func TestAudit131DebugReloadMidTrafficExact(t *testing.T) {
 				}
 				time.Sleep(3 * time.Millisecond)
 			}
-			close(stop)
-			wg.Wait()
+			stop()
 			rest := a131Admit(t, ls[0], "hot", burst+1)
 			if got := admitted.Load() + int64(rest); got != burst {
 				t.Fatalf("admitted %d in all (%d during the reloads, %d failed calls), want exactly Burst %d",
@@ -458,41 +426,11 @@ func TestAudit131AOFCrashMidTrafficNoLostAdmission(t *testing.T) {
 	cfg := LimiterConfig{Name: "a131c", Limit: PerSecond(1e-3, burst), Clock: clk,
 		CellsPerLevel: 1000, Timeout: 300 * time.Millisecond}
 	ls := []*Limiter{a131Env(t, "rueidis", s).limiter(t, cfg), a131Env(t, "go-redis", s).limiter(t, cfg)}
-	var admitted, failed atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	for _, l := range ls {
-		for range 3 {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for {
-					select {
-					case <-stop:
-						return
-					default:
-					}
-					d, err := l.Allow(context.Background(), "hot")
-					if err != nil {
-						if !errors.Is(err, ErrDegraded) || d.Allowed {
-							t.Errorf("failed call: %+v, %v", d, err)
-						}
-						failed.Add(1)
-						time.Sleep(5 * time.Millisecond)
-						continue
-					}
-					if d.Allowed {
-						admitted.Add(1)
-					}
-				}
-			}()
-		}
-	}
+	admitted, failed, stop := a131Traffic(t, ls, 0, 5*time.Millisecond, 0)
 	waitFor(t, 10*time.Second, "100 admissions", func() bool { return admitted.Load() >= 100 })
 	s.kill()
 	time.Sleep(20 * time.Millisecond)
-	close(stop)
-	wg.Wait()
+	stop()
 	before := admitted.Load()
 	if before > burst {
 		t.Fatalf("admitted %d before the crash, Burst %d", before, burst)
@@ -537,44 +475,14 @@ func TestAudit131ClientKillMidTraffic(t *testing.T) {
 			cfg := LimiterConfig{Name: "a131k", Limit: PerSecond(1e-3, burst), Clock: clk,
 				CellsPerLevel: 1000, Timeout: 2 * time.Second}
 			ls := []*Limiter{e.limiter(t, cfg), e.limiter(t, cfg)}
-			var admitted, failed atomic.Int64
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			for _, l := range ls {
-				for range 3 {
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						for {
-							select {
-							case <-stop:
-								return
-							default:
-							}
-							d, err := l.Allow(context.Background(), "hot")
-							if err != nil {
-								if !errors.Is(err, ErrDegraded) || d.Allowed {
-									t.Errorf("failed call: %+v, %v", d, err)
-								}
-								failed.Add(1)
-								continue
-							}
-							if d.Allowed && admitted.Add(1) > burst {
-								t.Errorf("admitted past Burst")
-							}
-							time.Sleep(500 * time.Microsecond)
-						}
-					}()
-				}
-			}
+			admitted, failed, stop := a131Traffic(t, ls, burst, 0, 500*time.Microsecond)
 			for range 10 {
 				if _, err := rawDo(e.srv.addr(), "CLIENT", "KILL", "TYPE", "normal"); err != nil {
 					t.Error(err)
 				}
 				time.Sleep(2 * time.Millisecond)
 			}
-			close(stop)
-			wg.Wait()
+			stop()
 			for i, l := range ls {
 				a131Heal(t, l, fmt.Sprint("k", i))
 			}
@@ -658,4 +566,44 @@ func TestAudit131AOFRestartRealClockBound(t *testing.T) {
 		t.Fatalf("no admission in the 250 ms after the restart (%d in all)", admitted.Load())
 	}
 	t.Logf("admitted %d over %v (bound %d), %d after the restart", admitted.Load(), elapsed, bound, after.Load())
+}
+
+// a131Traffic starts 3 goroutines per limiter calling Allow on "hot"
+// until stop (which waits for them): each failed call must be FailClosed's
+// denial (ErrDegraded, not admitted) and counts in failed, then pauses
+// failPause; each admission counts in admitted, which must stay within
+// burst (0: not checked); each answered call then pauses pause.
+func a131Traffic(t *testing.T, ls []*Limiter, burst int64, failPause, pause time.Duration) (admitted, failed *atomic.Int64, stop func()) {
+	admitted, failed = new(atomic.Int64), new(atomic.Int64)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for _, l := range ls {
+		for range 3 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-done:
+						return
+					default:
+					}
+					d, err := l.Allow(context.Background(), "hot")
+					if err != nil {
+						if !errors.Is(err, ErrDegraded) || d.Allowed {
+							t.Errorf("failed call: %+v, %v", d, err)
+						}
+						failed.Add(1)
+						time.Sleep(failPause)
+						continue
+					}
+					if d.Allowed && admitted.Add(1) > burst && burst > 0 {
+						t.Errorf("admitted past Burst")
+					}
+					time.Sleep(pause)
+				}
+			}()
+		}
+	}
+	return admitted, failed, func() { close(done); wg.Wait() }
 }
