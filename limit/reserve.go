@@ -218,7 +218,7 @@ func (e *WaitError) Unwrap() error { return e.Err }
 // request touched the key's cells since, or, on the count-min, the wait
 // began 24.8 days or more of the limiter's time before, in which cases it
 // stays, on the safe side). It reads and waits on the limiter's clock (WithClock). It
-// panics if n <= 0.
+// panics if n <= 0 or ctx is nil.
 func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 	if l.tb == nil {
 		checkN("WaitN", n)
@@ -230,6 +230,11 @@ func (l *Limiter) WaitN(ctx context.Context, key string, n int) error {
 // waitN is WaitN under the policy p.
 func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error {
 	checkN("WaitN", n)
+	if ctx == nil {
+		// As the standard library: a nil Context is a bug, but one named
+		// here rather than a nil dereference in ctx.Done.
+		panic("limit: WaitN: nil Context (pass context.Background() or context.TODO())")
+	}
 	if n > p.burst && !l.inf {
 		l.counts.count(false)
 		return &WaitError{Err: ErrAboveBurst, N: n, Burst: p.burst}

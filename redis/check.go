@@ -267,6 +267,7 @@ func (s *Sketch) deniedInside(ctx context.Context, keys []string) ([]string, err
 // Timeout).
 func (s *Sketch) Check(ctx context.Context) error {
 	s.built()
+	checkCtx("Check", ctx)
 	var errs []error
 	if denied, err := s.checkShards(ctx); err != nil {
 		errs = append(errs, fmt.Errorf("redis: Check: %w", err))

@@ -75,7 +75,8 @@
 //     over-count.
 //   - Context deadlines bound every call; Config.Timeout supplies one when
 //     the context has none. A call that timed out may still have run on
-//     the server (docs/distributed.md, "Timed out, yet executed").
+//     the server (docs/distributed.md, "Timed out, yet executed"). A nil
+//     context panics, naming itself, before any round trip or cache look-up.
 //   - Sketch.Check (NewLimiter runs it; LimiterConfig.ServerCheck) names
 //     what would make the servers unfit: no Redis Functions
 //     (ErrNoFunctions), an ACL that denies a command the sketch needs

@@ -396,6 +396,7 @@ func (l *Limiter) AllowN(ctx context.Context, key string, n float64) (Decision, 
 	if l.sk == nil {
 		panic("redis: zero Limiter; use NewLimiter")
 	}
+	checkCtx("AllowN", ctx)
 	if math.IsNaN(n) || math.IsInf(n, 0) || n < 0 {
 		panic("redis: AllowN n must be finite and >= 0; got " + fmtFloat(n))
 	}

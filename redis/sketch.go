@@ -196,6 +196,7 @@ func (s *Sketch) call(ctx context.Context, op string, h uint64, delta, limit flo
 
 // bound returns ctx bounded by Config.Timeout when it has no deadline.
 func (s *Sketch) bound(ctx context.Context) (context.Context, context.CancelFunc) {
+	checkCtx("Sketch", ctx)
 	if s.cfg.Timeout > 0 {
 		if _, ok := ctx.Deadline(); !ok {
 			return context.WithTimeout(ctx, s.cfg.Timeout)
@@ -283,6 +284,15 @@ func opName(op string) string {
 func checkFinite(op, name string, v float64) {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		panic("redis: " + op + " " + name + " must be finite; got " + strconv.FormatFloat(v, 'g', -1, 64))
+	}
+}
+
+// checkCtx panics on a nil context, as the standard library does, but
+// with a message that names it instead of a nil dereference deep in the
+// client.
+func checkCtx(op string, ctx context.Context) {
+	if ctx == nil {
+		panic("redis: " + op + ": nil Context (pass context.Background() or context.TODO())")
 	}
 }
 
