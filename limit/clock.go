@@ -32,21 +32,21 @@ type Timer interface {
 
 // timerOf returns how WaitN waits on clock c: on c's timers if it is a
 // Clock, on real timers for the clocks that run at real speed (nil, the
-// default monotonic clock, and the benchmarks' tick clock), and nil for
-// any other clock (WaitN then returns ErrNoTimer rather than sleep real
-// time against a clock that may not run).
-func timerOf(c sketch.Clock) func(time.Duration) (<-chan time.Time, func() bool) {
+// default monotonic clock, and the benchmarks' tick clock; real reports
+// those), and nil for any other clock (WaitN then returns ErrNoTimer
+// rather than sleep real time against a clock that may not run).
+func timerOf(c sketch.Clock) (newTimer func(time.Duration) (<-chan time.Time, func() bool), real bool) {
 	switch c := c.(type) {
 	case Clock:
 		return func(d time.Duration) (<-chan time.Time, func() bool) {
 			t := c.NewTimer(d)
 			return t.C(), t.Stop
-		}
+		}, false
 	case nil, *hw.Clock:
 		return func(d time.Duration) (<-chan time.Time, func() bool) {
 			t := time.NewTimer(d)
 			return t.C, t.Stop
-		}
+		}, true
 	}
-	return nil
+	return nil, false
 }

@@ -180,7 +180,10 @@
 //
 // Every time read and every wait goes through the limiter's clock
 // (WithClock): Now, Reservation.Delay, WaitN's timer (a [Clock] can
-// wait, so a fake one makes waiting deterministic). The full forms take
+// wait, so a fake one makes waiting deterministic). The default clock is
+// the runtime's monotonic clock, which a testing/synctest bubble does not
+// fake: in a bubble give the limiter limittest.TimeClock, on package
+// time (a default-clock WaitN there returns ErrNoTimer). The full forms take
 // t as x/time/rate's do, with one deviation: all keys share one
 // time scale, so a t after the clock's reading counts as that reading (a
 // future t must not drain every other key early), and a t before a time

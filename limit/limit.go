@@ -94,7 +94,11 @@ type Limiter struct {
 	name     string
 	period   time.Duration
 	newTimer func(time.Duration) (<-chan time.Time, func() bool) // nil: the clock cannot wait
-	counts   counters                                            // the decisions since New (a Tier's too), for Stats
+	// realTimers: newTimer is time.NewTimer under a clock on the runtime's
+	// monotonic clock (timerOf), which those timers run on outside a
+	// testing/synctest bubble; waitN checks that they do.
+	realTimers bool
+	counts     counters // the decisions since New (a Tier's too), for Stats
 }
 
 // Option configures New.
@@ -126,7 +130,11 @@ type options struct {
 // and every wait (WaitN) goes through it: a clock that implements [Clock]
 // also drives WaitN's timers, so a fake one (limittest.FakeClock) makes
 // waiting deterministic; with a clock that cannot wait, WaitN returns
-// ErrNoTimer (the default clock waits on real timers).
+// ErrNoTimer (the default clock waits on real timers). Inside a
+// testing/synctest bubble, which fakes time.Now and time's timers but not
+// the runtime's monotonic clock the default clock reads, use a clock on
+// package time (limittest.TimeClock): a default-clock WaitN there returns
+// ErrNoTimer once its first timer fires with the clock not moved.
 func WithClock(c sketch.Clock) Option { return func(o *options) { o.Clock = c } }
 
 // WithSeed sets the hash seed (default: 8 bytes from crypto/rand, so a
@@ -278,7 +286,8 @@ func New(limit Limit, burst int, opts ...Option) (*Limiter, error) {
 	if err := o.checkRateless(burstF); err != nil {
 		return nil, err
 	}
-	l := &Limiter{strict: o.strict, name: o.name, tb: core.NewTimebase(o.Clock), newTimer: timerOf(o.Clock)}
+	l := &Limiter{strict: o.strict, name: o.name, tb: core.NewTimebase(o.Clock)}
+	l.newTimer, l.realTimers = timerOf(o.Clock)
 	if limit == Inf || math.IsInf(float64(limit), 1) {
 		l.inf = true
 		l.p.Store(&params{limit: Inf, burst: burst, burstF: burstF, name: o.name, exact: true})

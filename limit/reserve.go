@@ -178,7 +178,12 @@ var (
 	// also matches context.DeadlineExceeded.
 	ErrPastDeadline = fmt.Errorf("limit: the wait would outlast the context deadline: %w", context.DeadlineExceeded)
 	// ErrNoTimer: the limiter's clock (WithClock) can neither wait nor be
-	// trusted to run at real speed: give it a NewTimer (see Clock).
+	// trusted to run at real speed: give it a NewTimer (see Clock). Also
+	// the error of a wait whose real timer fired long before the default
+	// clock moved by its delay, as inside a testing/synctest bubble (fake
+	// timers, a real clock): the reservation is cancelled, as on a done
+	// context, and the limiter wants a clock on the bubble's time
+	// (limittest.TimeClock).
 	ErrNoTimer = errors.New("limit: the clock cannot wait (see limit.Clock)")
 )
 
@@ -201,7 +206,7 @@ func (e *WaitError) Error() string {
 	case ErrPastDeadline:
 		return fmt.Sprintf("limit: WaitN(n=%d) would wait past the context deadline (in %v)", e.N, e.Wait)
 	case ErrNoTimer:
-		return fmt.Sprintf("limit: WaitN(n=%d): the limiter's clock cannot wait (give it a NewTimer: see limit.Clock)", e.N)
+		return fmt.Sprintf("limit: WaitN(n=%d): the limiter's clock cannot wait on its timers (give it a NewTimer: see limit.Clock; in a testing/synctest bubble, limittest.TimeClock)", e.N)
 	}
 	return fmt.Sprintf("limit: WaitN(n=%d): %v", e.N, e.Err)
 }
@@ -308,7 +313,18 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 		select {
 		case <-ch:
 			stop()
+			before := now
 			now = l.tb.Time(l.tb.Peek())
+			if l.realTimers && now.Sub(before) < delay/2-time.Millisecond {
+				// A real timer of delay fires once the runtime's monotonic
+				// clock, which the default clock reads in whole ms, has
+				// moved by delay: it moved by less than half of it, so the
+				// timers run on another time, a testing/synctest bubble's
+				// fake one. Waiting on would re-arm timers that fire at
+				// once, spinning while the bubble's time races ahead.
+				r.Cancel()
+				return &WaitError{Err: ErrNoTimer, N: n, Burst: p.burst}
+			}
 		case <-ctx.Done():
 			stop()
 			r.Cancel()

@@ -139,6 +139,10 @@
 //     window, so its keys come last (a variadic parameter must). A t is converted to the sketch's own
 //     scale through its monotonic reading when present, so time.Now(), a
 //     fake clock's Now() and a stored wall time each mean what they say.
+//     The default clock (Config.Clock nil, and in every package built on
+//     this one) is the runtime's monotonic clock, which a testing/synctest
+//     bubble does not fake: scores do not decay across a bubble's fake
+//     sleeps unless the clock reads time.Now (limittest.TimeClock does).
 //     The exceptions take no t, for a reason: QueryDetailed reads at the
 //     clock's now; WaitN blocks on the limiter's clock (ctx first, as
 //     x/time/rate's WaitN); redis decides on the server's clock (TIME),

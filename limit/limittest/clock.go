@@ -1,5 +1,7 @@
 // Package limittest holds a fake clock that can wait, for deterministic
-// tests of code that waits on a limit.Limiter (WaitN, Reservation.Delay).
+// tests of code that waits on a limit.Limiter (WaitN, Reservation.Delay),
+// and TimeClock, a clock on package time for tests in a testing/synctest
+// bubble.
 package limittest
 
 import (
@@ -170,3 +172,30 @@ func (t *timer) Stop() bool {
 }
 
 var _ limit.Clock = (*FakeClock)(nil)
+
+// TimeClock is a limit.Clock on package time: NowMillis is
+// time.Now().UnixMilli(), Now that millisecond, and NewTimer
+// time.NewTimer. Inside a testing/synctest bubble all three run on the
+// bubble's fake time, so a limiter built WithClock(TimeClock{}) decides,
+// drains and waits on it as golang.org/x/time/rate does there; the
+// default clock reads the runtime's monotonic clock, which a bubble does
+// not fake (limit.ErrNoTimer). Outside a bubble it is the wall clock,
+// which may step (NTP, a manual change): a limiter follows its rule for a
+// clock that stepped back (it decides at the latest time it has used).
+// The zero value is ready to use; safe for concurrent use.
+type TimeClock struct{}
+
+// NowMillis implements sketch.Clock: time.Now's Unix millisecond.
+func (TimeClock) NowMillis() int64 { return time.Now().UnixMilli() }
+
+// Now implements limit.Clock: the start of time.Now's Unix millisecond.
+func (TimeClock) Now() time.Time { return time.UnixMilli(time.Now().UnixMilli()) }
+
+// NewTimer implements limit.Clock with time.NewTimer.
+func (TimeClock) NewTimer(d time.Duration) limit.Timer { return timeTimer{time.NewTimer(d)} }
+
+// timeTimer is a *time.Timer as a limit.Timer.
+type timeTimer struct{ t *time.Timer }
+
+func (t timeTimer) C() <-chan time.Time { return t.t.C }
+func (t timeTimer) Stop() bool          { return t.t.Stop() }
