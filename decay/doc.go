@@ -46,7 +46,8 @@
 //
 // The sketch does not call a provided law through the interface: it
 // evaluates None, Exponential and Linear inline (exponential decay by table
-// lookup, biased up by 2^-40 so it never decays more than the law), and
+// lookup, biased up by 2^-40, toward +Inf: a positive score never decays
+// more than the law, a negative one never less), and
 // sanitizes a custom law's faults (NaN, ±Inf, growth, crossing 0) to the
 // safe side: no decay, or 0. docs/precision.md has the measured error.
 package decay

@@ -12,8 +12,9 @@ import (
 // memory: a Bloom filter that forgets, for streaming dedup. Create one
 // with NewNovelty; the zero Novelty is not usable (its methods panic with
 // "meter: zero Novelty; use NewNovelty"). Safe for concurrent
-// use; it does not allocate, but for the call that builds a new
-// generation, once per Period.
+// use; Seen and Contains (and their At forms) do not allocate, but for
+// the call that builds a new generation, once per Period (WriteTo and
+// ReadFrom do).
 //
 // Model: each of the key's L cells is a saturating latch, Hi = 1, that
 // decays as exp(-t/T'), T' being T rounded up to a whole millisecond.

@@ -1,8 +1,10 @@
 // Package rotator makes a sketch forget: N generations of sketch.Sketch,
 // read from the oldest, written to all, the oldest retired every Period.
-// It is a drop-in, lock-free alternative to grudge's rotator (same Config
-// fields, sketch.Sketch's Scorer methods plus Close); sketch/reference has
-// the mutex version, for A/B comparisons. Package sketch's documentation
+// It is a lock-free alternative to grudge's rotator (grudge's Config
+// fields but Ticker, sketch.Sketch's Scorer methods plus Close, Stats in
+// place of Rotations: see "Differences from grudge"); the grudge root
+// package keeps grudge's exact surface and is the drop-in.
+// sketch/reference has the mutex version, for A/B comparisons. Package sketch's documentation
 // states the guarantees every generation keeps, the naming rule and the
 // hashing rule.
 //
@@ -98,5 +100,7 @@
 //   - Period must be at least 1 ms (clocks count whole milliseconds), and
 //     is counted in whole ms rounded up (2.9 ms is 3).
 //   - Sizes counts the live generations; Stats counts promotions, periods
-//     and sketches built.
+//     and sketches built. There is no Rotations method: grudge's count is
+//     Stats().Periods (the root package's Rotations reads it, after
+//     bringing a lazy rotator up to date).
 package rotator

@@ -13,8 +13,10 @@ import (
 // distinct seeds, read from the oldest (the primary), written to all, the
 // oldest retired every Period. It has sketch.Sketch's Scorer methods,
 // with their String twins and At forms, Config, Sizes and the snapshot
-// methods (no Merge or Reset), plus Close and Stats, so it replaces
-// grudge's rotator without other changes.
+// methods (no Merge or Reset), plus Close and Stats. Code written for
+// grudge's rotator moves to the grudge root package with an import
+// change; to this package, without Config.Ticker and with Stats for
+// Rotations (see the package doc, "Differences from grudge").
 //
 // Create one with New; the zero Rotator is not usable (its methods but
 // Close, Config and Stats panic with "rotator: zero Rotator; use New"). A
