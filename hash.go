@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"unsafe"
 
+	"github.com/lfgrudge/grudge/internal/core"
 	"github.com/lfgrudge/grudge/sketch"
 	"github.com/spaolacci/murmur3"
 )
@@ -81,6 +82,9 @@ func coreHasher(f HasherFactory) sketch.HasherFactory {
 		case nil:
 			return nil // New reports it: the Hasher field's factory returned nil
 		default:
+			if core.IsNil(h) {
+				return nil // a typed nil too (audit 140): New reports it
+			}
 			return foreignHasher{h}
 		}
 	}

@@ -1,6 +1,7 @@
 package grudge
 
 import (
+	"math"
 	"sync"
 	"time"
 
@@ -69,6 +70,11 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 		Generations: cfg.Generations,
 		Period:      cfg.Period,
 	}
+	if cfg.Ticker != nil && core.IsNil(cfg.Ticker) {
+		// A typed nil is not "no Ticker": the tick goroutine's first C()
+		// would crash the process (audit 140).
+		return nil, core.ConfigErr("rotator", "Ticker", cfg.Ticker, "Ticker must not be a nil %T (leave it nil for lazy rotation)", cfg.Ticker)
+	}
 	if cfg.Ticker != nil && rc.Period < 0 {
 		// The lazy rotator's rule ("> 0") is not this one's (audit 125).
 		return nil, core.ConfigErr("rotator", "Period", cfg.Period, "Period must be >= 0 with a Ticker (it is unused); got %v", cfg.Period)
@@ -127,7 +133,7 @@ func (rot *Rotator) Close() {
 	})
 }
 
-// Rotations returns the number of rotations so far. For a lazy rotator it
+// Rotations returns the number of rotations so far (at most MaxInt64). For a lazy rotator it
 // first brings rotation up to date, as any operation does, and counts the
 // periods that elapsed (a clock jump over k periods counts k, as k ticks
 // would have).
@@ -136,7 +142,9 @@ func (rot *Rotator) Rotations() int64 {
 	if rot.ticker == nil {
 		rot.e.Settle() // promotes if a period is over; calls no Hasher or Aggregator (audit 111)
 	}
-	return int64(n.Stats().Periods)
+	// Saturated: a clock moved across most of the int64 ms range at a
+	// 1 ms Period counts more periods than an int64 holds (audit 140).
+	return int64(min(n.Stats().Periods, math.MaxInt64))
 }
 
 // Native returns the lock-free rotator underneath, for its native API.

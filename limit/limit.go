@@ -412,6 +412,11 @@ func (o *options) checkRateless(burst float64) error {
 	if o.capSet && o.sizeSet {
 		return bad("Capacity", o.capKeys, "WithCapacity and WithSize both size the engine; give one")
 	}
+	if o.Clock != nil && core.IsNil(o.Clock) {
+		// As package sketch refuses it (audit 140): not the default clock,
+		// and a nil dereference at its first reading.
+		return bad("Clock", o.Clock, "WithClock must not be given a nil %T (leave it out for the default clock)", o.Clock)
+	}
 	if o.MaxBytes < 0 {
 		return bad("MaxBytes", o.MaxBytes, "MaxBytes must be >= 0 (0 means %d); got %d", int64(core.DefaultMaxBytes), o.MaxBytes)
 	}

@@ -2,11 +2,13 @@ package limit
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/testpanic"
+	"github.com/lfgrudge/grudge/sketch"
 )
 
 // TestWaitNilContextPanicsNamingIt: WaitN (a Limiter's and a Tier's)
@@ -39,3 +41,25 @@ func TestWaitNilContextPanicsNamingIt(t *testing.T) {
 		t.Errorf("Tokens after the panics = %v; want 2 (nothing debited)", got)
 	}
 }
+
+// TestTypedNilClockRefused: WithClock given a typed nil (a nil
+// *limittest-style clock) is a *ConfigError naming Clock, for every
+// engine and for Inf, not a nil dereference in New.
+func TestTypedNilClockRefused(t *testing.T) {
+	var c *nilClock
+	for _, opts := range [][]Option{{WithClock(c)}, {WithClock(c), WithEngine(CountMin)}, {WithClock(c), WithEngine(Buckets)}} {
+		for _, lim := range []Limit{10, Inf} {
+			var err error
+			msg := testpanic.Message(func() { _, err = New(lim, 2, opts...) })
+			var ce *sketch.ConfigError
+			if msg != "" || !errors.As(err, &ce) || ce.Field != "Clock" {
+				t.Errorf("New(%v, typed-nil clock): panic %q, err %v; want a *ConfigError naming Clock", lim, msg, err)
+			}
+		}
+	}
+}
+
+// nilClock is a clock whose methods read their receiver.
+type nilClock struct{ ms int64 }
+
+func (c *nilClock) NowMillis() int64 { return c.ms }

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/core"
+
 	"github.com/lfgrudge/grudge/decay"
 	"github.com/lfgrudge/grudge/internal/conv"
 	"github.com/lfgrudge/grudge/internal/law"
@@ -117,6 +119,11 @@ func (cfg Config) normalize() (normalized, error) {
 		if c == '{' || c == '}' {
 			return bad("Name must not contain braces; got %q", cfg.Name)
 		}
+	}
+	if cfg.Clock != nil && core.IsNil(cfg.Clock) {
+		// A typed nil is not "no Clock": a nil dereference at its first
+		// reading (audit 140).
+		return bad("Clock must not be a nil %T (leave it nil for the server's clock)", cfg.Clock)
 	}
 	_, sc, err := conv.Normalize(sketch.Config{
 		Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel, Decay: cfg.Decay,

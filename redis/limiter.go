@@ -294,6 +294,9 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		unit, rateU, exactU = u, 1000*drain, true
 	}
 	burstU := lim.Burst * unit
+	if cfg.Clock != nil && core.IsNil(cfg.Clock) {
+		return bad("Clock must not be a nil %T (leave it nil for the server's clock)", cfg.Clock)
+	}
 	lt := newLocalTime(cfg.Clock)
 	sk, err := newSketch(c, Config{
 		Name: cfg.Name, Levels: cfg.Levels, CellsPerLevel: cfg.CellsPerLevel,

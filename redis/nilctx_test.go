@@ -2,11 +2,13 @@ package redis
 
 import (
 	"context"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/testpanic"
+	"github.com/lfgrudge/grudge/sketch/sketchtest"
 	goredis "github.com/redis/go-redis/v9"
 )
 
@@ -42,5 +44,24 @@ func TestNilContextPanicsNamingIt(t *testing.T) {
 		if msg := testpanic.Message(c.f); !strings.Contains(msg, "nil Context") {
 			t.Errorf("%s(nil ctx): panic %q; want one naming the nil Context", c.name, msg)
 		}
+	}
+}
+
+// TestTypedNilClockRefused: a typed-nil Config.Clock or LimiterConfig.Clock
+// (a nil *sketchtest.FakeClock) is ErrInvalidConfig from the constructors,
+// not "no Clock" and not a nil dereference at the first reading.
+func TestTypedNilClockRefused(t *testing.T) {
+	gc := goredis.NewClient(&goredis.Options{Addr: "127.0.0.1:1", ContextTimeoutEnabled: true, MaxRetries: -1,
+		DialTimeout: 200 * time.Millisecond})
+	t.Cleanup(func() { _ = gc.Close() })
+	var c *sketchtest.FakeClock
+	var err error
+	if msg := testpanic.Message(func() { _, err = NewGoRedis(gc, Config{Name: "tnc", Hi: 1, Clock: c}) }); msg != "" || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Clock") {
+		t.Errorf("NewGoRedis(typed-nil Clock): panic %q, err %v; want ErrInvalidConfig naming Clock", msg, err)
+	}
+	if msg := testpanic.Message(func() {
+		_, err = NewLimiterGoRedis(gc, LimiterConfig{Name: "tnc", Limit: PerSecond(1, 1), ServerCheck: CheckSkip, Clock: c})
+	}); msg != "" || !errors.Is(err, ErrInvalidConfig) || !strings.Contains(err.Error(), "Clock") {
+		t.Errorf("NewLimiterGoRedis(typed-nil Clock): panic %q, err %v; want ErrInvalidConfig naming Clock", msg, err)
 	}
 }

@@ -99,7 +99,7 @@ func newSketch(c conn, cfg Config) (*Sketch, error) {
 		return nil, err
 	}
 	s := &Sketch{conn: c, cfg: n, hasher: n.Hasher(n.Seed), rebaseAt: defaultRebaseAt}
-	if s.hasher == nil {
+	if core.IsNil(s.hasher) {
 		// Wrapped as the other sketch fields' errors are (normalize).
 		return nil, fmt.Errorf("%w: %w", ErrInvalidConfig, core.NilHasherErr("sketch", n.Seed))
 	}

@@ -91,7 +91,7 @@ func New(cfg Config) (*Engine, error) {
 		seed = core.RandomSeed()
 	}
 	h := hf(seed)
-	if h == nil {
+	if core.IsNil(h) {
 		return nil, core.NilHasherErr("bucket", seed)
 	}
 	e := &Engine{q: q, hasher: h, hf: hf, tb: core.NewTimebase(cfg.Clock), sample: cfg.SaturationSamples, seed: seed}

@@ -345,7 +345,7 @@ func (e *Engine) checkHeader(b *[snapHeaderBytes]byte, adopt bool) (snapSeed, er
 		if !adopt {
 			return snapSeed{}, snapMismatch("Seed", s.seed, e.seed)
 		}
-		if s.hasher = e.hf(s.seed); s.hasher == nil {
+		if s.hasher = e.hf(s.seed); core.IsNil(s.hasher) {
 			return snapSeed{}, snapMismatch("Hasher", "nil (the HasherFactory returned nil for the snapshot's seed)", core.HashKindName(mine[7]))
 		}
 	}

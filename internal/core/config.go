@@ -72,6 +72,11 @@ func (cfg Config) Normalize() (Config, error) {
 	bad := func(field string, value any, format string, args ...any) (Config, error) {
 		return cfg, ConfigErr("sketch", field, value, format, args...)
 	}
+	if cfg.Clock != nil && IsNil(cfg.Clock) {
+		// A typed nil (a nil *FakeClock) is not the default clock: its
+		// first reading would be a nil dereference (audit 140).
+		return bad("Clock", cfg.Clock, "Clock must not be a nil %T (leave Clock nil for the default clock)", cfg.Clock)
+	}
 	if cfg.Levels == 0 {
 		cfg.Levels = DefaultLevels
 	}

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"math"
 	"sync"
 	"sync/atomic"
 
@@ -68,7 +69,7 @@ type sweeper struct {
 // initHorizon sets the state of a sketch whose cells are all stamped ms.
 func (s *Sketch) initHorizon(ms int64) {
 	s.sweep.floor.Store(ms)
-	s.due.Store(ms + sweepDue)
+	s.due.Store(addSat(ms, sweepDue))
 	s.raiseLow(ms)
 }
 
@@ -118,7 +119,18 @@ func (s *Sketch) maintain(ms int64) {
 //go:noinline
 func (s *Sketch) maintainSlow(ms int64) {
 	sw := &s.sweep
-	if ms-sw.floor.Load() < horizonWindow {
+	// Spans saturate (subSat, addSat): a clock that crossed most of the
+	// int64 ms range between two operations (a fake clock set from
+	// before 1970 to its end) must read as past the window, not wrap to
+	// "not urgent" (audit 140), and a due near the end must not wrap to a
+	// sweep on every operation.
+	if subSat(ms, sw.floor.Load()) < horizonWindow {
+		if s.due.Load() == math.MaxInt64 {
+			// Saturated: floor is within sweepDue of the clock's last
+			// millisecond, so no age can reach the window and no sweep
+			// is ever needed (the clock reads MaxInt64 at most).
+			return
+		}
 		// Due but not urgent: help with one chunk if nobody else is
 		// sweeping right now, else carry on.
 		if sw.mu.TryLock() {
@@ -137,8 +149,8 @@ func (s *Sketch) maintainSlow(ms int64) {
 	// The re-base below may stamp cells at ms, 2^31 ms or more past the
 	// time of an operation still in flight: make such an operation stale
 	// before the first such stamp is written.
-	s.raiseLow(ms - horizonWindow + 1)
-	for ms-sw.floor.Load() >= horizonWindow {
+	s.raiseLow(subSat(ms, horizonWindow-1))
+	for subSat(ms, sw.floor.Load()) >= horizonWindow {
 		s.sweepStep(ms, -1)
 	}
 }
@@ -162,9 +174,10 @@ func (s *Sketch) sweepStep(ms int64, chunks int) {
 	}
 	if sw.next == len(s.cells) {
 		sw.active = false
-		sw.floor.Store(sw.at - sweepKeep)
-		s.due.Store(sw.at - sweepKeep + sweepDue)
-		s.raiseLow(sw.at - sweepKeep)
+		floor := subSat(sw.at, sweepKeep)
+		sw.floor.Store(floor)
+		s.due.Store(addSat(floor, sweepDue))
+		s.raiseLow(floor)
 	}
 }
 
@@ -179,7 +192,7 @@ func (s *Sketch) rebase(cells []atom.Cell, floor, at int64) {
 		for {
 			w := c.Load()
 			abs := floor + int64(w.Stamp()-fs)
-			age := at - abs
+			age := subSat(at, abs)
 			if age < sweepKeep {
 				break // young enough (or written after at by a later operation)
 			}

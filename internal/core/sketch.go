@@ -85,7 +85,7 @@ func (s *Sketch) initAt(cfg Config, epoch *int64) error {
 	}
 	s.rules = atom.NewRules(cfg.Decay, cfg.Lo, cfg.Hi)
 	s.hasher = cfg.Hasher(cfg.Seed)
-	if s.hasher == nil {
+	if IsNil(s.hasher) { // a typed nil too: its first hash would be a nil dereference (audit 140)
 		return NilHasherErr("sketch", cfg.Seed)
 	}
 	if h, ok := s.hasher.(xxh3Hasher); ok {

@@ -399,7 +399,7 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 	// last load) and at or after floor: the conversion above was exact
 	// if that span is within 2^32 ms, which only an urgent re-base past
 	// a clock jump of over 24.8 days during the encode breaks.
-	if span := s.low.Load() - floor; span > horizonWindow {
+	if span := subSat(s.low.Load(), floor); span > horizonWindow {
 		return total, spanned(span)
 	}
 	if pos > 0 {
@@ -692,6 +692,6 @@ func (s *Sketch) readFrom(r io.Reader, inst int64, rot bool) (int64, error) {
 	}
 	finished = true
 	s.sweep.active = false
-	s.initHorizon(ms - sweepKeep) // every stamp is at or after ms - sweepKeep
+	s.initHorizon(subSat(ms, sweepKeep)) // every stamp is at or after ms - sweepKeep
 	return total, nil
 }
