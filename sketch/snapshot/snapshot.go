@@ -89,9 +89,14 @@ type Saver struct {
 // zero limit.Limiter, whose first save would panic in the Saver's
 // goroutine). The first save happens one interval from now; call Save
 // for one at once. Stray temporary files of an earlier crash are
-// removed. Close stops it. Misuse (those, a nil Option) is a
-// *sketch.ConfigError matching sketch.ErrInvalidConfig.
+// removed (path + ".tmp-" + digits, as WriteFile names them). Close stops
+// it. Misuse (those, a nil Option, a path that names no file: "", one
+// ending in a separator, "." or "..") is a *sketch.ConfigError matching
+// sketch.ErrInvalidConfig.
 func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (*Saver, error) {
+	if err := checkPath(path); err != nil {
+		return nil, err
+	}
 	if interval <= 0 {
 		return nil, core.ConfigErr("snapshot", "interval", interval, "interval must be > 0; got %v", interval)
 	}
@@ -111,6 +116,16 @@ func NewSaver(path string, interval time.Duration, src Source, opts ...Option) (
 	removeStrays(path)
 	go s.loop()
 	return s, nil
+}
+
+// checkPath refuses a path that names no file: an empty base name ("",
+// "dir/") or "." or "..". Its stray temporary files would be every
+// ".tmp-*" file of the directory, other programs' too (audit 140).
+func checkPath(path string) error {
+	if _, base := splitPath(path); base == "" || base == "." || base == ".." {
+		return core.ConfigErr("snapshot", "path", path, "path must name a file, not a directory; got %q", path)
+	}
+	return nil
 }
 
 // checkSource refuses a nil or typed-nil source or destination (what
@@ -153,6 +168,23 @@ func splitPath(path string) (dir, base string) {
 // what a crash in the middle of WriteFile leaves), matched by name: not
 // a glob of path, whose metacharacters ("state[1].snap") would match
 // another path's files and miss its own (audit 49).
+// isStray reports whether name is one of WriteFile's temporary files
+// for base: base + tmpInfix + the decimal digits os.CreateTemp puts for
+// its "*". Digits only, so that path "a" does not take "a.tmp-x.tmp-123",
+// a temporary file of the path "a.tmp-x".
+func isStray(name, base string) bool {
+	rest, ok := strings.CutPrefix(name, base+tmpInfix)
+	if !ok || rest == "" {
+		return false
+	}
+	for _, c := range rest {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
+}
+
 func removeStrays(path string) {
 	dir, base := splitPath(path)
 	entries, err := os.ReadDir(dir)
@@ -160,7 +192,7 @@ func removeStrays(path string) {
 		return
 	}
 	for _, e := range entries {
-		if strings.HasPrefix(e.Name(), base+tmpInfix) && !e.IsDir() {
+		if isStray(e.Name(), base) && !e.IsDir() {
 			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
@@ -255,10 +287,14 @@ func (s *Saver) Close() error {
 // the temporary file, and path keeps what it held. The file is created
 // with mode 0600 (a snapshot holds the hash seed), whatever path's mode
 // was; a symbolic link at path is replaced by the file, not followed. A
-// nil or typed-nil src is a *sketch.ConfigError, and path is untouched;
+// nil or typed-nil src, or a path that names no file (as for NewSaver),
+// is a *sketch.ConfigError, and path is untouched;
 // a zero value (one not made by its constructor) panics, as its own
 // methods do, and leaves no temporary file.
 func WriteFile(path string, src Source) (err error) {
+	if err := checkPath(path); err != nil {
+		return err
+	}
 	if err := checkSource(src, "source"); err != nil {
 		return err
 	}
