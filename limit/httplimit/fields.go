@@ -4,6 +4,7 @@ import (
 	"math"
 	"net/http"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -149,15 +150,22 @@ func addItem(h http.Header, field string, own []policy, add string) {
 
 // fieldLines returns the lines of field in h, the canonical key's first,
 // then those set under another spelling (h["RateLimit"] = ..., which
-// h.Values does not see), which it moves to the canonical key: the
-// field is then written under one key.
+// h.Values does not see) in the spellings' byte order, which it moves to
+// the canonical key: the field is then written under one key. The order
+// is fixed, not the map's: lines that only parse joined in one order (a
+// string split across two spellings) give one answer (audit 141).
 func fieldLines(h http.Header, field string) []string {
 	key := http.CanonicalHeaderKey(field)
-	for k, vs := range h {
+	var others []string // nil unless an outer layer used another spelling
+	for k := range h {
 		if k != key && strings.EqualFold(k, field) {
-			h[key] = append(h[key], vs...)
-			delete(h, k)
+			others = append(others, k)
 		}
+	}
+	slices.Sort(others)
+	for _, k := range others {
+		h[key] = append(h[key], h[k]...)
+		delete(h, k)
 	}
 	return h[key]
 }

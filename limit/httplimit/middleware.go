@@ -316,7 +316,10 @@ func defaultError(w http.ResponseWriter, _ *http.Request, err error) {
 // Handler returns next behind the limiter: Allow, then next if it
 // returned true. It panics if next is nil, or on the zero Middleware.
 // An admitted request's tokens are spent when Allow decides it: they are
-// not given back when next fails or panics.
+// not given back when next fails or panics. A request that reaches the
+// handler twice is charged twice: net/http's client Transport resends an
+// idempotent request (GET, HEAD, ...) on HTTP/1.1 when a reused
+// connection closes without an answer, as a panicking handler's does.
 func (m *Middleware) Handler(next http.Handler) http.Handler {
 	if m.l == nil {
 		panic("httplimit: zero Middleware; use New")
