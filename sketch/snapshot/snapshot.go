@@ -8,7 +8,7 @@
 // fsynced, so after a crash at any point the target holds either the
 // previous complete snapshot or the new complete one, never a mix (POSIX
 // rename is atomic; the fsyncs order the data before the name). A crash
-// may leave a stray temporary file (name + ".tmp-*"), which the next
+// may leave a stray temporary file (name + ".tmp-" + digits), which the next
 // Saver on the same path removes.
 //
 // What a crash loses: updates since the start of the last save that
@@ -164,7 +164,8 @@ func splitPath(path string) (dir, base string) {
 	return dir, base
 }
 
-// removeStrays removes path's stray temporary files (path + ".tmp-*",
+// removeStrays removes path's stray temporary files (path + ".tmp-" +
+// digits,
 // what a crash in the middle of WriteFile leaves), matched by name: not
 // a glob of path, whose metacharacters ("state[1].snap") would match
 // another path's files and miss its own (audit 49).
@@ -284,9 +285,14 @@ func (s *Saver) Close() error {
 // WriteFile writes src's snapshot to path atomically: a temporary file in
 // path's directory, fsync, rename over path, fsync of the directory. On
 // an error, or a panic in src (which goes on up), it closes and removes
-// the temporary file, and path keeps what it held. The file is created
-// with mode 0600 (a snapshot holds the hash seed), whatever path's mode
-// was; a symbolic link at path is replaced by the file, not followed. A
+// the temporary file, and path keeps what it held; the one exception is a
+// failed fsync of the directory, which can only come after the rename
+// (the new file is then in place, perhaps not yet durable). The file is
+// created with mode 0600 less the umask (a snapshot holds the hash seed),
+// whatever path's mode was; a symbolic link at path is replaced by the
+// file, not followed. Anything else at path that is not a regular file (a
+// named pipe, a device such as /dev/null, a socket, a directory) is
+// refused with a *fs.PathError, untouched. A
 // nil or typed-nil src, or a path that names no file (as for NewSaver),
 // is a *sketch.ConfigError, and path is untouched;
 // a zero value (one not made by its constructor) panics, as its own
@@ -297,6 +303,13 @@ func WriteFile(path string, src Source) (err error) {
 	}
 	if err := checkSource(src, "source"); err != nil {
 		return err
+	}
+	if fi, err := os.Lstat(path); err == nil && !fi.Mode().IsRegular() && fi.Mode()&fs.ModeSymlink == 0 {
+		// The rename would replace a pipe, a device (a service run as
+		// root with path /dev/null replaced the system's) or a socket
+		// with a regular file (audit 144).
+		return fmt.Errorf("snapshot: %w", &fs.PathError{Op: "write", Path: path,
+			Err: fmt.Errorf("not a regular file (%v): refused, so that it is not replaced", fi.Mode().Type())})
 	}
 	dir, base := splitPath(path)
 	f, err := os.CreateTemp(dir, base+tmpInfix+"*")
@@ -330,15 +343,18 @@ func WriteFile(path string, src Source) (err error) {
 	if err = f.Close(); err != nil {
 		return err
 	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	renamed = true
+	// The directory is opened before the rename: a directory the process
+	// may write but not read (mode 0300) fails here, with path as it was,
+	// not after the new file replaced it (audit 144).
 	d, err := os.Open(dir)
 	if err != nil {
 		return err
 	}
 	defer d.Close()
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	renamed = true
 	return d.Sync()
 }
 
@@ -371,7 +387,8 @@ func (e *LoadError) Is(target error) bool {
 // *LoadError and dst is left empty, as built: a file whose size is not
 // the length of dst's snapshot is refused before dst is touched (every
 // provided Destination knows its length; a file that is not a regular
-// one, a named pipe, is read whole into memory first to check it), as is
+// one, a named pipe, is read whole into memory first to check it; opening
+// a named pipe waits, as open(2) does, until a writer opens it), as is
 // a refused header; a
 // rotator or meter is never changed by a failed restore, and a sketch or
 // limiter whose cells were bad is emptied by its ReadFrom. The caller

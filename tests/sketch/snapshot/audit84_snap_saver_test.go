@@ -186,7 +186,7 @@ func TestAudit84SnapStrayRemoval(t *testing.T) {
 		}
 	}
 	write("st[a]*?.snap.tmp-123")
-	write("st[a]*?.snap.tmp-")
+	write("st[a]*?.snap.tmp-") // no digits: not os.CreateTemp's name, kept since stop 65
 	write("sta.snap.tmp-1")       // a glob of path would match it
 	write("st[a]*?.snap.tmp")     // no dash: not a temporary file
 	write("other.snap.tmp-9")     // another path's
@@ -204,7 +204,7 @@ func TestAudit84SnapStrayRemoval(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := audit84snapList(t, dir)
-	want := []string{"other.snap.tmp-9", "sta.snap.tmp-1", "st[a]*?.snap", "st[a]*?.snap.tmp", "st[a]*?.snap.tmp-dir", "st[a]*?.snapX.tmp-1", "xst[a]*?.snap.tmp-77"}
+	want := []string{"other.snap.tmp-9", "sta.snap.tmp-1", "st[a]*?.snap", "st[a]*?.snap.tmp", "st[a]*?.snap.tmp-", "st[a]*?.snap.tmp-dir", "st[a]*?.snapX.tmp-1", "xst[a]*?.snap.tmp-77"}
 	sort.Strings(want)
 	if len(got) != len(want) {
 		t.Fatalf("after NewSaver and Close: %v, want %v", got, want)

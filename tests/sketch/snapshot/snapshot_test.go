@@ -38,7 +38,7 @@ func TestSaverPeriodicAndClose(t *testing.T) {
 	defer goleak.VerifyNone(t)
 	dir := t.TempDir()
 	path := filepath.Join(dir, "s.snap")
-	os.WriteFile(path+".tmp-stray", []byte("junk"), 0o644) // a crash's leftover
+	os.WriteFile(path+".tmp-2718281828", []byte("junk"), 0o644) // a crash's leftover (os.CreateTemp's digits)
 	s := newSketch(t)
 	var saved atomic.Int64
 	sv, err := snapshot.NewSaver(path, 5*time.Millisecond, s, snapshot.OnSave(func(err error) {
