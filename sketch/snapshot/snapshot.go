@@ -164,11 +164,6 @@ func splitPath(path string) (dir, base string) {
 	return dir, base
 }
 
-// removeStrays removes path's stray temporary files (path + ".tmp-" +
-// digits,
-// what a crash in the middle of WriteFile leaves), matched by name: not
-// a glob of path, whose metacharacters ("state[1].snap") would match
-// another path's files and miss its own (audit 49).
 // isStray reports whether name is one of WriteFile's temporary files
 // for base: base + tmpInfix + the decimal digits os.CreateTemp puts for
 // its "*". Digits only, so that path "a" does not take "a.tmp-x.tmp-123",
@@ -186,6 +181,10 @@ func isStray(name, base string) bool {
 	return true
 }
 
+// removeStrays removes path's stray temporary files (path + ".tmp-" +
+// digits, what a crash in the middle of WriteFile leaves), matched by
+// name: not a glob of path, whose metacharacters ("state[1].snap") would
+// match another path's files and miss its own (audit 49).
 func removeStrays(path string) {
 	dir, base := splitPath(path)
 	entries, err := os.ReadDir(dir)
