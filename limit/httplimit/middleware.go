@@ -428,7 +428,8 @@ func (m *Middleware) find(d limit.Decision) policy {
 // whole token, so a retry that costs it more may be denied later too).
 // On a denial that can never be admitted (d.Never) it removes any
 // Retry-After already set. A negative d.Remaining (a Limiter breaking
-// Decision's contract) is written as 0: the fields hold no sign.
+// Decision's contract), or a negative legacy value an outer layer set, is
+// written as 0: the fields hold no sign.
 func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 	d.Remaining = max(d.Remaining, 0)
 	v := m.policyValue()
@@ -470,12 +471,14 @@ func (m *Middleware) SetHeaders(h http.Header, d limit.Decision) {
 			// line of a field is one field): the least Remaining, and,
 			// where several middlewares set them, the least Limit and the
 			// latest Reset, the reading no client is misled by.
-			h.Set("X-RateLimit-Remaining", strconv.FormatInt(least, 10))
+			// An outer value below 0 (a sign these fields do not hold)
+			// is written as 0, as ours is.
+			h.Set("X-RateLimit-Remaining", strconv.FormatInt(max(least, 0), 10))
 			if v, ok := extremeInt(h.Values("X-RateLimit-Limit"), true); ok {
-				h.Set("X-RateLimit-Limit", strconv.FormatInt(v, 10))
+				h.Set("X-RateLimit-Limit", strconv.FormatInt(max(v, 0), 10))
 			}
 			if v, ok := extremeInt(h.Values("X-RateLimit-Reset"), false); ok {
-				h.Set("X-RateLimit-Reset", strconv.FormatInt(v, 10))
+				h.Set("X-RateLimit-Reset", strconv.FormatInt(max(v, 0), 10))
 			}
 		}
 		if !found || int64(d.Remaining) < least {
