@@ -69,7 +69,7 @@ func TestAudit104HttpLegacyRemainingLines(t *testing.T) {
 		want  string
 		ours  bool
 	}{
-		{[]string{"-1"}, "-1", false},
+		{[]string{"-1"}, "0", false}, // the least, written as 0 since stop 65 (no sign)
 		{[]string{"+2"}, "2", false},
 		{[]string{" 2\t"}, "2", false},
 		{[]string{"3"}, "3", false},
