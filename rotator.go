@@ -148,6 +148,9 @@ func (rot *Rotator) Rotations() int64 {
 }
 
 // Native returns the lock-free rotator underneath, for its native API.
+// With a Ticker and a Period under 1 ms (0: unset), its Config reports a
+// Period of 1h: the native rotator needs one, and rotating only on ticks
+// never uses it.
 func (rot *Rotator) Native() *rotator.Rotator { return rot.r }
 
 // Update applies Update to every generation.
