@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+
+	"github.com/lfgrudge/grudge/internal/hw"
 )
 
 // Reservation is a debit taken now for requests that may act later, as
@@ -257,13 +259,13 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 		return &WaitError{Err: ErrNoTimer, N: n, Burst: p.burst}
 	}
 	// The deadline and the timer run on the clock's reading; the limiter
-	// decides at its latest time used, hw, which lies after the reading
-	// when the clock stepped back, and a debt drains only from hw on.
+	// decides at its latest time used, high, which lies after the reading
+	// when the clock stepped back, and a debt drains only from high on.
 	now := l.Now()
-	hw := l.tb.Time(l.tb.HighWater())
+	high := l.tb.Time(l.tb.HighWater())
 	capU, why, left := l.maxDebtU, ErrMaxDebt, time.Duration(0)
 	dl, hasDeadline := ctx.Deadline()
-	var leftMs float64 // the whole ms from hw to the deadline
+	var leftMs float64 // the whole ms from high to the deadline
 	if hasDeadline {
 		// The request may act at whole ms up to the deadline: admit it
 		// only if its debt drains within the burst by then.
@@ -271,11 +273,11 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 		if left < 0 {
 			return &WaitError{Err: ErrPastDeadline, N: n, Burst: p.burst, Wait: left}
 		}
-		if dl.Before(hw) {
-			// Even a request that fits acts at hw, after the deadline.
+		if dl.Before(high) {
+			// Even a request that fits acts at high, after the deadline.
 			return &WaitError{Err: ErrPastDeadline, N: n, Burst: p.burst, Wait: left}
 		}
-		leftMs = float64(dl.Sub(hw) / time.Millisecond)
+		leftMs = float64(dl.Sub(high) / time.Millisecond)
 		if c := p.burstU + l.drop(leftMs); c < capU {
 			capU, why = c, ErrPastDeadline
 		}
@@ -309,22 +311,25 @@ func (l *Limiter) waitN(p *params, ctx context.Context, key string, n int) error
 		if delay <= 0 {
 			return nil
 		}
+		var armed int64 // the runtime's clock when a real timer was armed
+		if l.realTimers {
+			armed = hw.Nanotime()
+		}
 		ch, stop := l.newTimer(delay)
 		select {
 		case <-ch:
 			stop()
-			before := now
-			now = l.tb.Time(l.tb.Peek())
-			if l.realTimers && now.Sub(before) < delay/2-time.Millisecond {
+			if l.realTimers && time.Duration(hw.Nanotime()-armed) < delay/2 {
 				// A real timer of delay fires once the runtime's monotonic
-				// clock, which the default clock reads in whole ms, has
-				// moved by delay: it moved by less than half of it, so the
+				// clock (the one the default clock reads) has moved by at
+				// least delay: it moved by less than half of it, so the
 				// timers run on another time, a testing/synctest bubble's
 				// fake one. Waiting on would re-arm timers that fire at
 				// once, spinning while the bubble's time races ahead.
 				r.Cancel()
 				return &WaitError{Err: ErrNoTimer, N: n, Burst: p.burst}
 			}
+			now = l.tb.Time(l.tb.Peek())
 		case <-ctx.Done():
 			stop()
 			r.Cancel()
