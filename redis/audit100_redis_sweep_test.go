@@ -145,7 +145,7 @@ func TestAudit100RedisFallbackLagAndCapSweep(t *testing.T) {
 		clk := sketchtest.NewFakeClock()
 		clk.Set(1_700_000_000_000)
 		l := e.limiter(t, LimiterConfig{Name: fmt.Sprintf("a100lag%d", ci), Limit: PerSecond(rate, burst), Clock: clk, Policy: LocalFallback, Instances: n})
-		fbBurst := burst / float64(n)
+		fbBurst := divDown(burst, n) // the fallback's, rounded down (audit 149)
 		if fbBurst < 1 {
 			continue
 		}

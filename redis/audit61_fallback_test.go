@@ -37,7 +37,7 @@ func TestAudit61FallbackRandomWaits(t *testing.T) {
 	checks := 0
 	for _, r := range rigs {
 		l, clk := r.l, r.clk
-		fbB, fbR := r.lim.Burst/float64(r.N), r.lim.Rate/float64(r.N)
+		fbB, fbR := divDown(r.lim.Burst, r.N), divDown(r.lim.Rate, r.N) // the fallback's, rounded down (audit 149)
 		drainMs := fbB / fbR * 1000
 		for p := range 25 {
 			if rng.IntN(10) == 0 {

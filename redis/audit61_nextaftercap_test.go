@@ -62,7 +62,7 @@ func TestAudit61FixedNextAfterEarlyAtCap(t *testing.T) {
 	lim := PerSecond(10, 100)
 	l := e.limiter(t, LimiterConfig{Name: "a61ncfb", Limit: lim, Clock: clk, Policy: LocalFallback, Instances: 3, ServerCheck: CheckSkip, Timeout: time.Second})
 	e.srv.kill()
-	fbB := lim.Burst / 3
+	fbB := divDown(lim.Burst, 3) // the fallback's, rounded down (audit 149)
 	if d, err := l.AllowN(ctx, "k", fbB); !d.Allowed || !errors.Is(err, ErrDegraded) {
 		t.Fatalf("setup: %+v %v", d, err)
 	}

@@ -97,8 +97,8 @@ func audit86KillMidSequence(t *testing.T, e *env, pol Policy) {
 	e.srv.kill()
 	before := l.Stats()
 
-	fb := audit86NewBucket(Limit{Rate: lim.Rate / inst, Burst: lim.Burst / inst}, clk.NowMillis())
-	fbBurst := lim.Burst / inst
+	fb := audit86NewBucket(Limit{Rate: divDown(lim.Rate, inst), Burst: divDown(lim.Burst, inst)}, clk.NowMillis()) // rounded down (audit 149)
+	fbBurst := divDown(lim.Burst, inst)
 	outageStart := clk.NowMillis()
 	admittedTokens := 0.0
 	calls, admits, denials := 0, 0, 0
@@ -157,7 +157,7 @@ func audit86KillMidSequence(t *testing.T, e *env, pol Policy) {
 				continue
 			}
 			w := fb.step(clk.NowMillis(), n)
-			if d.Limit != (Limit{Rate: lim.Rate / inst, Burst: fbBurst}) {
+			if d.Limit != (Limit{Rate: divDown(lim.Rate, inst), Burst: fbBurst}) {
 				t.Fatalf("%s: Limit %+v; want the fallback's", where, d.Limit)
 			}
 			if d.Allowed && !w.allowed {

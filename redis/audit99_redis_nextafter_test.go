@@ -244,7 +244,7 @@ func TestAudit99RedisFallbackNeverAndCap(t *testing.T) {
 		clk := sketchtest.NewFakeClock()
 		clk.Set(1_700_000_000_000)
 		l := e.limiter(t, LimiterConfig{Name: "a99fbcap", Limit: PerSecond(10, 100), Clock: clk, Policy: LocalFallback, Instances: 3})
-		if d, err := l.AllowN(down, "k", 100.0/3); !errors.Is(err, ErrDegraded) || !d.Allowed || d.Remaining != 0 {
+		if d, err := l.AllowN(down, "k", divDown(100, 3)); !errors.Is(err, ErrDegraded) || !d.Allowed || d.Remaining != 0 { // the fallback's Burst, rounded down (audit 149)
 			t.Fatalf("AllowN(Burst/N): %+v, %v", d, err)
 		}
 		d, err := l.DecideContext(down, "k", 1)

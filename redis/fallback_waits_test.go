@@ -53,7 +53,7 @@ func TestFallbackWaitsExact(t *testing.T) {
 	retries, resets := 0, 0
 	for _, r := range rigs {
 		l, clk := r.l, r.clk
-		fbB, fbR := r.lim.Burst/float64(r.N), r.lim.Rate/float64(r.N)
+		fbB, fbR := divDown(r.lim.Burst, r.N), divDown(r.lim.Rate, r.N) // the fallback's, rounded down (audit 149)
 		drainMs := fbB / fbR * 1000
 		allow := func(n float64) Decision {
 			d, err := l.AllowN(ctx, "k", n)

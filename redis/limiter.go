@@ -114,7 +114,8 @@ type LimiterConfig struct {
 	// Policy decides when the server cannot (FailClosed by default).
 	Policy Policy
 	// Instances is N for LocalFallback (the local limiter runs at
-	// Rate/N, Burst/N, and Burst/N must be at least 2^-126); 0 means 1.
+	// Rate/N, Burst/N, each rounded down so that N of them never exceed
+	// Rate and Burst; Burst/N must be at least 2^-126); 0 means 1.
 	Instances uint32
 	// FallbackCells is M of the local fallback limiter; 0 means 65536.
 	FallbackCells uint32
@@ -322,7 +323,10 @@ func newLimiter(c conn, cfg LimiterConfig) (*Limiter, error) {
 		if cells == 0 {
 			cells = 1 << 16
 		}
-		l.fbLimit = Limit{Rate: lim.Rate / float64(n), Burst: lim.Burst / float64(n)}
+		// Rounded down: N fallbacks at Burst/N each (Rate/N) admit at
+		// most Burst (Rate) together, which x/n rounded to nearest can
+		// pass by an ulp each (audit 149: 10 x 3.3333333333333335).
+		l.fbLimit = Limit{Rate: divDown(lim.Rate, n), Burst: divDown(lim.Burst, n)}
 		if l.fbLimit.Burst < minBurst {
 			return bad("Limit.Burst/Instances (LocalFallback's Burst) must be at least 2^-126 (%v); got %v", minBurst, l.fbLimit.Burst)
 		}
@@ -543,4 +547,14 @@ func (l *Limiter) fault(key string, n float64, cause error) (Decision, error) {
 		l.c.policyDenials.Add(1)
 	}
 	return d, err
+}
+
+// divDown returns the largest float64 q with q x n <= x exactly (x, n >
+// 0): x/n rounded down where rounding to nearest went up.
+func divDown(x float64, n uint32) float64 {
+	q := x / float64(n)
+	for q > 0 && math.FMA(q, float64(n), -x) > 0 {
+		q = math.Nextafter(q, 0)
+	}
+	return q
 }
