@@ -61,7 +61,7 @@ func TestAudit28FallbackRetryAfterNeverEarly(t *testing.T) {
 		clk.Set(1_780_000_000_000 + r.Int64N(1<<20))
 		l := a28FallbackLimiter(t, PerSecond(rate, burst), inst, clk)
 		horizon := clk.NowMillis() + 1<<30 - 1 // no sweep before
-		fbBurst := divDown(burst, inst) // the fallback's, rounded down (audit 149)
+		fbBurst := divDown(burst, inst)        // the fallback's, rounded down (audit 149)
 		ctx := context.Background()
 		for step := range 60 {
 			clk.Advance(time.Duration(r.Int64N(int64(2000*fbBurst/(rate/float64(inst)))+1)) * time.Microsecond)
