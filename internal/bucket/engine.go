@@ -200,6 +200,11 @@ func (e *Engine) locate(h uint64) (i0, i1 uint64, fp uint16) {
 // at least 0, at most 2^47-1.
 func (e *Engine) rel(ms int64) uint64 {
 	d := ms - e.epoch
+	if (ms >= e.epoch) != (d >= 0) {
+		// The span overflowed int64 (a clock that crossed most of the
+		// ms range since New: audit 145): far past the horizon.
+		d = math.MaxInt64
+	}
 	if d <= 0 {
 		return 0
 	}

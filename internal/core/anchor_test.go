@@ -63,12 +63,13 @@ func TestAnchorSystemClockNeverEarly(t *testing.T) {
 	}
 }
 
-// TestWallMillisBetweenSaturates: past 292 years convert counts on the
-// wall clock; past about 292 million years UnixMilli wraps, and the
-// difference saturates instead (audit 84: time.Unix(1<<62, 0) converted
-// to a reading in the past, so an At time that far ahead was not capped
-// at the clock's reading).
-func TestWallMillisBetweenSaturates(t *testing.T) {
+// TestFarMillisSaturates: past 292 years convert counts on the wall
+// clock; past about 292 million years UnixMilli wraps, and the reading
+// saturates instead (audit 84: time.Unix(1<<62, 0) converted to a reading
+// in the past, so an At time that far ahead was not capped at the
+// clock's reading). The reading saturates, not the difference (audit
+// 146: an anchor at MinInt64 ms read a time near MaxInt64 ms as -1).
+func TestFarMillisSaturates(t *testing.T) {
 	const maxI, minI = int64(1<<63 - 1), int64(-1 << 63)
 	a := time.Unix(1_700_000_000, 123_456_789)
 	for _, c := range []struct {
@@ -86,8 +87,25 @@ func TestWallMillisBetweenSaturates(t *testing.T) {
 		{"2^62 s before", time.Unix(-1<<62, 0), minI},
 		{"min seconds", time.Unix(minI, 0), minI},
 	} {
-		if got := wallMillisBetween(c.t, a); got != c.want {
-			t.Errorf("%s: wallMillisBetween = %d, want %d", c.name, got, c.want)
+		if got := farMillis(0, c.t, a); got != c.want {
+			t.Errorf("%s: farMillis = %d, want %d", c.name, got, c.want)
+		}
+	}
+	// Anchors at the ends of the scale: the reading of a time at the
+	// other end is exact where it fits.
+	lo, hi := time.UnixMilli(minI+10), time.UnixMilli(maxI-1000)
+	for _, c := range []struct {
+		anchorMs int64
+		a, t     time.Time
+		want     int64
+	}{
+		{minI + 10, lo, hi, maxI - 1000},
+		{maxI - 1000, hi, lo, minI + 10},
+		{minI + 10, lo, time.Unix(maxI, 0), maxI},
+		{maxI - 1000, hi, time.Unix(minI, 0), minI},
+	} {
+		if got := farMillis(c.anchorMs, c.t, c.a); got != c.want {
+			t.Errorf("farMillis(%d, %v, %v) = %d, want %d", c.anchorMs, c.t, c.a, got, c.want)
 		}
 	}
 	for _, c := range []struct{ a, b, want int64 }{

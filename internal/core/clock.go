@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"math/big"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -295,8 +296,11 @@ func (tb *Timebase) convert(t time.Time) int64 {
 	d := t.Sub(tb.anchor)
 	if d == math.MaxInt64 || d == math.MinInt64 {
 		// Sub saturates past 292 years: count in ms on the wall clock,
-		// saturated too (UnixMilli wraps past 292 million years).
-		return addSat(tb.anchorMs, wallMillisBetween(t, tb.anchor))
+		// exactly, and saturate the reading, not the difference: a clock
+		// anchored near one end of int64 ms reads the other end's times
+		// (audit 146: a difference capped at MaxInt64, added to an
+		// anchor at MinInt64, read the clock's own Now 2^63 ms early).
+		return farMillis(tb.anchorMs, t, tb.anchor)
 	}
 	ms := d.Milliseconds()
 	if d < 0 && d%time.Millisecond != 0 {
@@ -305,25 +309,25 @@ func (tb *Timebase) convert(t time.Time) int64 {
 	return tb.anchorMs + ms
 }
 
-// wallMillisBetween returns t's Unix millisecond less a's (each floored,
-// as UnixMilli floors), saturated at the int64 range instead of wrapping.
-func wallMillisBetween(t, a time.Time) int64 {
-	ts, as := t.Unix(), a.Unix()
+// farMillis returns anchorMs + (t's Unix millisecond - a's), each
+// floored as UnixMilli floors, exactly, saturated at the int64 range. Only
+// for times more than 292 years from the anchor (it allocates).
+func farMillis(anchorMs int64, t, a time.Time) int64 {
+	unixMs := func(x time.Time) *big.Int {
+		v := big.NewInt(x.Unix())
+		v.Mul(v, big.NewInt(1000))
+		return v.Add(v, big.NewInt(int64(x.Nanosecond()/1e6)))
+	}
+	v := unixMs(t)
+	v.Sub(v, unixMs(a))
+	v.Add(v, big.NewInt(anchorMs))
 	switch {
-	case as > 0 && ts < math.MinInt64+as:
-		return math.MinInt64
-	case as < 0 && ts > math.MaxInt64+as:
+	case v.IsInt64():
+		return v.Int64()
+	case v.Sign() > 0:
 		return math.MaxInt64
 	}
-	const lim = math.MaxInt64/1000 - 1 // |ds*1000 ± 999| stays in range
-	switch ds := ts - as; {
-	case ds > lim:
-		return math.MaxInt64
-	case ds < -lim:
-		return math.MinInt64
-	default:
-		return ds*1000 + int64(t.Nanosecond()/1e6) - int64(a.Nanosecond()/1e6)
-	}
+	return math.MinInt64
 }
 
 // addSat returns a+b saturated at the int64 range.
@@ -355,8 +359,11 @@ func subSat(a, b int64) int64 {
 // anchor has one.
 func (tb *Timebase) Time(ms int64) time.Time {
 	d := ms - tb.anchorMs
-	if d > math.MaxInt64/int64(time.Millisecond) || d < math.MinInt64/int64(time.Millisecond) {
-		// Past 292 years a Duration would wrap: the wall clock only.
+	if wrapped := (ms >= tb.anchorMs) != (d >= 0); wrapped ||
+		d > math.MaxInt64/int64(time.Millisecond) || d < math.MinInt64/int64(time.Millisecond) {
+		// Past 292 years a Duration would wrap: the wall clock only. A d
+		// that wrapped (a span over int64: audit 145) is right modulo
+		// 2^64, and so is the sum, which is the reading's Unix ms.
 		return time.UnixMilli(tb.anchor.UnixMilli() + d)
 	}
 	return tb.anchor.Add(time.Duration(d) * time.Millisecond)

@@ -666,9 +666,12 @@ func (s *Sketch) readFrom(r io.Reader, inst int64, rot bool) (int64, error) {
 			}
 			s.markNegative(v)
 			w := atom.Pack(score, s.stamp(ms-total))
-			if total >= sweepKeep {
-				// Too old to keep its stamp inside the horizon:
-				// decay it once, round up, stamp it now.
+			if total >= sweepKeep || total > subSat(ms, math.MinInt64) {
+				// Too old to keep its stamp inside the horizon, or
+				// older than the scale's first millisecond (a clock
+				// near MinInt64: ms - total would wrap, and the cell
+				// read as from the future: audit 145): decay it once,
+				// round up, stamp it now.
 				w = atom.Pack(s.rules.Round(s.rules.Decay(v, total)), now)
 			}
 			s.cells[l*s.stride+i].Store(w)
