@@ -14,10 +14,11 @@ import (
 // Denied, when it returns: Allow and AllowN (by their answer), Decide,
 // DecideN and DecideContext (by Allowed), Reserve and ReserveN (by OK),
 // Wait and WaitN (Admitted once they reserve, whether or not the wait
-// then completes; Denied on ErrAboveBurst and on a reservation refused,
-// ErrMaxDebt or ErrPastDeadline; nothing when they return before asking
-// the limiter: a context already done, a deadline already past,
-// ErrNoTimer). Peek, PeekN, Tokens and TokensAt decide nothing and count
+// then completes, as a wait that ends with ErrNoTimer inside a
+// testing/synctest bubble does; Denied on ErrAboveBurst and on a
+// reservation refused, ErrMaxDebt or ErrPastDeadline; nothing when they
+// return before asking the limiter: a context already done, a deadline
+// already past, ErrNoTimer from a clock that cannot wait). Peek, PeekN, Tokens and TokensAt decide nothing and count
 // nothing; a Reservation's Cancel (and WaitN's, on a context that ends)
 // gives tokens back but does not uncount. An Inf limiter counts its
 // decisions too (all admitted). A Tier's decisions count in its

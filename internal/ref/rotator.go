@@ -66,7 +66,11 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 		done: make(chan struct{}),
 	}
 	for i := range r.gens {
-		r.gens[i] = r.build()
+		// The first builds report a Config error (a Hasher factory that
+		// returns nil: audit 145) as New does, before any goroutine.
+		if r.gens[i], err = r.newGeneration(); err != nil {
+			return nil, err
+		}
 	}
 	if cfg.Manual {
 		close(r.done)
@@ -77,11 +81,18 @@ func NewRotator(cfg RotatorConfig) (*Rotator, error) {
 	return r, nil
 }
 
-// build returns a fresh generation and advances the creation counter.
-func (r *Rotator) build() *Sketch {
+// newGeneration returns a fresh generation and advances the creation
+// counter.
+func (r *Rotator) newGeneration() (*Sketch, error) {
 	c := r.cfg.Sketch
 	c.Seed = core.GenerationSeed(r.cfg.Sketch.Seed, r.next.Add(1)-1)
-	s, err := New(c)
+	return New(c)
+}
+
+// build is newGeneration for a rotation, which has no one to return an
+// error to.
+func (r *Rotator) build() *Sketch {
+	s, err := r.newGeneration()
 	if err != nil {
 		panic("rotator: building a generation failed: " + err.Error())
 	}

@@ -81,6 +81,11 @@ func New(cfg sketch.Config) (*Sketch, error) {
 		levels: cfg.Levels,
 		m:      cfg.CellsPerLevel,
 	}
+	if core.IsNil(s.hasher) {
+		// As sketch.New (audit 145): a nil or typed-nil Hasher from the
+		// factory would be a nil dereference at the first hash.
+		return nil, core.NilHasherErr("sketch", n.Seed)
+	}
 	clk := cfg.Clock
 	if clk == nil {
 		clk = wallClock{}

@@ -186,7 +186,7 @@ func TestAudit84SnapStrayRemoval(t *testing.T) {
 		}
 	}
 	write("st[a]*?.snap.tmp-123")
-	write("st[a]*?.snap.tmp-") // no digits: not os.CreateTemp's name, kept since stop 65
+	write("st[a]*?.snap.tmp-")    // no digits: not os.CreateTemp's name, kept since stop 65
 	write("sta.snap.tmp-1")       // a glob of path would match it
 	write("st[a]*?.snap.tmp")     // no dash: not a temporary file
 	write("other.snap.tmp-9")     // another path's
