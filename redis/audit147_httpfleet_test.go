@@ -354,32 +354,7 @@ func TestAudit147HTTPFleetRealClock(t *testing.T) {
 	const rate, burst = 40.0, 5.0
 	cfg := LimiterConfig{Name: "a147r", Limit: PerSecond(rate, burst), CellsPerLevel: 1000, Timeout: 2 * time.Second}
 	f := a147NewFleet(t, e, cfg, 3)
-	var admitted, total atomic.Int64
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	stop := t0.Add(300 * time.Millisecond)
-	for g := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; time.Now().Before(stop); k++ {
-				r := f.get(t, (g+k)%3, "bob")
-				r.checkShape(t, "real clock")
-				total.Add(1)
-				if r.code == 200 {
-					admitted.Add(1)
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}()
-	}
-	wg.Wait()
-	T := time.Since(t0).Seconds()
-	bound := int64(burst + rate*T)
-	if a := admitted.Load(); a > bound || a < int64(burst) {
-		t.Fatalf("admitted %d of %d over %.3f s; want within [%v, floor(5 + 40 x T) = %d]", a, total.Load(), T, burst, bound)
-	}
-	t.Logf("admitted %d of %d over %.3f s (bound %d)", admitted.Load(), total.Load(), T, bound)
+	a147RealClockRun(t, f, "admitted", "real clock", rate, burst)
 	f.checkStats(t)
 }
 
@@ -817,32 +792,7 @@ func TestAudit147HTTPFleetFallbackRealClock(t *testing.T) {
 		Timeout: 80 * time.Millisecond, Policy: LocalFallback, Instances: 3}
 	f := a147NewFleet(t, e, cfg, 3)
 	e.srv.kill()
-	var admitted, total atomic.Int64
-	var wg sync.WaitGroup
-	t0 := time.Now()
-	stop := t0.Add(300 * time.Millisecond)
-	for g := range 3 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for k := 0; time.Now().Before(stop); k++ {
-				r := f.get(t, (g+k)%3, "bob")
-				r.checkShape(t, "fallback, real clock")
-				total.Add(1)
-				if r.code == 200 {
-					admitted.Add(1)
-				}
-				time.Sleep(time.Millisecond)
-			}
-		}()
-	}
-	wg.Wait()
-	T := time.Since(t0).Seconds()
-	bound := int64(burst + rate*T)
-	if a := admitted.Load(); a > bound || a < int64(burst) {
-		t.Fatalf("the fallbacks admitted %d of %d over %.3f s; want within [%v, floor(6 + 30 x T) = %d]", a, total.Load(), T, burst, bound)
-	}
-	t.Logf("the fallbacks admitted %d of %d over %.3f s (bound %d)", admitted.Load(), total.Load(), T, bound)
+	a147RealClockRun(t, f, "the fallbacks admitted", "fallback, real clock", rate, burst)
 	f.checkStats(t)
 }
 
@@ -941,4 +891,38 @@ func TestAudit147HTTPObedientRealClock(t *testing.T) {
 			t.Logf("%s: stats %+v", mode, st)
 		})
 	}
+}
+
+// a147RealClockRun sends bob's requests round the fleet from 3 goroutines
+// for 300 ms of real time and checks that the 200s lie within [burst,
+// floor(burst + rate x T)]; who names the deciders, shape the answers'
+// check.
+func a147RealClockRun(t *testing.T, f *a147Fleet, who, shape string, rate, burst float64) {
+	t.Helper()
+	var admitted, total atomic.Int64
+	var wg sync.WaitGroup
+	t0 := time.Now()
+	stop := t0.Add(300 * time.Millisecond)
+	for g := range 3 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; time.Now().Before(stop); k++ {
+				r := f.get(t, (g+k)%3, "bob")
+				r.checkShape(t, shape)
+				total.Add(1)
+				if r.code == 200 {
+					admitted.Add(1)
+				}
+				time.Sleep(time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	T := time.Since(t0).Seconds()
+	bound := int64(burst + rate*T)
+	if a := admitted.Load(); a > bound || a < int64(burst) {
+		t.Fatalf("%s %d of %d over %.3f s; want within [%v, floor(%v + %v x T) = %d]", who, a, total.Load(), T, burst, burst, rate, bound)
+	}
+	t.Logf("%s %d of %d over %.3f s (bound %d)", who, admitted.Load(), total.Load(), T, bound)
 }
