@@ -98,7 +98,7 @@ func TestAudit96RedisDecisionInvariants(t *testing.T) {
 	e.srv.kill()
 	for i, r := range rigs {
 		if r.mode == "fallback" {
-			run(r, uint64(100+i), r.lim.Burst/3, true)
+			run(r, uint64(100+i), divDown(r.lim.Burst, 3), true) // the fallback's Burst, rounded down (audit 149)
 		}
 	}
 }
