@@ -118,7 +118,7 @@ func TestAudit8BuiltOnReservedSerial(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	clk.Set(1_000_000)
 	e := newTest(t, 2, Linear(10, 40), clk)
-	t0 := e.epoch + int64(NowMs(e))
+	t0 := e.msOf(NowMs(e))
 	paused, resume := make(chan struct{}), make(chan struct{})
 	e.setHooks(&testHooks{afterCAS: pauseOnce(armedTrue(), paused, resume)})
 	var ra Receipt

@@ -56,7 +56,12 @@ type Engine struct {
 	hasher core.Hasher
 	hf     core.HasherFactory // hasher's factory: a restore that adopts a seed rebuilds it
 	tb     *core.Timebase
-	epoch  int64 // the clock reading (ms) that is ms 0 of the line headers
+	// The line headers' ms scale: the clock reading base is ms off of
+	// it (base and off apart, not one epoch base - off: near MinInt64 ms
+	// that difference wraps, audits 145 and 150). off is 0 from New, a
+	// restored scale's reading after ReadFrom; below 2^47.
+	base   int64
+	off    uint64
 	q      quant
 	bytes  int
 	sample int
@@ -101,7 +106,7 @@ func New(cfg Config) (*Engine, error) {
 	e.lines, e.bytes = allocLines(cfg.Lines)
 	e.floors.init(q.span)
 	e.n = uint64(cfg.Lines)
-	e.epoch = e.tb.NowMillis()
+	e.base, e.off = e.tb.NowMillis(), 0
 	return e, nil
 }
 
@@ -196,22 +201,25 @@ func (e *Engine) locate(h uint64) (i0, i1 uint64, fp uint16) {
 	return i0, i1, fp
 }
 
-// rel returns ms on the engine's scale: milliseconds after the epoch,
-// at least 0, at most 2^47-1.
+// rel returns ms on the engine's scale: off plus the milliseconds after
+// base (saturated: a clock that crossed most of the int64 range since base
+// is far past the horizon), at least 0, at most 2^47-1.
 func (e *Engine) rel(ms int64) uint64 {
-	d := ms - e.epoch
-	if (ms >= e.epoch) != (d >= 0) {
-		// The span overflowed int64 (a clock that crossed most of the
-		// ms range since New: audit 145): far past the horizon.
-		d = math.MaxInt64
+	d := core.SubSat(ms, e.base)
+	if d < 0 {
+		back := uint64(-(d + 1)) + 1 // |d|, MinInt64 included
+		if back >= e.off {
+			return 0
+		}
+		return e.off - back
 	}
-	if d <= 0 {
-		return 0
-	}
-	if d > lwMask {
-		return lwMask
-	}
-	return uint64(d)
+	return min(e.off+uint64(d), lwMask) // off < 2^47: no overflow
+}
+
+// msOf returns the clock reading of r on the engine's scale (the inverse
+// of rel below the horizon), saturated.
+func (e *Engine) msOf(r uint64) int64 {
+	return core.AddSat(e.base, int64(r)-int64(e.off))
 }
 
 func (e *Engine) now() uint64 { return e.rel(e.tb.NowMillis()) }

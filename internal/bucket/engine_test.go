@@ -393,7 +393,7 @@ func TestTimeEdges(t *testing.T) {
 	if !e.TryUpdateAt(early, "a", 10, 40) || e.QueryAt(early, "a") != 10 {
 		t.Fatal("a time before the epoch")
 	}
-	if e.rel(e.epoch-5) != 0 || e.rel(e.epoch+lwMask+100) != lwMask {
+	if e.rel(e.base-5) != 0 || e.rel(e.base+lwMask+100) != lwMask {
 		t.Fatal("rel does not clamp")
 	}
 	clk.Set(1<<40 + lwMask - 3)

@@ -97,6 +97,9 @@ func fitsWindow(span, g uint64) bool { return span+g <= window-2 }
 // quant is a law quantized to integer ticks. All fields are fixed at New.
 type quant struct {
 	kind LawKind
+	// sealShift is log2 of seal (below): a byte beside kind, where it
+	// costs no padding (the Engine struct's size is in its line budget).
+	sealShift uint8
 	// gn/gd are the ticks per millisecond (gn == 0: time stands still).
 	// Either gd == 1 (whole ticks per ms, so times convert exactly) or
 	// gn == 1 (one tick per gd ms).
@@ -118,8 +121,7 @@ type quant struct {
 	// lw into a later epoch seals the line (docs/design.md, "Moving a
 	// line's time"), and a give-back (an undo, a refund) lowers an entry
 	// by at most slack - 2 seal ticks per CAS.
-	seal      uint64
-	sealShift uint
+	seal uint64
 
 	// Linear and None: u is the number of ticks (units) per load unit, an
 	// integer, so whole loads are exact; rate is the effective rate
@@ -137,7 +139,7 @@ func newQuant(law Law) (quant, error) {
 	q, err := pickQuant(law)
 	q.setDivisor()
 	q.slack = window - 1 - q.span
-	q.sealShift = uint(bits.Len64(q.slack/8)) - 1
+	q.sealShift = uint8(bits.Len64(q.slack/8)) - 1
 	q.seal = 1 << q.sealShift
 	return q, err
 }

@@ -685,7 +685,7 @@ func (e *Engine) advance(ln *line, w *[wordsPerLine]uint64, target uint64) (nh u
 // answer means nothing.
 func (e *Engine) Reserved(r *Receipt) (ms int64, load float64) {
 	at, _ := e.q.ticks(r.ms) // the write's tick, rounded down
-	return e.epoch + int64(r.ms), e.q.value(r.stamp, at)
+	return e.msOf(r.ms), e.q.value(r.stamp, at)
 }
 
 // Refund gives back the write a Receipt records, if the entry still holds

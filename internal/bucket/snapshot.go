@@ -276,7 +276,7 @@ func (e *Engine) readFrom(r io.Reader, adopt bool) (int64, error) {
 	}
 	target := atRel + uint64(min(down, lwMask))
 	target = min(target, lwMask)
-	e.epoch = ms - int64(target)
+	e.base, e.off = ms, target // ms is target on the scale
 	if adopt {
 		e.seed, e.hasher = h.seed, h.hasher
 	}

@@ -306,7 +306,7 @@ func (tb *Timebase) convert(t time.Time) int64 {
 	if d < 0 && d%time.Millisecond != 0 {
 		ms-- // floor: a t before the anchor is in the millisecond it falls in
 	}
-	return tb.anchorMs + ms
+	return addSat(tb.anchorMs, ms) // an anchor near an end of the scale (audit 150)
 }
 
 // farMillis returns anchorMs + (t's Unix millisecond - a's), each
@@ -354,6 +354,34 @@ func subSat(a, b int64) int64 {
 	return d
 }
 
+// farTime returns anchor + (ms - anchorMs) milliseconds on the wall
+// clock, exactly (no monotonic reading), for spans a Duration does not
+// hold; a time beyond time.Time's seconds saturates there. It allocates.
+func farTime(anchor time.Time, anchorMs, ms int64) time.Time {
+	ns := new(big.Int).Sub(big.NewInt(ms), big.NewInt(anchorMs))
+	ns.Mul(ns, big.NewInt(int64(time.Millisecond)))
+	ns.Add(ns, big.NewInt(int64(anchor.Nanosecond())))
+	sec, nsec := new(big.Int).DivMod(ns, big.NewInt(int64(time.Second)), new(big.Int)) // nsec in [0, 1e9)
+	sec.Add(sec, big.NewInt(anchor.Unix()))
+	// time.Unix holds seconds up to MaxInt64 less those from year 1 to
+	// 1970 (unreachable from an int64 ms span; kept in range anyway).
+	const maxSec = math.MaxInt64 - 62135596800
+	switch {
+	case sec.Cmp(big.NewInt(maxSec)) > 0:
+		return time.Unix(maxSec, 999_999_999)
+	case !sec.IsInt64():
+		return time.Unix(math.MinInt64, 0)
+	}
+	return time.Unix(sec.Int64(), nsec.Int64())
+}
+
+// AddSat and SubSat are addSat and subSat for the engines built beside
+// the core (internal/bucket).
+func AddSat(a, b int64) int64 { return addSat(a, b) }
+
+// SubSat is subSat; see AddSat.
+func SubSat(a, b int64) int64 { return subSat(a, b) }
+
 // Time returns the time.Time of reading ms (the inverse of Millis for
 // times that were not capped). Its monotonic reading is present when the
 // anchor has one.
@@ -361,10 +389,9 @@ func (tb *Timebase) Time(ms int64) time.Time {
 	d := ms - tb.anchorMs
 	if wrapped := (ms >= tb.anchorMs) != (d >= 0); wrapped ||
 		d > math.MaxInt64/int64(time.Millisecond) || d < math.MinInt64/int64(time.Millisecond) {
-		// Past 292 years a Duration would wrap: the wall clock only. A d
-		// that wrapped (a span over int64: audit 145) is right modulo
-		// 2^64, and so is the sum, which is the reading's Unix ms.
-		return time.UnixMilli(tb.anchor.UnixMilli() + d)
+		// Past 292 years a Duration would wrap: the wall clock only,
+		// exactly (a span over int64 too: audits 145 and 150).
+		return farTime(tb.anchor, tb.anchorMs, ms)
 	}
 	return tb.anchor.Add(time.Duration(d) * time.Millisecond)
 }
