@@ -21,7 +21,8 @@ const (
 	// FailOpen admits.
 	FailOpen
 	// LocalFallback decides with a local lock-free limiter at Rate/N and
-	// Burst/N, N = LimiterConfig.Instances: N instances that all fall
+	// Burst/N (each rounded down, so that N of them never exceed Rate and
+	// Burst), N = LimiterConfig.Instances: N instances that all fall
 	// back admit at most the global rate between them while the fault
 	// lasts. The fallback starts from its own state, not the server's
 	// debts, and the server never learns what it admitted, so around a
