@@ -55,7 +55,9 @@
 //     is 0): a key shares its debt only with a key of the
 //     same fingerprint in one of its lines, for as long as both are
 //     live, or inherits a line's eviction floor once the table is past
-//     its capacity. It counts time in 47 bits of milliseconds after New:
+//     its capacity. It counts time in 47 bits of milliseconds after New
+//     (the first New: a restore carries the snapshot's scale on, its
+//     downtime included, as a limiter that never stopped counts it):
 //     a clock more than 2^47 ms (4,460 years) on counts as that instant,
 //     where debts stop draining and a Reservation's Delay is measured
 //     from it (too early); a limiter is not meant to see such a clock.

@@ -149,7 +149,7 @@ func (e *Engine) WriteTo(w io.Writer) (int64, error) {
 	ms := e.tb.NowMillis()
 	var tr [snapTrailer + snapCRC]byte
 	le.PutUint64(tr[0:], e.rel(ms))
-	le.PutUint64(tr[8:], uint64(e.tb.Time(ms).UnixMilli()))
+	le.PutUint64(tr[8:], uint64(core.WallMillis(e.tb.Time(ms))))
 	crc = crc32.Update(crc, crcTable, tr[:snapTrailer])
 	le.PutUint32(tr[snapTrailer:], crc)
 	n, err = w.Write(tr[:])
@@ -269,7 +269,7 @@ func (e *Engine) readFrom(r io.Reader, adopt bool) (int64, error) {
 	// scale's end, where the engine's own clock saturates too).
 	ms := e.tb.NowMillis()
 	var down int64
-	if nowWall := e.tb.Time(ms).UnixMilli(); nowWall > atWall {
+	if nowWall := core.WallMillis(e.tb.Time(ms)); nowWall > atWall {
 		if down = nowWall - atWall; down < 0 {
 			down = math.MaxInt64
 		}

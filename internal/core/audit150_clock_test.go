@@ -89,7 +89,8 @@ func TestAudit150FixedTimeWrapsForPlainClock(t *testing.T) {
 	}
 }
 
-// TestAudit150FarMillisExact: farMillis against an exact big.Int sum for
+// TestAudit150FarMillisExact: farMillis against an exact big.Int sum (of
+// the floored difference, since audit 152) for
 // anchors at both ends and t at the zero time.Time, Unix(±2^62 s),
 // Unix(±MaxInt64/1000 s) and instants with fractions; saturated outside
 // int64.
@@ -103,8 +104,12 @@ func TestAudit150FarMillisExact(t *testing.T) {
 	for _, a := range times {
 		for _, tt := range times {
 			for _, am := range anchors {
-				v := a150UnixMs(tt)
-				v.Sub(v, a150UnixMs(a))
+				// Since audit 152: whole ms of the exact difference, as
+				// convert's near path counts (the anchor's fraction of a
+				// millisecond counts), not the difference of floors.
+				v := a150UnixNs(tt)
+				v.Sub(v, a150UnixNs(a))
+				v.Div(v, big.NewInt(1e6)) // Euclidean: the floor
 				v.Add(v, big.NewInt(am))
 				want := v
 				switch {
@@ -161,4 +166,11 @@ func TestAudit150PlainClockRoundTripsWithin292Years(t *testing.T) {
 			}
 		}
 	}
+}
+
+// a150UnixNs is x's Unix nanosecond, exactly.
+func a150UnixNs(x time.Time) *big.Int {
+	v := big.NewInt(x.Unix())
+	v.Mul(v, big.NewInt(1e9))
+	return v.Add(v, big.NewInt(int64(x.Nanosecond())))
 }

@@ -309,17 +309,20 @@ func (tb *Timebase) convert(t time.Time) int64 {
 	return addSat(tb.anchorMs, ms) // an anchor near an end of the scale (audit 150)
 }
 
-// farMillis returns anchorMs + (t's Unix millisecond - a's), each
-// floored as UnixMilli floors, exactly, saturated at the int64 range. Only
-// for times more than 292 years from the anchor (it allocates).
+// farMillis returns anchorMs + floor((t - a) / 1 ms), exactly (as the
+// near path of convert counts: whole milliseconds from the anchor, whose
+// own fraction of a millisecond counts too, audit 152), saturated at the
+// int64 range. Only for times more than 292 years from the anchor (it
+// allocates).
 func farMillis(anchorMs int64, t, a time.Time) int64 {
-	unixMs := func(x time.Time) *big.Int {
+	unixNs := func(x time.Time) *big.Int {
 		v := big.NewInt(x.Unix())
-		v.Mul(v, big.NewInt(1000))
-		return v.Add(v, big.NewInt(int64(x.Nanosecond()/1e6)))
+		v.Mul(v, big.NewInt(int64(time.Second)))
+		return v.Add(v, big.NewInt(int64(x.Nanosecond())))
 	}
-	v := unixMs(t)
-	v.Sub(v, unixMs(a))
+	v := unixNs(t)
+	v.Sub(v, unixNs(a))
+	v.Div(v, big.NewInt(int64(time.Millisecond))) // Euclidean: the floor, the divisor being > 0
 	v.Add(v, big.NewInt(anchorMs))
 	switch {
 	case v.IsInt64():

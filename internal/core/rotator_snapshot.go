@@ -102,8 +102,8 @@ func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
 	le.PutUint32(hdr[8:], uint32(len(gs.gens)))
 	le.PutUint64(hdr[16:], gs.next)
 	le.PutUint64(hdr[24:], uint64(r.periodMs))
-	le.PutUint64(hdr[32:], uint64(r.tb.Time(gs.deadline).UnixMilli()))
-	le.PutUint64(hdr[40:], uint64(r.tb.Time(ms).UnixMilli()))
+	le.PutUint64(hdr[32:], uint64(WallMillis(r.tb.Time(gs.deadline))))
+	le.PutUint64(hdr[40:], uint64(WallMillis(r.tb.Time(ms))))
 	le.PutUint64(hdr[48:], r.cfg.Sketch.Seed)
 
 	h := crc32.New(crcTable)
@@ -267,7 +267,7 @@ func (r *Rotator) decode(rd io.Reader, adopt bool) (*genSet, int64, error) {
 	// The time left is the snapshot's own difference, not one of wall
 	// times bounded to +-2^61 ms: past that bound both read 2^61, and a
 	// deadline 9 ms away came out due at once (audit 100).
-	nowWall := boundWall(r.tb.Time(ms).UnixMilli())
+	nowWall := boundWall(WallMillis(r.tb.Time(ms)))
 	left := max(min(subSat(deadlineWall, int64(le.Uint64(hdr[40:]))), r.periodMs), -farWall)
 	d := max(left-max(nowWall-instWall, 0), -farWall)
 	gs.deadline, gs.endless = deadlineAfter(ms, d)

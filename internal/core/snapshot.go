@@ -7,6 +7,7 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
+	"math/big"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/atom"
@@ -37,6 +38,24 @@ const farWall = int64(1) << 61
 
 // boundWall clamps a wall time (Unix ms) to +-farWall.
 func boundWall(x int64) int64 { return max(-farWall, min(x, farWall)) }
+
+// WallMillis returns t's Unix millisecond saturated at the int64 range,
+// without the wrap of t.UnixMilli past 292 million years (a clock that
+// crossed the int64 ms range reads times that far off: audit 152).
+// Snapshot headers store it; their decoders bound what they read
+// (boundWall).
+func WallMillis(t time.Time) int64 {
+	v := big.NewInt(t.Unix())
+	v.Mul(v, big.NewInt(1000))
+	v.Add(v, big.NewInt(int64(t.Nanosecond()/1e6)))
+	switch {
+	case v.IsInt64():
+		return v.Int64() // t.UnixMilli()
+	case v.Sign() > 0:
+		return math.MaxInt64
+	}
+	return math.MinInt64
+}
 
 // Snapshot format constants.
 const (
@@ -137,7 +156,7 @@ func (s *Sketch) header(atWall int64) snapHeader {
 		levels: s.levels, m: s.m,
 		param: p, lo: s.cfg.Lo, hi: s.cfg.Hi,
 		seed: s.cfg.Seed, fingerprint: s.hasher.Sum64String(snapProbe),
-		epochWall: s.tb.Time(s.epoch).UnixMilli(), atWall: atWall,
+		epochWall: WallMillis(s.tb.Time(s.epoch)), atWall: atWall,
 		cells: uint64(s.levels) * uint64(s.m),
 	}
 }
@@ -351,7 +370,7 @@ func (s *Sketch) writeAt(w io.Writer, ms int64) (int64, error) {
 	s.maintain(ms) // after it, ms - floor < 2^31: every age fits 32 bits
 	floor := s.sweep.floor.Load()
 	fs := s.stamp(floor)
-	h := s.header(s.tb.Time(ms).UnixMilli())
+	h := s.header(WallMillis(s.tb.Time(ms)))
 
 	buf := make([]byte, snapChunk*snapCellSize)
 	h.put(buf[:snapHeaderSize])
@@ -591,7 +610,7 @@ func (s *Sketch) readFrom(r io.Reader, inst int64, rot bool) (int64, error) {
 	// (at most 2^24 ms) for a generation stated after the rotator's
 	// instant and restored on a clock behind it.
 	var downtime int64
-	nowWall := s.tb.Time(ms).UnixMilli()
+	nowWall := WallMillis(s.tb.Time(ms))
 	if rot {
 		// now - at on a clock at or past the generation's own instant
 		// (as before stop 47, whatever the skew: audit 67), and mapped
