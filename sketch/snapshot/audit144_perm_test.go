@@ -32,13 +32,13 @@ func a144Unprivileged(t *testing.T, body func(t *testing.T, dir string)) {
 	if dir := os.Getenv(a144DirEnv); dir != "" {
 		// The child: drop to nobody, then run the body.
 		if err := syscall.Setgroups(nil); err != nil {
-			t.Skip("cannot drop groups:", err)
+			t.Fatal("cannot drop groups:", err)
 		}
 		if err := syscall.Setgid(65534); err != nil {
-			t.Skip("cannot setgid:", err)
+			t.Fatal("cannot setgid:", err)
 		}
 		if err := syscall.Setuid(65534); err != nil {
-			t.Skip("cannot setuid:", err)
+			t.Fatal("cannot setuid:", err)
 		}
 		if syscall.Geteuid() != 65534 {
 			t.Fatal("still privileged after setuid")
