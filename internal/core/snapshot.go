@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"io"
 	"math"
-	"math/big"
 	"time"
 
 	"github.com/lfgrudge/grudge/internal/atom"
@@ -45,16 +44,17 @@ func boundWall(x int64) int64 { return max(-farWall, min(x, farWall)) }
 // Snapshot headers store it; their decoders bound what they read
 // (boundWall).
 func WallMillis(t time.Time) int64 {
-	v := big.NewInt(t.Unix())
-	v.Mul(v, big.NewInt(1000))
-	v.Add(v, big.NewInt(int64(t.Nanosecond()/1e6)))
+	// s*1000 + m, m in [0, 999], fits in int64 unless one of these
+	// holds; where it fits, UnixMilli's (modular) arithmetic is exact.
+	// No allocation: WriteTo allocates its one buffer only.
+	s, m := t.Unix(), int64(t.Nanosecond()/1e6)
 	switch {
-	case v.IsInt64():
-		return v.Int64() // t.UnixMilli()
-	case v.Sign() > 0:
+	case s > math.MaxInt64/1000 || s == math.MaxInt64/1000 && m > math.MaxInt64%1000:
 		return math.MaxInt64
+	case s < math.MinInt64/1000-1 || s == math.MinInt64/1000-1 && m < 1000+math.MinInt64%1000:
+		return math.MinInt64
 	}
-	return math.MinInt64
+	return t.UnixMilli()
 }
 
 // Snapshot format constants.
