@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 
 	"github.com/lfgrudge/grudge/asm"
 )
@@ -102,8 +103,16 @@ func (r *Rotator) WriteTo(w io.Writer) (int64, error) {
 	le.PutUint32(hdr[8:], uint32(len(gs.gens)))
 	le.PutUint64(hdr[16:], gs.next)
 	le.PutUint64(hdr[24:], uint64(r.periodMs))
-	le.PutUint64(hdr[32:], uint64(WallMillis(r.tb.Time(gs.deadline))))
-	le.PutUint64(hdr[40:], uint64(WallMillis(r.tb.Time(ms))))
+	// The deadline is written as the instant plus the time it has left
+	// (at most a Period), so that their difference, which the decoder
+	// reads, survives an instant that saturates: two walls saturated
+	// apart both read MaxInt64, and a deadline a period away came out
+	// due at once (audit 153). An instant within a Period of the end is
+	// written that much earlier.
+	inst := min(WallMillis(r.tb.Time(ms)), math.MaxInt64-r.periodMs)
+	left := min(subSat(gs.deadline, ms), r.periodMs)
+	le.PutUint64(hdr[32:], uint64(addSat(inst, left)))
+	le.PutUint64(hdr[40:], uint64(inst))
 	le.PutUint64(hdr[48:], r.cfg.Sketch.Seed)
 
 	h := crc32.New(crcTable)
