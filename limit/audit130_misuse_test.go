@@ -260,8 +260,10 @@ func TestAudit130ZeroTierAndMultiEveryMethod(t *testing.T) {
 // panics "limit:" and charges no window.
 func TestAudit130MultiMisuse(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
-	a := limit.MustNew(10, 5, limit.WithSize(2, 16), limit.WithClock(clk), limit.WithName("a"))
-	b := limit.MustNew(1, 3, limit.WithCapacity(100, 0.01), limit.WithClock(clk), limit.WithName("b"))
+	// Fixed seeds: under a random one "" shared both of "x"'s cells in a's
+	// 2 x 16 cells about once in 256 runs (it read 4, seen at stop 65).
+	a := limit.MustNew(10, 5, limit.WithSize(2, 16), limit.WithClock(clk), limit.WithName("a"), limit.WithSeed(130))
+	b := limit.MustNew(1, 3, limit.WithCapacity(100, 0.01), limit.WithClock(clk), limit.WithName("b"), limit.WithSeed(130))
 	var zero limit.Limiter
 	for _, c := range []struct {
 		name string

@@ -168,19 +168,16 @@ func TestAudit145ShortWaitInBubble(t *testing.T) {
 				if err == nil && fake == 0 {
 					return // the real clock crossed a millisecond first: no wait was left
 				}
-				if testchild.Emulated() {
-					// Under an emulator the real clock moves by half a
-					// short delay between a timer's arming and its (fake,
-					// instant) firing, so a wait may re-arm before the
-					// check sees the gap, or real time drains the debt:
-					// a few timers, and ErrNoTimer or nil.
-					if err != nil && !errors.Is(err, limit.ErrNoTimer) || fake > 10*want {
-						t.Errorf("rate %v (emulated): a default-clock Wait in a bubble: %v after %v of fake time; want ErrNoTimer or nil within %v", rate, err, fake, 10*want)
-					}
-					return
-				}
-				if !errors.Is(err, limit.ErrNoTimer) || fake > want {
-					t.Errorf("rate %v: a default-clock Wait in a bubble: %v after %v of fake time; want ErrNoTimer after at most %v (or nil at once when real time drained the debt first)", rate, err, fake, want)
+				// The real clock may move by half a short delay between a
+				// timer's arming and its (fake, instant) firing on a loaded
+				// or emulated machine (stop 65's make test: 7 ms of fake
+				// time for a 5 ms wait, under checkptr), so a wait may
+				// re-arm once or twice before the check sees the gap, or
+				// real time may drain the debt: a few timers, ErrNoTimer or
+				// nil. The spin this guards against moved fake time by
+				// minutes.
+				if err != nil && !errors.Is(err, limit.ErrNoTimer) || fake > 10*want {
+					t.Errorf("rate %v: a default-clock Wait in a bubble: %v after %v of fake time; want ErrNoTimer or nil within %v (a few timers)", rate, err, fake, 10*want)
 				}
 			})
 		}
