@@ -386,8 +386,9 @@ func AddSat(a, b int64) int64 { return addSat(a, b) }
 func SubSat(a, b int64) int64 { return subSat(a, b) }
 
 // Time returns the time.Time of reading ms (the inverse of Millis for
-// times that were not capped). Its monotonic reading is present when the
-// anchor has one.
+// times that were not capped). Within 292 years of the anchor its
+// monotonic reading is present when the anchor has one; farther (farTime)
+// it is a wall time only.
 func (tb *Timebase) Time(ms int64) time.Time {
 	d := ms - tb.anchorMs
 	if wrapped := (ms >= tb.anchorMs) != (d >= 0); wrapped ||
