@@ -441,9 +441,11 @@ func TestAudit141ClientGoneBeforeDecision(t *testing.T) {
 			lim = a141CtxLimiter{base}
 		}
 		gone := make(chan struct{})
+		arrived := make(chan struct{}, 1)
 		done := make(chan string, 1)
 		var limErr, handlerErr error
 		key := httplimit.Func(func(r *http.Request) string {
+			arrived <- struct{}{}
 			<-r.Context().Done() // the client has gone
 			close(gone)
 			return "k"
@@ -484,7 +486,14 @@ func TestAudit141ClientGoneBeforeDecision(t *testing.T) {
 				}
 				errc <- err
 			}()
-			time.Sleep(20 * time.Millisecond)
+			// The request must reach the server before the client goes (a
+			// fixed 20 ms sleep was too short under qemu beside other
+			// jobs: the client went before it sent anything).
+			select {
+			case <-arrived:
+			case <-time.After(30 * time.Second):
+				t.Fatalf("%s: the request never reached the server", s.name)
+			}
 			cancel()
 			if err := <-errc; !errors.Is(err, context.Canceled) {
 				t.Errorf("%s: client error %v", s.name, err)
