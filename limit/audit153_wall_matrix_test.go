@@ -52,15 +52,7 @@ func TestAudit153LimitRestoreMatrixBothEngines(t *testing.T) {
 				t.Fatal(err)
 			}
 			for _, r := range a153Pos {
-				rc := limittest.NewFakeClock()
-				rc.Set(r)
-				m, err := limit.New(10, 20, limit.WithClock(rc), limit.WithEngine(eng), limit.WithSeed(153))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if _, err := m.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil {
-					t.Fatalf("engine %v w %d r %d: %v", eng, w, r, err)
-				}
+				m := a153Restore(t, eng, buf.Bytes(), r, fmt.Sprintf("engine %v w %d r %d", eng, w, r))
 				truth := math.Min(20, a153Elapsed(w, r)*10/1000)
 				got := m.Tokens("k")
 				name := fmt.Sprintf("engine %v, written at %d, restored at %d", eng, w, r)
@@ -100,18 +92,26 @@ func TestAudit153LimitSaturatedWallRestoredEarlierNoDowntime(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range a153Pos {
-			rc := limittest.NewFakeClock()
-			rc.Set(r)
-			m, err := limit.New(10, 20, limit.WithClock(rc), limit.WithEngine(eng), limit.WithSeed(153))
-			if err != nil {
-				t.Fatal(err)
-			}
-			if _, err := m.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil {
-				t.Fatalf("engine %v r %d: %v", eng, r, err)
-			}
+			m := a153Restore(t, eng, buf.Bytes(), r, fmt.Sprintf("engine %v r %d", eng, r))
 			if got := m.Tokens("k"); math.Abs(got) > 1e-6 {
 				t.Errorf("engine %v: saturated-wall snapshot restored at %d: Tokens(k) = %v, want 0 (no downtime)", eng, r, got)
 			}
 		}
 	}
+}
+
+// a153Restore returns a limiter of the matrix's configuration on eng,
+// its clock at r, restored from snap; where names the case in a failure.
+func a153Restore(t *testing.T, eng limit.Engine, snap []byte, r int64, where string) *limit.Limiter {
+	t.Helper()
+	rc := limittest.NewFakeClock()
+	rc.Set(r)
+	m, err := limit.New(10, 20, limit.WithClock(rc), limit.WithEngine(eng), limit.WithSeed(153))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.ReadFrom(bytes.NewReader(snap)); err != nil {
+		t.Fatalf("%s: %v", where, err)
+	}
+	return m
 }
