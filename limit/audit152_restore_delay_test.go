@@ -23,7 +23,7 @@ func TestAudit152RestoredBucketsDelayAtEnds(t *testing.T) {
 	mk := func(at int64) (*limit.Limiter, *limittest.FakeClock) {
 		clk := limittest.NewFakeClock()
 		clk.Set(at)
-		l, err := limit.New(10, 20, limit.WithClock(clk), limit.WithEngine(limit.Buckets), limit.WithSeed(152))
+		l, err := limit.New(10, 20, limit.WithClock(clk), limit.WithEngine(limit.Buckets), limit.WithSeed(152), limit.WithCapacity(1000, 0.01))
 		if err != nil {
 			t.Fatal(err)
 		}

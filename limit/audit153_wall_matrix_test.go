@@ -15,6 +15,11 @@ import (
 // int64 ms, the snapshot decoders' bound 2^61 on both sides, and 0.
 var a153Pos = []int64{math.MaxInt64, 1<<61 + 5_000, 1 << 61, 0, -1 << 61, -1<<61 - 5_000, math.MinInt64}
 
+// a153Small sizes every limiter here for 1,000 keys: the ends of the ms
+// range do not depend on the size, and 98 restores of the default
+// (100k-line) limiter took 115 s of make test's race step.
+var a153Small = limit.WithCapacity(1000, 0.01)
+
 // a153Elapsed is max(r - w, 0) in ms as a float64, exact in big.Int.
 func a153Elapsed(w, r int64) float64 {
 	d := new(big.Int).Sub(big.NewInt(r), big.NewInt(w))
@@ -38,7 +43,7 @@ func TestAudit153LimitRestoreMatrixBothEngines(t *testing.T) {
 		for _, w := range a153Pos {
 			wc := limittest.NewFakeClock()
 			wc.Set(w)
-			l, err := limit.New(10, 20, limit.WithClock(wc), limit.WithEngine(eng), limit.WithSeed(153))
+			l, err := limit.New(10, 20, limit.WithClock(wc), limit.WithEngine(eng), limit.WithSeed(153), a153Small)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,7 +85,7 @@ func (c *a153Plain) NowMillis() int64 { return c.ms }
 func TestAudit153LimitSaturatedWallRestoredEarlierNoDowntime(t *testing.T) {
 	for _, eng := range []limit.Engine{limit.CountMin, limit.Buckets} {
 		clk := &a153Plain{math.MinInt64}
-		l, err := limit.New(10, 20, limit.WithClock(clk), limit.WithEngine(eng), limit.WithSeed(153))
+		l, err := limit.New(10, 20, limit.WithClock(clk), limit.WithEngine(eng), limit.WithSeed(153), a153Small)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +111,7 @@ func a153Restore(t *testing.T, eng limit.Engine, snap []byte, r int64, where str
 	t.Helper()
 	rc := limittest.NewFakeClock()
 	rc.Set(r)
-	m, err := limit.New(10, 20, limit.WithClock(rc), limit.WithEngine(eng), limit.WithSeed(153))
+	m, err := limit.New(10, 20, limit.WithClock(rc), limit.WithEngine(eng), limit.WithSeed(153), a153Small)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/lfgrudge/grudge/internal/testsize"
 	"github.com/lfgrudge/grudge/limit"
 	"github.com/lfgrudge/grudge/sketch"
 )
@@ -140,10 +141,7 @@ func TestLimitRoundTrip(t *testing.T) {
 		}
 	}
 	r := rand.New(rand.NewPCG(1, 2))
-	n := 100_000
-	if testing.Short() {
-		n = 10_000
-	}
+	n := testsize.Pick(100_000, 10_000) // full size in the purego step
 	for range n {
 		l := limit.Limit(math.Float64frombits(r.Uint64() >> 1)) // >= 0, NaN and Inf included
 		switch {
