@@ -16,6 +16,11 @@ import (
 var a153Pos = []int64{math.MaxInt64, 1<<61 + 5_000, 1 << 61, 1<<61 - 5_000, 0,
 	-1 << 61, -1<<61 - 5_000, math.MinInt64 + 5_000, math.MinInt64}
 
+// a153Small sizes every Rate and Novelty here at 3 x 1,024 cells: the
+// ends of the ms range do not depend on the size, and the default's
+// restores took 160 s of make test's race step.
+var a153Small = meter.WithSize(3, 1024)
+
 // a153Elapsed is r - w in ms, clamped to [0, MaxInt64].
 func a153Elapsed(w, r int64) int64 {
 	d := new(big.Int).Sub(big.NewInt(r), big.NewInt(w))
@@ -38,7 +43,7 @@ func TestAudit153RateRestoreMatrix(t *testing.T) {
 	for _, w := range a153Pos {
 		wc := sketchtest.NewFakeClock()
 		wc.Set(w)
-		r0, err := meter.NewRate(window, meter.WithClock(wc))
+		r0, err := meter.NewRate(window, meter.WithClock(wc), a153Small)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -51,7 +56,7 @@ func TestAudit153RateRestoreMatrix(t *testing.T) {
 		for _, r := range a153Pos {
 			rc := sketchtest.NewFakeClock()
 			rc.Set(r)
-			m, err := meter.NewRate(window, meter.WithClock(rc))
+			m, err := meter.NewRate(window, meter.WithClock(rc), a153Small)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -86,7 +91,7 @@ func TestAudit153NoveltyRestoreMatrix(t *testing.T) {
 			old = math.MinInt64
 		}
 		wc.Set(old)
-		n0, err := meter.NewNovelty(within, meter.WithClock(wc))
+		n0, err := meter.NewNovelty(within, meter.WithClock(wc), a153Small)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +111,7 @@ func TestAudit153NoveltyRestoreMatrix(t *testing.T) {
 		for _, r := range a153Pos {
 			rc := sketchtest.NewFakeClock()
 			rc.Set(r)
-			m, err := meter.NewNovelty(within, meter.WithClock(rc))
+			m, err := meter.NewNovelty(within, meter.WithClock(rc), a153Small)
 			if err != nil {
 				t.Fatal(err)
 			}
