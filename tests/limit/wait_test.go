@@ -82,7 +82,15 @@ func TestWaitFakeClock(t *testing.T) {
 func TestWaitErrors(t *testing.T) { forEngines(t, testWaitErrors) }
 
 func testWaitErrors(t *testing.T, eng limit.Option) {
-	l, clk := newWaiter(t, 10, 2, eng) // MaxDebt 4
+	// The fake clock runs an hour ahead of the real one, so the real
+	// contexts' deadlines (set on it) cannot pass while the test runs:
+	// on the real time, a pause of 100 ms (a loaded CI machine) expired
+	// them before WaitN looked, which then returned the context's own
+	// error, or set no timer and left BlockUntilTimers waiting forever
+	// (audit 155: about 1 run in 700 under -race; the same as stop 61's
+	// note at audit54_sweep_test.go). WaitN measures a deadline on the
+	// limiter's clock, so "99 ms is refused, 100 ms admitted" still holds.
+	l, clk := newWaiterAt(t, time.Now().Add(time.Hour), 10, 2, eng) // MaxDebt 4
 	ctx := context.Background()
 	check := func(err, want error, n int) {
 		t.Helper()
