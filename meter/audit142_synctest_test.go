@@ -31,7 +31,7 @@ func TestAudit142MeterDefaultClockIgnoresFakeTime(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		n, err := meter.NewNovelty(time.Second)
+		n, err := meter.NewNovelty(time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -41,7 +41,8 @@ func TestAudit142MeterDefaultClockIgnoresFakeTime(t *testing.T) {
 		n.Seen("k")
 		before := r.PerSecond("k")
 		time.Sleep(time.Hour)
-		if after := r.PerSecond("k"); after < before*0.9 {
+		// Below 1% only after 4.6 real seconds (a stall), not 105 ms.
+		if after := r.PerSecond("k"); after < before*0.01 {
 			t.Fatalf("Rate decayed over a fake hour on the default clock: %v -> %v", before, after)
 		}
 		if !n.Contains("k") {

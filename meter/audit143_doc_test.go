@@ -119,7 +119,7 @@ func TestAudit143MeterDefaultSeedRandom(t *testing.T) {
 func TestAudit143RateRoundingRule(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	clk.Set(a143T0)
-	r, err := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 64))
+	r, err := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 64), meter.WithSeed(143))
 	if err != nil {
 		t.Fatal(err)
 	}

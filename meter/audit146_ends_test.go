@@ -26,7 +26,7 @@ import (
 func TestAudit146FixedAtClockNowForgotten(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	clk.Set(math.MinInt64)
-	r, err := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 64))
+	r, err := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 64), meter.WithSeed(146))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,11 +65,11 @@ func TestAudit146MetersAcrossEndsHold(t *testing.T) {
 			}
 			clk := sketchtest.NewFakeClock()
 			clk.Set(start)
-			r, err := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 64))
+			r, err := meter.NewRate(time.Second, meter.WithClock(clk), meter.WithSize(2, 64), meter.WithSeed(146))
 			if err != nil {
 				t.Fatal(err)
 			}
-			nv, err := meter.NewNovelty(time.Minute, meter.WithClock(clk), meter.WithSize(2, 64))
+			nv, err := meter.NewNovelty(time.Minute, meter.WithClock(clk), meter.WithSize(2, 64), meter.WithSeed(146))
 			if err != nil {
 				t.Fatal(err)
 			}
