@@ -1,7 +1,6 @@
 package meter_test
 
 import (
-	"math"
 	"testing"
 	"time"
 
@@ -9,78 +8,26 @@ import (
 	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
-// Audit 154 (flake hunt). TestAudit146MetersAcrossEndsHold failed about
+// Audit 154 (flake hunt): TestAudit146MetersAcrossEndsHold failed about
 // 1 run in 125 (32 of 4000 with -count=4000, purego; 1 of 400 under
-// -race), and TestAudit143RateRoundingRule can fail about 1 run in 2500:
-// both build Rates and Novelties of 2 x 64 cells without WithSeed, so
+// -race), and TestAudit143RateRoundingRule could fail about 1 run in 2500:
+// both built Rates and Novelties of 2 x 64 cells without WithSeed, so
 // each run hashes under a fresh crypto/rand seed, and two of their keys
 // ("old" and "k"; "batch" and "big") share both cells about once in 4096
 // constructions. A count-min reading then includes the other key's
 // count: a documented over-estimate, not a defect of the clock handling
 // these tests check. The tests below pin the two seeds that show it and
 // the seeds that the suggested fix (WithSeed at
-// meter/audit146_ends_test.go:68,72 and meter/audit143_doc_test.go:122)
-// would use.
-
-// a154Ends is TestAudit146MetersAcrossEndsHold's matrix under a fixed
-// seed; it returns the failures it found (TestAudit146's messages).
-func a154Ends(t *testing.T, seed uint64) []string {
-	t.Helper()
-	ends := []int64{math.MinInt64, -1 << 40, -1, 0, 1 << 40, math.MaxInt64 - 1000, math.MaxInt64}
-	var bad []string
-	for _, start := range ends {
-		for _, to := range ends {
-			if to == start || math.Abs(float64(to)-float64(start)) > 9e18 {
-				continue
-			}
-			clk := sketchtest.NewFakeClock()
-			clk.Set(start)
-			opts := []meter.Option{meter.WithClock(clk), meter.WithSize(2, 64), meter.WithSeed(seed)}
-			r, err := meter.NewRate(time.Second, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			nv, err := meter.NewNovelty(time.Minute, opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			r.Observe("old")
-			nv.Seen("old")
-			clk.Set(to)
-			r.ObserveAt(clk.Now(), "k", 5)
-			if a, b := r.PerSecond("k"), r.PerSecondAt(clk.Now(), "k"); a <= 0 || a != b {
-				bad = append(bad, "rate now")
-			}
-			if nv.SeenAt(clk.Now(), "k") || !nv.Seen("k") || !nv.ContainsAt(clk.Now(), "k") {
-				bad = append(bad, "novelty now")
-			}
-			oldRate, oldSeen := r.PerSecond("old"), nv.Contains("old")
-			switch {
-			case to < start && (oldRate <= 0 || !oldSeen):
-				bad = append(bad, "step back")
-			case to-start > int64(time.Hour/time.Millisecond) && (oldRate != 0 || oldSeen):
-				bad = append(bad, "old kept")
-			}
-		}
-	}
-	return bad
-}
-
-// TestAudit154EndsMatrixHoldsUnderFixedSeed: the suggested fix of the
-// flake: the same matrix under WithSeed(146) holds in every case, every
-// run.
-func TestAudit154EndsMatrixHoldsUnderFixedSeed(t *testing.T) {
-	if bad := a154Ends(t, 146); len(bad) != 0 {
-		t.Errorf("TestAudit146's matrix under WithSeed(146): %v", bad)
-	}
-}
+// meter/audit146_ends_test.go:68,72 and meter/audit143_doc_test.go:122,
+// applied at stop 66) use.
 
 // TestAudit154EndsFlakeIsAKeyCollision: the root cause. Under seed 4148
 // (one of 5 in 0..19999) "old" and "k" share both cells of the Novelty's
 // primary and of the Rate: a fresh Novelty that saw only "old" already
-// Contains("k"), and the matrix fails exactly as the flaky runs did
+// Contains("k"), which failed the matrix as the flaky runs did
 // ("Novelty: a key seen now is not kept"; "Rate ..., Novelty ... for a
-// key seen at New; want 0, false").
+// key seen at New; want 0, false"). TestAudit146MetersAcrossEndsHold now
+// builds its meters with WithSeed(146), under which the matrix holds.
 func TestAudit154EndsFlakeIsAKeyCollision(t *testing.T) {
 	clk := sketchtest.NewFakeClock()
 	clk.Set(0)
@@ -97,9 +44,6 @@ func TestAudit154EndsFlakeIsAKeyCollision(t *testing.T) {
 	r.Observe("old")
 	if !nv.Contains("k") || r.PerSecond("k") != r.PerSecond("old") {
 		t.Fatalf("seed 4148: Contains(k) %v, PerSecond k %v old %v; want k to read old's cells", nv.Contains("k"), r.PerSecond("k"), r.PerSecond("old"))
-	}
-	if bad := a154Ends(t, 4148); len(bad) == 0 {
-		t.Error("seed 4148: the matrix held; want the collision's failures")
 	}
 }
 
