@@ -82,17 +82,21 @@ func a142SpinCase(t *testing.T, form string, c limit.Clock) {
 		if c != nil {
 			opts = append(opts, limit.WithClock(c))
 		}
-		l, err := limit.New(20, 1, opts...)
+		// One token a minute: on the default clock (real), a faster
+		// rate refilled while a loaded machine (qemu at nice 10) was
+		// slow to reach the first timer, and Wait rightly returned nil
+		// (audit 157: 13 runs in 130 at 20/s).
+		l, err := limit.New(limit.Every(time.Minute), 1, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		wait, tokens, want := l.Wait, l.Tokens, 50*time.Millisecond
+		wait, tokens, want := l.Wait, l.Tokens, time.Minute
 		if form == "Tier" {
-			tr, err := l.Tier("half", 10, 1)
+			tr, err := l.Tier("half", limit.Every(2*time.Minute), 1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			wait, tokens, want = tr.Wait, tr.Tokens, 100*time.Millisecond
+			wait, tokens, want = tr.Wait, tr.Tokens, 2*time.Minute
 		}
 		if err := wait(context.Background(), "k"); err != nil { // the burst: no wait
 			t.Fatal(err)
@@ -135,18 +139,22 @@ func a142SpinCase(t *testing.T, form string, c limit.Clock) {
 func TestAudit142FixedDefaultClockWaitMissesDeadlineInBubble(t *testing.T) {
 	testchild.Isolate(t, a142Env, func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l, err := limit.New(20, 1, limit.WithMaxDebt(10))
+			// A minute's wait and a 20-minute deadline (the spin passed
+			// it after ~20 timers): a real stall of the machine cannot
+			// refill the token (audit 157: at 20/s, 16 runs in 130
+			// under qemu returned nil after no timer at all).
+			l, err := limit.New(limit.Every(time.Minute), 1, limit.WithMaxDebt(10))
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !l.Allow("k") {
 				t.Fatal("the first request was denied")
 			}
-			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 			defer cancel()
 			start := time.Now()
-			if err := l.Wait(ctx, "k"); !errors.Is(err, limit.ErrNoTimer) || time.Since(start) > 200*time.Millisecond {
-				t.Errorf("Wait(ctx 1s) of a 50 ms wait inside a synctest bubble: %v after %v of fake time; want ErrNoTimer after a timer or two (well before the 1 s deadline)", err, time.Since(start))
+			if err := l.Wait(ctx, "k"); !errors.Is(err, limit.ErrNoTimer) || time.Since(start) > 4*time.Minute {
+				t.Errorf("Wait(ctx 20m) of a 1 min wait inside a synctest bubble: %v after %v of fake time; want ErrNoTimer after a timer or two (well before the 20 min deadline)", err, time.Since(start))
 			}
 		})
 	})

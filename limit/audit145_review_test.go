@@ -294,14 +294,15 @@ func TestAudit145FixedStatsDocNoTimerInBubble(t *testing.T) {
 	}
 	testchild.Isolate(t, a145Env, func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
-			l, err := limit.New(20, 1, limit.WithMaxDebt(10))
+			// A minute's wait: a real stall cannot refill it (audit 157).
+			l, err := limit.New(limit.Every(time.Minute), 1, limit.WithMaxDebt(10))
 			if err != nil {
 				t.Fatal(err)
 			}
 			l.Allow("k")
 			before := l.Stats()
 			if err := l.Wait(context.Background(), "k"); !errors.Is(err, limit.ErrNoTimer) {
-				t.Fatalf("a 50 ms default-clock Wait in a bubble = %v; want ErrNoTimer", err)
+				t.Fatalf("a 1 min default-clock Wait in a bubble = %v; want ErrNoTimer", err)
 			}
 			if s := l.Stats(); s.Admitted != before.Admitted+1 || s.Denied != before.Denied {
 				t.Errorf("a default-clock Wait that ended with ErrNoTimer in a bubble: Stats Admitted %d -> %d, Denied %d -> %d; stats.go: it counts Admitted once (it reserved)", before.Admitted, s.Admitted, before.Denied, s.Denied)

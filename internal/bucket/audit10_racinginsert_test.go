@@ -64,7 +64,8 @@ func TestAudit10RacingInsertsLoneKeyDenied(t *testing.T) {
 	})
 	var aOK, bOK bool
 	var wg sync.WaitGroup
-	wg.Go(func() { aOK = e.TryUpdate("x", 1, 20) })
+	aDone := make(chan struct{})
+	wg.Go(func() { defer close(aDone); aOK = e.TryUpdate("x", 1, 20) })
 	<-pA
 	fill(e, int(i0), 2, 4, fp, 5000) // line i0: 4 live (slots 2..5), A's word (slots 0, 1) unchanged
 	wg.Go(func() { bOK = e.TryUpdate("x", 1, 20) })
@@ -73,7 +74,14 @@ func TestAudit10RacingInsertsLoneKeyDenied(t *testing.T) {
 	<-pA2
 	cOK := e.TryUpdate("x", 1, 20)
 	close(rA2)
-	time.Sleep(10 * time.Millisecond) // A finishes while B is held
+	// A finishes while B is held (past rA2 its hooks block no more). A
+	// 10 ms sleep let B go first under qemu on a loaded machine (audit
+	// 157: 7 runs in 1,600).
+	select {
+	case <-aDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("A never finished while B was held")
+	}
 	close(rB)
 	wg.Wait()
 	e.setHooks(nil)
