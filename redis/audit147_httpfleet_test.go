@@ -383,7 +383,7 @@ func a147Fault(t *testing.T, e *env, fault, sleep string) (heal func()) {
 			_, err := rawDo(e.srv.addr(), "DEBUG", "SLEEP", sleep)
 			done <- err
 		}()
-		time.Sleep(20 * time.Millisecond) // let it start
+		awaitAsleep(t, e.srv.addr())
 		var once sync.Once
 		heal = func() {
 			once.Do(func() {
@@ -605,14 +605,16 @@ func a147FaultRun(t *testing.T, pol Policy, fault string) {
 	// clock moved) unless a restart without persistence forgot it.
 	e0 := f.insts[0].limErrs.Load()
 	r := f.get(t, 0, "pre")
-	if fault == "clientkill" {
+	if fault == "clientkill" || fault == "kill" {
 		// A rueidis client fails one call on each of its connections
 		// the kill closed, the first use of each, not necessarily in a
 		// row (measured: 2 EOFs per CLIENT KILL, the second up to a few
 		// calls later, also after a 500 ms pause): the request that
-		// follows a healed one can still be the policy's.
+		// follows a healed one can still be the policy's. A killed
+		// server closes them all the same (audit 156: one EOF on
+		// instance 0 after the restart, under load).
 		for k := 0; k < 3 && f.insts[0].limErrs.Load() != e0; k++ {
-			t.Logf("clientkill: instance 0 answered by the policy after a server decision: %v", f.insts[0].err())
+			t.Logf("%s: instance 0 answered by the policy after a server decision: %v", fault, f.insts[0].err())
 			e0 = f.insts[0].limErrs.Load()
 			r = f.get(t, 0, "pre")
 		}
@@ -635,7 +637,11 @@ func a147FaultRun(t *testing.T, pol Policy, fault string) {
 		if (fault == "stop" || fault == "sleep") && s.Timeouts != s.ServerErrors {
 			t.Errorf("instance %d under SIGSTOP: %+v; want every server error a Timeout", i, s)
 		}
-		if fault != "clientkill" && s.DegradedPeriod != 1 {
+		// rueidis (even instances) may count a second period after a
+		// kill: a connection unused during the outage fails its first
+		// call after the restart (docs/distributed.md, "one drop may
+		// fail two calls that are not in a row").
+		if fault != "clientkill" && s.DegradedPeriod != 1 && !(fault == "kill" && i%2 == 0 && s.DegradedPeriod == 2) {
 			t.Errorf("instance %d: %+v; want DegradedPeriod 1", i, s)
 		}
 		if pol == FailClosed && s.ServerErrors != f.insts[i].handlerErrs.Load() {
@@ -675,13 +681,14 @@ func TestAudit147HTTPFleetDenyCacheFaults(t *testing.T) {
 			heal := a147Fault(t, e, "stop", "")
 			in := f.insts[0]
 			for k := range 3 {
-				t0 := time.Now()
+				// No round trip: counted by Stats, not timed (a 60 ms
+				// bound failed on a stall of the machine; audit 156).
+				calls := in.l.Stats().ServerCalls
 				r := f.get(t, 0, "ann")
-				el := time.Since(t0)
 				r.checkShape(t, "cache denial")
-				if r.code != 429 || r.tt != 1 || r.ra != 1 || in.limErrs.Load() != 0 || el > 60*time.Millisecond {
-					t.Errorf("cache denial %d during the fault: %d %q Retry-After %q, %d limiter errors, %v; want 429 t=1 Retry-After 1, no error, no round trip",
-						k, r.code, r.rl, r.retryAfter, in.limErrs.Load(), el)
+				if r.code != 429 || r.tt != 1 || r.ra != 1 || in.limErrs.Load() != 0 || in.l.Stats().ServerCalls != calls {
+					t.Errorf("cache denial %d during the fault: %d %q Retry-After %q, %d limiter errors, server calls %d -> %d; want 429 t=1 Retry-After 1, no error, no round trip",
+						k, r.code, r.rl, r.retryAfter, in.limErrs.Load(), calls, in.l.Stats().ServerCalls)
 				}
 			}
 			if st := in.l.Stats(); st.CacheDenials != 3 || st.ServerErrors != 0 {

@@ -258,6 +258,32 @@ func rawDo(addr string, args ...string) (any, error) {
 	return readRESP(newLineReader(conn))
 }
 
+// awaitAsleep returns once the server at addr no longer answers a PING
+// within 50 ms (a DEBUG SLEEP sent from another goroutine has it), or
+// fails the test after 5 s: a fixed head start let a late DEBUG SLEEP
+// arrive after the call it was to stall (audit 156, on a loaded machine).
+// Each probe is a new connection, which the server serves when it wakes.
+func awaitAsleep(t *testing.T, addr string) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); {
+		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		if err != nil {
+			t.Fatalf("awaitAsleep: %v", err)
+		}
+		conn.SetDeadline(time.Now().Add(50 * time.Millisecond))
+		_, err = conn.Write([]byte("*1\r\n$4\r\nPING\r\n"))
+		if err == nil {
+			_, err = readRESP(newLineReader(conn))
+		}
+		conn.Close()
+		if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			return
+		}
+		time.Sleep(time.Millisecond)
+	}
+	t.Fatal("awaitAsleep: the server still answers after 5 s")
+}
+
 // waitConsistent waits until every node says cluster_state:ok and every
 // node maps every slot to the same owner.
 func (c *testCluster) waitConsistent(within time.Duration) error {
