@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/lfgrudge/grudge/sketch"
-	"github.com/lfgrudge/grudge/sketch/sketchtest"
 )
 
 // a152PlainClock is a clock without Now: its Timebase anchors at
@@ -65,14 +64,7 @@ func TestAudit152FixedSnapshotWallWrapsForPlainClock(t *testing.T) {
 			near = append(near, v)
 		}
 	}
-	rc := sketchtest.NewFakeClock()
-	rc.Set(today + 3_600_000) // an hour after today: 584 million years before the instant
-	rcfg := cfg
-	rcfg.Clock = rc
-	r := mustNewSketch(t, rcfg)
-	if _, err := r.ReadFrom(bytes.NewReader(b)); err != nil {
-		t.Fatal(err)
-	}
+	r := restoredAt(t, cfg, b, today+3_600_000) // an hour after today: 584 million years before the instant
 	if got := r.QueryString("k"); math.Abs(got-50) > 1e-3 {
 		t.Errorf("snapshot taken at Time(MaxInt64) (584 My after today) restored an hour after today: k reads %v, want 50 (no downtime); header wall fields near today: %v", got, near)
 	}
@@ -98,14 +90,7 @@ func TestAudit152SnapshotWallFarNoWrapHolds(t *testing.T) {
 		if _, err := s.WriteTo(&buf); err != nil {
 			t.Fatal(err)
 		}
-		rc := sketchtest.NewFakeClock()
-		rc.Set(today + c.shift)
-		rcfg := cfg
-		rcfg.Clock = rc
-		r := mustNewSketch(t, rcfg)
-		if _, err := r.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatal(err)
-		}
+		r := restoredAt(t, cfg, buf.Bytes(), today+c.shift)
 		if got := r.QueryString("k"); math.Abs(got-50) > 1e-3 {
 			t.Errorf("clock %d -> %d, restored at today%+d ms: k reads %v, want 50", c.from, c.to, c.shift, got)
 		}

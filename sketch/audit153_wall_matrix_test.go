@@ -48,14 +48,7 @@ func TestAudit153SketchRestoreMatrix(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, r := range a153Pos {
-			rc := sketchtest.NewFakeClock()
-			rc.Set(r)
-			rcfg := cfg
-			rcfg.Clock = rc
-			m := mustNewSketch(t, rcfg)
-			if _, err := m.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil {
-				t.Fatalf("w %d r %d: %v", w, r, err)
-			}
+			m := restoredAt(t, cfg, buf.Bytes(), r)
 			got := m.QueryString("k")
 			truth := math.Max(at-a153Elapsed(w, r)/1000, 0)
 			if got > at+1e-6 {
@@ -84,14 +77,7 @@ func TestAudit153SketchSaturatedWallRestoredAnywhereEarlier(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, r := range a153Pos {
-		rc := sketchtest.NewFakeClock()
-		rc.Set(r)
-		rcfg := cfg
-		rcfg.Clock = rc
-		m := mustNewSketch(t, rcfg)
-		if _, err := m.ReadFrom(bytes.NewReader(buf.Bytes())); err != nil {
-			t.Fatal(err)
-		}
+		m := restoredAt(t, cfg, buf.Bytes(), r)
 		if got := m.QueryString("k"); math.Abs(got-50) > 1e-6 {
 			t.Errorf("saturated-wall snapshot restored at %d: k = %v, want 50", r, got)
 		}

@@ -1,6 +1,7 @@
 package sketch_test
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -42,6 +43,20 @@ func mustNewSketch(t fataler, cfg sketch.Config) *sketch.Sketch {
 	s, err := sketch.New(cfg)
 	if err != nil {
 		t.Fatalf("sketch.New(%+v): %v", cfg, err)
+	}
+	return s
+}
+
+// restoredAt is a sketch of cfg on a fake clock set to ms (Unix ms)
+// that has read snap, failing t on an error.
+func restoredAt(t fataler, cfg sketch.Config, snap []byte, ms int64) *sketch.Sketch {
+	t.Helper()
+	clk := sketchtest.NewFakeClock()
+	clk.Set(ms)
+	cfg.Clock = clk
+	s := mustNewSketch(t, cfg)
+	if _, err := s.ReadFrom(bytes.NewReader(snap)); err != nil {
+		t.Fatalf("restore at %d ms: %v", ms, err)
 	}
 	return s
 }
